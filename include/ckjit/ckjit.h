@@ -1,0 +1,257 @@
+/*
+ * ckjit — Composable-Kernel-Tile-style GPU operators compiled at first call.
+ *
+ * Every function returns a ckjit_status; on failure ckjit_last_error() (per
+ * thread) says what went wrong and where.  No function aborts, exits or
+ * prints unless asked to (CKJIT_LOG).  Device pointers and streams are opaque
+ * `void *`: a CUdeviceptr/CUstream on NVIDIA, a hip pointer/hipStream_t on
+ * AMD; a NULL stream is the default stream.  Ops need no set-up call.
+ */
+#ifndef CKJIT_CKJIT_H
+#define CKJIT_CKJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define CKJIT_API
+#elif defined(__GNUC__)
+#define CKJIT_API __attribute__((visibility("default")))
+#else
+#define CKJIT_API
+#endif
+
+/* ---- version ------------------------------------------------------------ */
+#define CKJIT_VERSION_MAJOR 0
+#define CKJIT_VERSION_MINOR 1
+#define CKJIT_VERSION_PATCH 0
+#define CKJIT_VERSION_NUMBER \
+  (CKJIT_VERSION_MAJOR * 10000 + CKJIT_VERSION_MINOR * 100 + CKJIT_VERSION_PATCH)
+#define CKJIT_VERSION_STRING "0.1.0"
+
+/* The version of the library actually linked (compare with the macros). */
+CKJIT_API unsigned ckjit_version(void);
+CKJIT_API const char *ckjit_version_string(void);
+
+/* ---- status and errors -------------------------------------------------- */
+typedef enum ckjit_status {
+  CKJIT_SUCCESS = 0,
+  CKJIT_ERROR_INVALID_ARGUMENT = -1, /* bad pointer, size, stride, enum value */
+  CKJIT_ERROR_UNSUPPORTED = -2,      /* arch, dtype or feature not supported */
+  CKJIT_ERROR_NO_DEVICE = -3,        /* no GPU (compile-only still works) */
+  CKJIT_ERROR_BACKEND_UNAVAILABLE = -4, /* vendor library (NVRTC, hipRTC, driver) missing */
+  CKJIT_ERROR_COMPILE = -5,          /* the runtime compiler rejected a kernel */
+  CKJIT_ERROR_LOAD = -6,             /* code object could not be loaded */
+  CKJIT_ERROR_LAUNCH = -7,           /* kernel launch failed */
+  CKJIT_ERROR_OUT_OF_MEMORY = -8,    /* host or device allocation failed */
+  CKJIT_ERROR_DEVICE = -9,           /* another driver/runtime error */
+  CKJIT_ERROR_CACHE = -10,           /* cache I/O failed (reported by tools) */
+  CKJIT_ERROR_INTERNAL = -11         /* a bug in ckjit: please report */
+} ckjit_status;
+
+/* Short constant name of a status ("CKJIT_ERROR_COMPILE"). Never NULL. */
+CKJIT_API const char *ckjit_status_string(ckjit_status status);
+
+/* Details of the last failure on the calling thread: what, where and, for a
+ * compile failure, the compiler log and the offending source lines.  "" when
+ * the thread has seen no failure.  Valid until the thread's next ckjit call. */
+CKJIT_API const char *ckjit_last_error(void);
+/* Status of the last failure on the calling thread (CKJIT_SUCCESS if none). */
+CKJIT_API ckjit_status ckjit_last_status(void);
+
+/* ---- data types --------------------------------------------------------- */
+typedef enum ckjit_dtype {
+  CKJIT_F32 = 0,
+  CKJIT_F16 = 1,
+  CKJIT_BF16 = 2,
+  CKJIT_I8 = 3,       /* reserved for quantized ops */
+  CKJIT_FP8_E4M3 = 4, /* reserved */
+  CKJIT_FP8_E5M2 = 5, /* reserved */
+  CKJIT_I32 = 6,      /* reserved (indices) */
+  CKJIT_DTYPE_COUNT_
+} ckjit_dtype;
+
+/* Size in bytes of one element; 0 for an unknown dtype. */
+CKJIT_API size_t ckjit_dtype_size(ckjit_dtype dtype);
+/* "f32", "f16", "bf16", ...; "?" for an unknown dtype. */
+CKJIT_API const char *ckjit_dtype_name(ckjit_dtype dtype);
+
+/* ---- initialization (optional) ------------------------------------------ */
+typedef enum ckjit_backend {
+  CKJIT_BACKEND_AUTO = 0, /* CKJIT_BACKEND, else the vendor whose GPU is present */
+  CKJIT_BACKEND_CUDA = 1, /* NVRTC + CUDA driver API */
+  CKJIT_BACKEND_HIP = 2   /* hipRTC + HIP runtime */
+} ckjit_backend;
+
+typedef struct ckjit_options {
+  size_t struct_size;    /* sizeof(ckjit_options); set by ckjit_options_init */
+  ckjit_backend backend; /* AUTO: environment, then detection */
+  int device;            /* device ordinal; -1: CKJIT_DEVICE or 0 */
+  const char *arch;      /* NULL: CKJIT_ARCH or the device's arch */
+  const char *cache_dir; /* NULL: CKJIT_CACHE_DIR, XDG_CACHE_HOME/ckjit, ~/.cache/ckjit */
+  int disk_cache;        /* 1 on, 0 off, -1: CKJIT_CACHE_DISABLE decides */
+} ckjit_options;
+
+/* Fills `opts` with the defaults (everything from the environment). */
+CKJIT_API void ckjit_options_init(ckjit_options *opts);
+
+/* Initializes with explicit options.  Optional: any op initializes lazily
+ * from the environment.  Fails with CKJIT_ERROR_INVALID_ARGUMENT when the
+ * library is already initialized (call ckjit_shutdown first).  A host with
+ * no GPU initializes successfully (compile-only); ops then fail with
+ * CKJIT_ERROR_NO_DEVICE. */
+CKJIT_API ckjit_status ckjit_init(const ckjit_options *opts);
+
+/* Unloads every kernel and frees everything ckjit holds.  Call it when no
+ * other thread is inside ckjit.  A later call re-initializes lazily. */
+CKJIT_API void ckjit_shutdown(void);
+
+typedef struct ckjit_device_info {
+  ckjit_backend backend; /* backend in use (AUTO when no GPU and none forced) */
+  int has_device;        /* 1 when a GPU is present and usable */
+  int device;            /* ordinal in use */
+  char arch[64];         /* arch kernels are compiled for ("sm_90", "gfx90a:sramecc+:xnack-") */
+  char device_arch[64];  /* the present device's own arch ("" without a GPU) */
+  char name[128];        /* device name ("" without a GPU) */
+  int multiprocessors;   /* SMs / CUs (0 without a GPU) */
+  char compiler[128];    /* runtime compiler fingerprint ("" when none loaded) */
+  char cache_dir[512];   /* writable disk cache directory ("" when disabled) */
+} ckjit_device_info;
+
+CKJIT_API ckjit_status ckjit_get_device_info(ckjit_device_info *info);
+
+/* ---- device memory helpers ---------------------------------------------- */
+typedef enum ckjit_copy_kind {
+  CKJIT_HOST_TO_DEVICE = 1,
+  CKJIT_DEVICE_TO_HOST = 2,
+  CKJIT_DEVICE_TO_DEVICE = 3
+} ckjit_copy_kind;
+
+CKJIT_API ckjit_status ckjit_malloc(void **ptr, size_t bytes);
+CKJIT_API ckjit_status ckjit_free(void *ptr); /* NULL is a no-op */
+/* Synchronous copy (waits for the copy, not for other streams' work). */
+CKJIT_API ckjit_status ckjit_memcpy(void *dst, const void *src, size_t bytes,
+                                    ckjit_copy_kind kind);
+CKJIT_API ckjit_status ckjit_memset(void *ptr, int value, size_t bytes);
+/* Waits for `stream`; NULL waits for the whole device. */
+CKJIT_API ckjit_status ckjit_synchronize(void *stream);
+
+/* ---- statistics ---------------------------------------------------------- */
+typedef struct ckjit_stats {
+  uint64_t memory_hits;      /* op calls served by an already loaded kernel */
+  uint64_t disk_hits;        /* code objects read from the disk cache */
+  uint64_t disk_misses;      /* lookups that found nothing usable on disk */
+  uint64_t disk_rejects;     /* entries that failed verification (then replaced) */
+  uint64_t disk_writes;      /* entries written */
+  uint64_t disk_write_errors;/* writes that failed (disk full, read-only, ...) */
+  uint64_t compiles;         /* successful runtime compilations */
+  uint64_t compile_failures;
+  uint64_t loads;            /* modules loaded onto the device */
+  uint64_t load_failures;
+  double compile_ms;         /* total wall time in the runtime compiler */
+  double load_ms;            /* total wall time loading modules */
+} ckjit_stats;
+
+CKJIT_API void ckjit_get_stats(ckjit_stats *stats);
+CKJIT_API void ckjit_reset_stats(void);
+
+/* ---- ahead-of-time compilation (prewarm) --------------------------------- */
+/* A specialization is named by a stable text spec, "family:key=value,...",
+ * e.g. "elementwise:dtype=bf16,op=gelu_tanh,arity=1,epilogue=none,vec=8".
+ * Omitted keys take their defaults. */
+
+/* Number of default specializations (the set `ckjit-prewarm --all` builds). */
+CKJIT_API size_t ckjit_default_spec_count(void);
+/* Writes the i-th default spec into buf. */
+CKJIT_API ckjit_status ckjit_default_spec(size_t index, char *buf, size_t len);
+
+typedef struct ckjit_compile_result {
+  int cached;           /* 1 when the entry was already in a disk cache */
+  double ms;            /* wall time of this request */
+  size_t code_size;     /* bytes of the code object */
+  char key[33];         /* cache key, 32 hex digits */
+  char kernel[64];      /* kernel function name */
+} ckjit_compile_result;
+
+/* Compiles `spec` for `arch` ("sm_90", "gfx90a", ...; NULL: the configured
+ * arch) into the disk cache without a GPU.  `result` may be NULL. */
+CKJIT_API ckjit_status ckjit_compile_spec(const char *spec, const char *arch,
+                                          ckjit_compile_result *result);
+
+/* The loaded device function of `spec` on the current device (a CUfunction
+ * or hipFunction_t), compiling it first if needed: for launching it yourself
+ * (e.g. into a hand-built graph) or measuring against a raw driver launch.
+ * Valid until ckjit_shutdown(). */
+CKJIT_API ckjit_status ckjit_get_function(const char *spec, void **function);
+
+/* ---- ops ----------------------------------------------------------------- */
+/* Shapes and strides are in elements.  A 2D tensor is `rows` x `cols` with
+ * contiguous columns and a row stride `ld` >= cols.  Launches are
+ * asynchronous on `stream` and never synchronize, so they can be captured
+ * into CUDA/HIP graphs. */
+
+/* dst[r][c] = src[r][c] */
+CKJIT_API ckjit_status ckjit_copy2d(ckjit_dtype dtype, int64_t rows, int64_t cols,
+                                    const void *src, int64_t ld_src,
+                                    void *dst, int64_t ld_dst, void *stream);
+
+typedef enum ckjit_unary_op {
+  CKJIT_UNARY_IDENTITY = 0,
+  CKJIT_UNARY_RELU = 1,
+  CKJIT_UNARY_GELU_TANH = 2,
+  CKJIT_UNARY_GELU_ERF = 3,
+  CKJIT_UNARY_SILU = 4,
+  CKJIT_UNARY_SIGMOID = 5
+} ckjit_unary_op;
+
+typedef enum ckjit_binary_op {
+  CKJIT_BINARY_ADD = 0,
+  CKJIT_BINARY_SUB = 1,
+  CKJIT_BINARY_MUL = 2,
+  CKJIT_BINARY_DIV = 3,
+  CKJIT_BINARY_MAX = 4, /* NaN-propagating, like torch.maximum */
+  CKJIT_BINARY_MIN = 5
+} ckjit_binary_op;
+
+/* Optional epilogue y = scale * f(...) + bias, computed in f32.
+ * Pass NULL for no epilogue (the kernel then has none). */
+typedef struct ckjit_epilogue {
+  float scale;
+  float bias;
+} ckjit_epilogue;
+
+/* y = epi(op(x)) */
+CKJIT_API ckjit_status ckjit_unary(ckjit_unary_op op, ckjit_dtype dtype,
+                                   int64_t rows, int64_t cols,
+                                   const void *x, int64_t ld_x,
+                                   void *y, int64_t ld_y,
+                                   const ckjit_epilogue *epilogue, void *stream);
+
+/* y = epi(op(a, b)) */
+CKJIT_API ckjit_status ckjit_binary(ckjit_binary_op op, ckjit_dtype dtype,
+                                    int64_t rows, int64_t cols,
+                                    const void *a, int64_t ld_a,
+                                    const void *b, int64_t ld_b,
+                                    void *y, int64_t ld_y,
+                                    const ckjit_epilogue *epilogue, void *stream);
+
+/* Batched transpose: for each b < batch, out_b[c][r] = in_b[r][c], where
+ * in_b  = in  + b * batch_stride_in  is rows x cols with row stride ld_in and
+ * out_b = out + b * batch_stride_out is cols x rows with row stride ld_out.
+ * batch = 1 is a plain 2D transpose. */
+CKJIT_API ckjit_status ckjit_transpose(ckjit_dtype dtype, int64_t batch,
+                                       int64_t rows, int64_t cols,
+                                       const void *in, int64_t ld_in,
+                                       int64_t batch_stride_in,
+                                       void *out, int64_t ld_out,
+                                       int64_t batch_stride_out, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CKJIT_CKJIT_H */

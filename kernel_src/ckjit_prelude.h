@@ -1,0 +1,138 @@
+// ckjit device prelude: the portability layer every kernel includes.
+// One kernel source compiles with NVRTC (NVIDIA) and hipRTC (AMD) through
+// these few definitions; vendor headers are avoided to keep compiles fast.
+#pragma once
+
+#if defined(__HIPCC_RTC__) || defined(__HIP__) || defined(__HIP_DEVICE_COMPILE__)
+#define CKJIT_AMD 1
+#else
+#define CKJIT_NVIDIA 1
+#endif
+
+#if defined(CKJIT_AMD)
+#ifdef __AMDGCN_WAVEFRONT_SIZE
+#define CKJIT_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define CKJIT_WARP_SIZE 64
+#endif
+#else
+#define CKJIT_WARP_SIZE 32
+#endif
+
+#define CKJIT_INLINE __device__ inline __attribute__((always_inline))
+
+typedef long long ckjit_i64;
+typedef unsigned long long ckjit_u64;
+
+// ---- 16-bit floating-point storage types ---------------------------------
+struct ckjit_half { unsigned short bits; };
+struct ckjit_bf16 { unsigned short bits; };
+
+CKJIT_INLINE float ckjit_to_float(float x) { return x; }
+
+CKJIT_INLINE float ckjit_to_float(ckjit_half x) {
+#if defined(CKJIT_NVIDIA)
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+  return f;
+#else
+  _Float16 h;
+  __builtin_memcpy(&h, &x.bits, 2);
+  return (float)h;
+#endif
+}
+
+CKJIT_INLINE float ckjit_to_float(ckjit_bf16 x) {
+  return __uint_as_float((unsigned)x.bits << 16);
+}
+
+template <typename T> CKJIT_INLINE T ckjit_from_float(float f);
+
+template <> CKJIT_INLINE float ckjit_from_float<float>(float f) { return f; }
+
+template <> CKJIT_INLINE ckjit_half ckjit_from_float<ckjit_half>(float f) {
+  ckjit_half r;
+#if defined(CKJIT_NVIDIA)
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r.bits) : "f"(f));
+#else
+  _Float16 h = (_Float16)f;
+  __builtin_memcpy(&r.bits, &h, 2);
+#endif
+  return r;
+}
+
+template <> CKJIT_INLINE ckjit_bf16 ckjit_from_float<ckjit_bf16>(float f) {
+  ckjit_bf16 r;
+#if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(f));
+#else
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    r.bits = (unsigned short)((u >> 16) | 0x40u); // quiet NaN, sign kept
+  } else {
+    u += 0x7fffu + ((u >> 16) & 1u); // round to nearest even
+    r.bits = (unsigned short)(u >> 16);
+  }
+#endif
+  return r;
+}
+
+// ---- vector access -------------------------------------------------------
+// A VEC-element vector of T moves as one naturally aligned 1/2/4/8/16-byte
+// access.  The caller guarantees the alignment (the host policy checks it).
+template <int BYTES> struct ckjit_word;
+template <> struct ckjit_word<1> { typedef unsigned char type; };
+template <> struct ckjit_word<2> { typedef unsigned short type; };
+template <> struct ckjit_word<4> { typedef unsigned int type; };
+struct alignas(8) ckjit_u32x2 { unsigned int x, y; };
+struct alignas(16) ckjit_u32x4 { unsigned int x, y, z, w; };
+template <> struct ckjit_word<8> { typedef ckjit_u32x2 type; };
+template <> struct ckjit_word<16> { typedef ckjit_u32x4 type; };
+
+template <typename T, int VEC> struct alignas(sizeof(T) * VEC) ckjit_vec {
+  T v[VEC];
+};
+
+template <typename T, int VEC>
+CKJIT_INLINE ckjit_vec<T, VEC> ckjit_load(const T *p) {
+  typedef typename ckjit_word<sizeof(T) * VEC>::type W;
+  union { W w; ckjit_vec<T, VEC> v; } u;
+  u.w = *reinterpret_cast<const W *>(p);
+  return u.v;
+}
+
+template <typename T, int VEC>
+CKJIT_INLINE void ckjit_store(T *p, const ckjit_vec<T, VEC> &v) {
+  typedef typename ckjit_word<sizeof(T) * VEC>::type W;
+  union { W w; ckjit_vec<T, VEC> v; } u;
+  u.v = v;
+  *reinterpret_cast<W *>(p) = u.w;
+}
+
+// ---- warp shuffles ---------------------------------------------------------
+CKJIT_INLINE float ckjit_shfl_xor(float v, int mask) {
+#if defined(CKJIT_NVIDIA)
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+#else
+  return __shfl_xor(v, mask);
+#endif
+}
+
+CKJIT_INLINE float ckjit_warp_sum(float v) {
+  for (int m = CKJIT_WARP_SIZE / 2; m > 0; m /= 2) v += ckjit_shfl_xor(v, m);
+  return v;
+}
+
+CKJIT_INLINE float ckjit_warp_max(float v) {
+  for (int m = CKJIT_WARP_SIZE / 2; m > 0; m /= 2) v = fmaxf(v, ckjit_shfl_xor(v, m));
+  return v;
+}
+
+// ---- math (f32) ------------------------------------------------------------
+CKJIT_INLINE float ckjit_nan_max(float a, float b) { return a != a ? a : (b != b ? b : fmaxf(a, b)); }
+CKJIT_INLINE float ckjit_nan_min(float a, float b) { return a != a ? a : (b != b ? b : fminf(a, b)); }
+CKJIT_INLINE float ckjit_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+CKJIT_INLINE float ckjit_gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+CKJIT_INLINE float ckjit_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }

@@ -1,0 +1,100 @@
+// Elementwise family: copy, unary and binary ops with an optional epilogue.
+//
+// Problem:  y[r][c] = EPILOGUE(OP(a[r][c] [, b[r][c]])), r < rows, c < cols,
+//           each tensor with its own row stride (elements); math in f32.
+// Policy:   THREADS threads per block; each thread keeps UNROLL vectors of
+//           VEC elements in flight (loads first, then math, then stores).
+//           blockIdx.x walks column chunks of THREADS*VEC*UNROLL, blockIdx.y
+//           rows (grid-stride in both, 64-bit indices throughout).
+// Kernel arguments (in this order, for anyone launching it by hand):
+//   const T *a, long long lda, const T *b, long long ldb, T *y, long long ldy,
+//   long long rows, long long cols, float scale, float bias
+#include "ckjit_prelude.h"
+
+typedef @DTYPE@ T;
+#define ARITY @ARITY@
+#define VEC @VEC@
+#define THREADS @THREADS@
+#define UNROLL @UNROLL@
+#define HAS_EPILOGUE @EPILOGUE@
+
+CKJIT_INLINE float op_identity(float x) { return x; }
+CKJIT_INLINE float op_relu(float x) { return x < 0.0f ? 0.0f : x; } // NaN stays NaN
+CKJIT_INLINE float op_gelu_tanh(float x) { return ckjit_gelu_tanh(x); }
+CKJIT_INLINE float op_gelu_erf(float x) { return ckjit_gelu_erf(x); }
+CKJIT_INLINE float op_silu(float x) { return x * ckjit_sigmoid(x); }
+CKJIT_INLINE float op_sigmoid(float x) { return ckjit_sigmoid(x); }
+CKJIT_INLINE float op_add(float a, float b) { return a + b; }
+CKJIT_INLINE float op_sub(float a, float b) { return a - b; }
+CKJIT_INLINE float op_mul(float a, float b) { return a * b; }
+CKJIT_INLINE float op_div(float a, float b) { return a / b; }
+CKJIT_INLINE float op_max(float a, float b) { return ckjit_nan_max(a, b); }
+CKJIT_INLINE float op_min(float a, float b) { return ckjit_nan_min(a, b); }
+
+CKJIT_INLINE float apply(float a, float b, float scale, float bias) {
+#if ARITY == 1
+  (void)b;
+  float v = @OP@(a);
+#else
+  float v = @OP@(a, b);
+#endif
+#if HAS_EPILOGUE
+  v = v * scale + bias;
+#endif
+  return v;
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+ckjit_elementwise(const T *__restrict__ a, long long lda, const T *__restrict__ b, long long ldb,
+                  T *__restrict__ y, long long ldy, long long rows, long long cols, float scale,
+                  float bias) {
+  const long long chunk = (long long)THREADS * VEC * UNROLL;
+  const long long n_chunks = (cols + chunk - 1) / chunk;
+  for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
+    const T *ar = a + r * lda;
+    const T *br = ARITY == 2 ? b + r * ldb : a;
+    T *yr = y + r * ldy;
+    for (long long ch = blockIdx.x; ch < n_chunks; ch += gridDim.x) {
+      const long long base = ch * chunk + (long long)threadIdx.x * VEC;
+      if (base + (long long)(UNROLL - 1) * THREADS * VEC + VEC <= cols) {
+        // Whole chunk in range: UNROLL independent vector loads in flight.
+        ckjit_vec<T, VEC> va[UNROLL], vb[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+          va[u] = ckjit_load<T, VEC>(ar + base + (long long)u * THREADS * VEC);
+          if (ARITY == 2) vb[u] = ckjit_load<T, VEC>(br + base + (long long)u * THREADS * VEC);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+          ckjit_vec<T, VEC> out;
+#pragma unroll
+          for (int k = 0; k < VEC; k++)
+            out.v[k] = ckjit_from_float<T>(apply(ckjit_to_float(va[u].v[k]),
+                                                 ARITY == 2 ? ckjit_to_float(vb[u].v[k]) : 0.0f,
+                                                 scale, bias));
+          ckjit_store<T, VEC>(yr + base + (long long)u * THREADS * VEC, out);
+        }
+      } else {
+        // Row tail: whole vectors while they fit, then single elements.
+        for (int u = 0; u < UNROLL; u++) {
+          const long long c = base + (long long)u * THREADS * VEC;
+          if (c + VEC <= cols) {
+            ckjit_vec<T, VEC> va1 = ckjit_load<T, VEC>(ar + c), vb1 = va1, out;
+            if (ARITY == 2) vb1 = ckjit_load<T, VEC>(br + c);
+#pragma unroll
+            for (int k = 0; k < VEC; k++)
+              out.v[k] = ckjit_from_float<T>(apply(ckjit_to_float(va1.v[k]),
+                                                   ARITY == 2 ? ckjit_to_float(vb1.v[k]) : 0.0f,
+                                                   scale, bias));
+            ckjit_store<T, VEC>(yr + c, out);
+          } else {
+            for (long long e = c; e < cols && e < c + VEC; e++)
+              yr[e] = ckjit_from_float<T>(apply(ckjit_to_float(ar[e]),
+                                                ARITY == 2 ? ckjit_to_float(br[e]) : 0.0f, scale,
+                                                bias));
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,65 @@
+/* Vendor backends: a runtime compiler (needs no GPU) and a device driver.
+ * Both are loaded with dlopen so one build of libckjit runs anywhere. */
+#ifndef CKJIT_RUNTIME_BACKEND_H
+#define CKJIT_RUNTIME_BACKEND_H
+
+#include <stddef.h>
+#include "ckjit/ckjit.h"
+#include "buffer.h"
+
+typedef struct ckjit_compile_input {
+  const char *source;
+  const char *source_name;
+  int n_headers;
+  const char *const *header_sources;
+  const char *const *header_names;
+  int n_options;
+  const char *const *options;
+} ckjit_compile_input;
+
+typedef struct ckjit_compiler {
+  ckjit_backend vendor;
+  const char *name;       /* "nvrtc" or "hiprtc" */
+  int major, minor;       /* compiler version */
+  char fingerprint[160];  /* name, version and library file: part of the cache key */
+  /* Compiles for `arch` (already validated).  Fills `code` with the code
+   * object and `log` with the compiler log (NUL-terminated, maybe empty). */
+  ckjit_status (*compile)(const struct ckjit_compiler *c, const ckjit_compile_input *in,
+                          ckjit_buffer *code, ckjit_buffer *log);
+  /* The options ckjit passes for `arch`; returns how many were written. */
+  int (*options)(const char *arch, char opts[][96], int max);
+} ckjit_compiler;
+
+/* Loads (once, thread-safe) the runtime compiler of `vendor`. */
+ckjit_status ckjit__compiler_get(ckjit_backend vendor, const ckjit_compiler **out);
+
+typedef struct ckjit_device {
+  ckjit_backend vendor;
+  int ordinal;
+  char arch[64];
+  char name[128];
+  int multiprocessors;
+  /* Makes the device current on the calling thread (cheap when it already is). */
+  ckjit_status (*bind)(const struct ckjit_device *d);
+  ckjit_status (*module_load)(const struct ckjit_device *d, const void *code, size_t size,
+                              void **module);
+  void (*module_unload)(const struct ckjit_device *d, void *module);
+  ckjit_status (*get_function)(const struct ckjit_device *d, void *module, const char *name,
+                               void **function);
+  ckjit_status (*launch)(void *function, const unsigned grid[3], const unsigned block[3],
+                         unsigned shared_bytes, void *stream, void **args);
+  ckjit_status (*mem_alloc)(void **ptr, size_t bytes);
+  ckjit_status (*mem_free)(void *ptr);
+  ckjit_status (*mem_copy)(void *dst, const void *src, size_t bytes, ckjit_copy_kind kind);
+  ckjit_status (*mem_set)(void *ptr, int value, size_t bytes);
+  ckjit_status (*synchronize)(void *stream);
+} ckjit_device;
+
+/* Opens device `ordinal` of `vendor`.  CKJIT_ERROR_BACKEND_UNAVAILABLE when
+ * the driver library is missing, CKJIT_ERROR_NO_DEVICE when it has no GPU. */
+ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out);
+ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out);
+ckjit_status ckjit__cuda_compiler_load(ckjit_compiler *out);
+ckjit_status ckjit__hip_compiler_load(ckjit_compiler *out);
+
+#endif

@@ -1,0 +1,317 @@
+/* NVIDIA backend: NVRTC compiles to a cubin, the CUDA driver API loads and
+ * launches it.  Both libraries are opened with dlopen and declared here, so
+ * libckjit needs no CUDA headers and runs on hosts without CUDA. */
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "backend.h"
+#include "error.h"
+#include "log.h"
+
+/* ---- NVRTC --------------------------------------------------------------- */
+typedef struct nvrtc_program *nvrtc_program;
+static struct {
+  int (*version)(int *, int *);
+  int (*create)(nvrtc_program *, const char *, const char *, int, const char *const *,
+                const char *const *);
+  int (*compile)(nvrtc_program, int, const char *const *);
+  int (*log_size)(nvrtc_program, size_t *);
+  int (*log)(nvrtc_program, char *);
+  int (*cubin_size)(nvrtc_program, size_t *);
+  int (*cubin)(nvrtc_program, char *);
+  int (*destroy)(nvrtc_program *);
+  const char *(*error_string)(int);
+} nvrtc;
+
+/* Opens the first library of `names` that loads, for the lifetime of the process. */
+static void *open_first(const char *const *names, char *path, size_t len) {
+  for (; *names; names++) {
+    void *h = dlopen(*names, RTLD_NOW | RTLD_LOCAL);
+    if (!h) continue;
+    snprintf(path, len, "%s", *names);
+    return h;
+  }
+  return NULL;
+}
+
+/* The real file name behind a symbol ("libnvrtc.so.13.0.88"): its version
+ * goes into the compiler fingerprint and so into every cache key. */
+static void library_file(void *symbol, char *out, size_t len) {
+  Dl_info info;
+  char real[PATH_MAX];
+  if (dladdr(symbol, &info) && info.dli_fname && realpath(info.dli_fname, real))
+    snprintf(out, len, "%s", basename(real));
+  else
+    snprintf(out, len, "?");
+}
+
+static int cuda_options(const char *arch, char opts[][96], int max) {
+  if (max < 2) return 0;
+  snprintf(opts[0], 96, "--gpu-architecture=%s", arch);
+  snprintf(opts[1], 96, "-std=c++17");
+  return 2;
+}
+
+static ckjit_status nvrtc_compile(const ckjit_compiler *c, const ckjit_compile_input *in,
+                                  ckjit_buffer *code, ckjit_buffer *log) {
+  (void)c;
+  nvrtc_program prog = NULL;
+  int r = nvrtc.create(&prog, in->source, in->source_name, in->n_headers, in->header_sources,
+                       in->header_names);
+  if (r) return ckjit__fail(CKJIT_ERROR_COMPILE, "nvrtcCreateProgram: %s", nvrtc.error_string(r));
+  int cr = nvrtc.compile(prog, in->n_options, in->options);
+  size_t n = 0;
+  if (!nvrtc.log_size(prog, &n) && n > 1) {
+    char *text = malloc(n + 1);
+    if (text && !nvrtc.log(prog, text)) {
+      text[n] = '\0';
+      ckjit__buf_append_str(log, text);
+    }
+    free(text);
+  }
+  ckjit_status st = CKJIT_SUCCESS;
+  if (cr) {
+    st = ckjit__fail(CKJIT_ERROR_COMPILE, "NVRTC: %s", nvrtc.error_string(cr));
+  } else if (nvrtc.cubin_size(prog, &n) || n == 0) {
+    st = ckjit__fail(CKJIT_ERROR_COMPILE, "NVRTC produced no cubin");
+  } else {
+    code->size = 0;
+    char *bin = malloc(n);
+    if (!bin || nvrtc.cubin(prog, bin) || ckjit__buf_append(code, bin, n))
+      st = ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "NVRTC: cannot read the cubin");
+    free(bin);
+  }
+  nvrtc.destroy(&prog);
+  return st;
+}
+
+ckjit_status ckjit__cuda_compiler_load(ckjit_compiler *out) {
+  static const char *const names[] = {
+      "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
+      "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
+      "/usr/local/cuda/lib64/libnvrtc.so.12", NULL};
+  char path[256];
+  void *h = open_first(names, path, sizeof path);
+  if (!h)
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE,
+                       "NVRTC not found (tried libnvrtc.so{,.13,.12,.11.2} and /usr/local/cuda/lib64); "
+                       "install the CUDA toolkit's NVRTC or add it to LD_LIBRARY_PATH");
+#define SYM(field, name)                                                                     \
+  if (!(*(void **)&nvrtc.field = dlsym(h, name)))                                            \
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "NVRTC (%s) lacks %s", path, name);
+  SYM(version, "nvrtcVersion");
+  SYM(create, "nvrtcCreateProgram");
+  SYM(compile, "nvrtcCompileProgram");
+  SYM(log_size, "nvrtcGetProgramLogSize");
+  SYM(log, "nvrtcGetProgramLog");
+  SYM(cubin_size, "nvrtcGetCUBINSize");
+  SYM(cubin, "nvrtcGetCUBIN");
+  SYM(destroy, "nvrtcDestroyProgram");
+  SYM(error_string, "nvrtcGetErrorString");
+#undef SYM
+  memset(out, 0, sizeof *out);
+  out->vendor = CKJIT_BACKEND_CUDA;
+  out->name = "nvrtc";
+  nvrtc.version(&out->major, &out->minor);
+  char file[128];
+  library_file(*(void **)&nvrtc.compile, file, sizeof file);
+  snprintf(out->fingerprint, sizeof out->fingerprint, "nvrtc %d.%d %.100s", out->major, out->minor,
+           file);
+  out->compile = nvrtc_compile;
+  out->options = cuda_options;
+  return CKJIT_SUCCESS;
+}
+
+/* ---- CUDA driver --------------------------------------------------------- */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef unsigned long long CUdeviceptr;
+
+static struct {
+  CUresult (*init)(unsigned);
+  CUresult (*device_count)(int *);
+  CUresult (*device_get)(CUdevice *, int);
+  CUresult (*device_attribute)(int *, int, CUdevice);
+  CUresult (*device_name)(char *, int, CUdevice);
+  CUresult (*primary_retain)(CUcontext *, CUdevice);
+  CUresult (*ctx_set_current)(CUcontext);
+  CUresult (*ctx_synchronize)(void);
+  CUresult (*module_load_data)(void **, const void *);
+  CUresult (*module_unload)(void *);
+  CUresult (*module_get_function)(void **, void *, const char *);
+  CUresult (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     void *, void **, void **);
+  CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+  CUresult (*mem_free)(CUdeviceptr);
+  CUresult (*copy_htod)(CUdeviceptr, const void *, size_t);
+  CUresult (*copy_dtoh)(void *, CUdeviceptr, size_t);
+  CUresult (*copy_dtod)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*stream_synchronize)(void *);
+  CUresult (*error_name)(CUresult, const char **);
+  CUresult (*error_string)(CUresult, const char **);
+} cu;
+
+static CUcontext cuda_context; /* the device's primary context, retained for the process */
+static _Thread_local CUcontext bound_context;
+
+enum { CUDA_ERROR_OUT_OF_MEMORY = 2, CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_NO_BINARY_FOR_GPU = 209 };
+
+static ckjit_status cuda_fail(ckjit_status st, CUresult r, const char *what) {
+  const char *name = "?", *text = "";
+  if (cu.error_name) cu.error_name(r, &name);
+  if (cu.error_string) cu.error_string(r, &text);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) st = CKJIT_ERROR_OUT_OF_MEMORY;
+  return ckjit__fail(st, "%s failed: %s (%d): %s", what, name ? name : "?", r, text ? text : "");
+}
+
+static ckjit_status cuda_bind(const ckjit_device *d) {
+  (void)d;
+  if (bound_context == cuda_context) return CKJIT_SUCCESS;
+  CUresult r = cu.ctx_set_current(cuda_context);
+  if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxSetCurrent");
+  bound_context = cuda_context;
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status cuda_module_load(const ckjit_device *d, const void *code, size_t size,
+                                     void **module) {
+  (void)size;
+  ckjit_status st = cuda_bind(d);
+  if (st) return st;
+  CUresult r = cu.module_load_data(module, code);
+  if (r == CUDA_ERROR_NO_BINARY_FOR_GPU)
+    return ckjit__fail(CKJIT_ERROR_LOAD, "cuModuleLoadData: the code object was not built for this "
+                       "device (%s, %s)", d->name, d->arch);
+  return r ? cuda_fail(CKJIT_ERROR_LOAD, r, "cuModuleLoadData") : CKJIT_SUCCESS;
+}
+
+static void cuda_module_unload(const ckjit_device *d, void *module) {
+  if (cuda_bind(d) == CKJIT_SUCCESS) cu.module_unload(module);
+}
+
+static ckjit_status cuda_get_function(const ckjit_device *d, void *module, const char *name,
+                                      void **function) {
+  (void)d;
+  CUresult r = cu.module_get_function(function, module, name);
+  return r ? cuda_fail(CKJIT_ERROR_LOAD, r, "cuModuleGetFunction") : CKJIT_SUCCESS;
+}
+
+static ckjit_status cuda_launch(void *function, const unsigned grid[3], const unsigned block[3],
+                                unsigned shared_bytes, void *stream, void **args) {
+  CUresult r = cu.launch(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                         shared_bytes, stream, args, NULL);
+  return r ? cuda_fail(CKJIT_ERROR_LAUNCH, r, "cuLaunchKernel") : CKJIT_SUCCESS;
+}
+
+static ckjit_status cuda_mem_alloc(void **ptr, size_t bytes) {
+  CUdeviceptr p = 0;
+  CUresult r = cu.mem_alloc(&p, bytes);
+  if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemAlloc");
+  *ptr = (void *)(uintptr_t)p;
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status cuda_mem_free(void *ptr) {
+  CUresult r = cu.mem_free((CUdeviceptr)(uintptr_t)ptr);
+  return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemFree") : CKJIT_SUCCESS;
+}
+
+static ckjit_status cuda_mem_copy(void *dst, const void *src, size_t bytes, ckjit_copy_kind kind) {
+  CUresult r;
+  switch (kind) {
+  case CKJIT_HOST_TO_DEVICE: r = cu.copy_htod((CUdeviceptr)(uintptr_t)dst, src, bytes); break;
+  case CKJIT_DEVICE_TO_HOST: r = cu.copy_dtoh(dst, (CUdeviceptr)(uintptr_t)src, bytes); break;
+  default:
+    r = cu.copy_dtod((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes);
+    if (!r) r = cu.stream_synchronize(NULL); /* device-to-device copies return early */
+    break;
+  }
+  return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemcpy") : CKJIT_SUCCESS;
+}
+
+static ckjit_status cuda_mem_set(void *ptr, int value, size_t bytes) {
+  CUresult r = cu.memset_d8((CUdeviceptr)(uintptr_t)ptr, (unsigned char)value, bytes);
+  if (!r) r = cu.stream_synchronize(NULL);
+  return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemsetD8") : CKJIT_SUCCESS;
+}
+
+static ckjit_status cuda_synchronize(void *stream) {
+  CUresult r = stream ? cu.stream_synchronize(stream) : cu.ctx_synchronize();
+  return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "synchronize") : CKJIT_SUCCESS;
+}
+
+ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
+  static const char *const names[] = {"libcuda.so.1", "libcuda.so", NULL};
+  char path[64];
+  void *h = open_first(names, path, sizeof path);
+  if (!h)
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE,
+                       "CUDA driver (libcuda.so.1) not found: no NVIDIA driver on this host");
+#define SYM(field, name)                                                                     \
+  if (!(*(void **)&cu.field = dlsym(h, name)))                                               \
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "CUDA driver lacks %s", name);
+  SYM(init, "cuInit");
+  SYM(device_count, "cuDeviceGetCount");
+  SYM(device_get, "cuDeviceGet");
+  SYM(device_attribute, "cuDeviceGetAttribute");
+  SYM(device_name, "cuDeviceGetName");
+  SYM(primary_retain, "cuDevicePrimaryCtxRetain");
+  SYM(ctx_set_current, "cuCtxSetCurrent");
+  SYM(ctx_synchronize, "cuCtxSynchronize");
+  SYM(module_load_data, "cuModuleLoadData");
+  SYM(module_unload, "cuModuleUnload");
+  SYM(module_get_function, "cuModuleGetFunction");
+  SYM(launch, "cuLaunchKernel");
+  SYM(mem_alloc, "cuMemAlloc_v2");
+  SYM(mem_free, "cuMemFree_v2");
+  SYM(copy_htod, "cuMemcpyHtoD_v2");
+  SYM(copy_dtoh, "cuMemcpyDtoH_v2");
+  SYM(copy_dtod, "cuMemcpyDtoD_v2");
+  SYM(memset_d8, "cuMemsetD8_v2");
+  SYM(stream_synchronize, "cuStreamSynchronize");
+  SYM(error_name, "cuGetErrorName");
+  SYM(error_string, "cuGetErrorString");
+#undef SYM
+  CUresult r = cu.init(0);
+  if (r) return cuda_fail(r == CUDA_ERROR_NO_DEVICE ? CKJIT_ERROR_NO_DEVICE : CKJIT_ERROR_DEVICE, r,
+                          "cuInit");
+  int count = 0;
+  if ((r = cu.device_count(&count))) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDeviceGetCount");
+  if (count == 0) return ckjit__fail(CKJIT_ERROR_NO_DEVICE, "CUDA driver reports no device");
+  if (ordinal < 0 || ordinal >= count)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "device %d requested but only %d present",
+                       ordinal, count);
+  CUdevice dev;
+  int major = 0, minor = 0, sms = 0;
+  if ((r = cu.device_get(&dev, ordinal))) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDeviceGet");
+  cu.device_attribute(&major, 75, dev); /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+  cu.device_attribute(&minor, 76, dev); /* ..._MINOR */
+  cu.device_attribute(&sms, 16, dev);   /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+  if ((r = cu.primary_retain(&cuda_context, dev)))
+    return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDevicePrimaryCtxRetain");
+  bound_context = NULL;
+  memset(out, 0, sizeof *out);
+  out->vendor = CKJIT_BACKEND_CUDA;
+  out->ordinal = ordinal;
+  snprintf(out->arch, sizeof out->arch, "sm_%d%d", major, minor);
+  cu.device_name(out->name, (int)sizeof out->name, dev);
+  out->multiprocessors = sms;
+  out->bind = cuda_bind;
+  out->module_load = cuda_module_load;
+  out->module_unload = cuda_module_unload;
+  out->get_function = cuda_get_function;
+  out->launch = cuda_launch;
+  out->mem_alloc = cuda_mem_alloc;
+  out->mem_free = cuda_mem_free;
+  out->mem_copy = cuda_mem_copy;
+  out->mem_set = cuda_mem_set;
+  out->synchronize = cuda_synchronize;
+  return CKJIT_SUCCESS;
+}

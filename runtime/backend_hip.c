@@ -1,0 +1,316 @@
+/* AMD backend: hipRTC compiles to a code object, the HIP runtime loads and
+ * launches it (hipModuleLoadData / hipModuleGetFunction /
+ * hipModuleLaunchKernel).  Opened with dlopen; the few types used are
+ * declared here.  hipDeviceProp_t changed layout between ROCm releases, so
+ * it is never read by field offset (see hip_arch_name). */
+#include "buffer.h"
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "backend.h"
+#include "error.h"
+#include "log.h"
+
+typedef int hip_error;
+typedef struct hiprtc_program *hiprtc_program;
+
+static struct {
+  int (*create)(hiprtc_program *, const char *, const char *, int, const char *const *,
+                const char *const *);
+  int (*compile)(hiprtc_program, int, const char *const *);
+  int (*log_size)(hiprtc_program, size_t *);
+  int (*log)(hiprtc_program, char *);
+  int (*code_size)(hiprtc_program, size_t *);
+  int (*code)(hiprtc_program, char *);
+  int (*destroy)(hiprtc_program *);
+  const char *(*error_string)(int);
+} rtc;
+
+static struct {
+  hip_error (*runtime_version)(int *);
+  hip_error (*init)(unsigned);
+  hip_error (*device_count)(int *);
+  hip_error (*set_device)(int);
+  hip_error (*device_attribute)(int *, int, int);
+  hip_error (*device_properties)(void *, int);
+  hip_error (*module_load_data)(void **, const void *);
+  hip_error (*module_unload)(void *);
+  hip_error (*module_get_function)(void **, void *, const char *);
+  hip_error (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      void *, void **, void **);
+  hip_error (*malloc_)(void **, size_t);
+  hip_error (*free_)(void *);
+  hip_error (*memcpy_)(void *, const void *, size_t, int);
+  hip_error (*memset_)(void *, int, size_t);
+  hip_error (*device_synchronize)(void);
+  hip_error (*stream_synchronize)(void *);
+  const char *(*error_name)(hip_error);
+  const char *(*error_string)(hip_error);
+} hip;
+
+static void *hip_library;
+static char hip_library_path[64];
+
+static void *open_hip(void) {
+  static const char *const names[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5",
+                                      "libamdhip64.so.7", NULL};
+  if (hip_library) return hip_library;
+  for (const char *const *n = names; *n; n++)
+    if ((hip_library = dlopen(*n, RTLD_NOW | RTLD_LOCAL))) {
+      ckjit__copy_str(hip_library_path, sizeof hip_library_path, *n);
+      break;
+    }
+  return hip_library;
+}
+
+static void library_file(void *symbol, char *out, size_t len) {
+  Dl_info info;
+  char real[PATH_MAX];
+  if (dladdr(symbol, &info) && info.dli_fname && realpath(info.dli_fname, real))
+    snprintf(out, len, "%s", basename(real));
+  else
+    snprintf(out, len, "?");
+}
+
+static int hip_options(const char *arch, char opts[][96], int max) {
+  if (max < 3) return 0;
+  snprintf(opts[0], 96, "--gpu-architecture=%s", arch);
+  snprintf(opts[1], 96, "-std=c++17");
+  snprintf(opts[2], 96, "-O3");
+  return 3;
+}
+
+static ckjit_status hiprtc_compile(const ckjit_compiler *c, const ckjit_compile_input *in,
+                                   ckjit_buffer *code, ckjit_buffer *log) {
+  (void)c;
+  hiprtc_program prog = NULL;
+  int r = rtc.create(&prog, in->source, in->source_name, in->n_headers, in->header_sources,
+                     in->header_names);
+  if (r) return ckjit__fail(CKJIT_ERROR_COMPILE, "hiprtcCreateProgram: %s", rtc.error_string(r));
+  int cr = rtc.compile(prog, in->n_options, in->options);
+  size_t n = 0;
+  /* hipRTC 5.2 may report a size for an empty log and not NUL-terminate it. */
+  if (!rtc.log_size(prog, &n) && n > 1 && n < (64u << 20)) {
+    char *text = calloc(1, n + 1);
+    if (text && !rtc.log(prog, text)) {
+      text[n] = '\0';
+      ckjit__buf_append_str(log, text);
+    }
+    free(text);
+  }
+  ckjit_status st = CKJIT_SUCCESS;
+  if (cr) {
+    st = ckjit__fail(CKJIT_ERROR_COMPILE, "hipRTC: %s", rtc.error_string(cr));
+  } else if (rtc.code_size(prog, &n) || n == 0) {
+    st = ckjit__fail(CKJIT_ERROR_COMPILE, "hipRTC produced no code object");
+  } else {
+    code->size = 0;
+    char *bin = malloc(n);
+    if (!bin || rtc.code(prog, bin) || ckjit__buf_append(code, bin, n))
+      st = ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "hipRTC: cannot read the code object");
+    free(bin);
+  }
+  rtc.destroy(&prog);
+  return st;
+}
+
+ckjit_status ckjit__hip_compiler_load(ckjit_compiler *out) {
+  void *h = open_hip();
+  if (!h)
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE,
+                       "HIP runtime (libamdhip64.so) not found: install HIP (Debian: "
+                       "libamdhip64-dev libhiprtc-builtins5) to compile for AMD GPUs");
+  /* hipRTC lives inside libamdhip64 up to ROCm 5, in libhiprtc from ROCm 6 on. */
+  void *r = h;
+  if (!dlsym(r, "hiprtcCompileProgram")) {
+    static const char *const names[] = {"libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.7", NULL};
+    r = NULL;
+    for (const char *const *n = names; *n && !r; n++) r = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
+    if (!r)
+      return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "hipRTC (libhiprtc.so) not found");
+  }
+#define SYM(lib, table, field, name)                                                         \
+  if (!(*(void **)&table.field = dlsym(lib, name)))                                          \
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "HIP library lacks %s", name);
+  SYM(r, rtc, create, "hiprtcCreateProgram");
+  SYM(r, rtc, compile, "hiprtcCompileProgram");
+  SYM(r, rtc, log_size, "hiprtcGetProgramLogSize");
+  SYM(r, rtc, log, "hiprtcGetProgramLog");
+  SYM(r, rtc, code_size, "hiprtcGetCodeSize");
+  SYM(r, rtc, code, "hiprtcGetCode");
+  SYM(r, rtc, destroy, "hiprtcDestroyProgram");
+  SYM(r, rtc, error_string, "hiprtcGetErrorString");
+  SYM(h, hip, runtime_version, "hipRuntimeGetVersion");
+#undef SYM
+  /* hiprtcVersion reports the compiler's own numbering (9.0 on HIP 5.2); the
+   * HIP version is what decides which targets are safe. */
+  int v = 0;
+  hip.runtime_version(&v);
+  memset(out, 0, sizeof *out);
+  out->vendor = CKJIT_BACKEND_HIP;
+  out->name = "hiprtc";
+  out->major = v / 10000000;
+  out->minor = (v / 100000) % 100;
+  char file[128], rtc_file[128];
+  library_file(*(void **)&hip.runtime_version, file, sizeof file);
+  library_file(*(void **)&rtc.compile, rtc_file, sizeof rtc_file);
+  snprintf(out->fingerprint, sizeof out->fingerprint, "hiprtc hip %d %.64s %.64s", v, file, rtc_file);
+  out->compile = hiprtc_compile;
+  out->options = hip_options;
+  return CKJIT_SUCCESS;
+}
+
+/* ---- HIP runtime ---------------------------------------------------------- */
+static int hip_ordinal;
+static _Thread_local int bound_ordinal = -1;
+
+static ckjit_status hip_fail(ckjit_status st, hip_error r, const char *what) {
+  if (r == 2 /* hipErrorOutOfMemory */) st = CKJIT_ERROR_OUT_OF_MEMORY;
+  return ckjit__fail(st, "%s failed: %s (%d): %s", what, hip.error_name ? hip.error_name(r) : "?", r,
+                     hip.error_string ? hip.error_string(r) : "");
+}
+
+static ckjit_status hip_bind(const ckjit_device *d) {
+  if (bound_ordinal == d->ordinal) return CKJIT_SUCCESS;
+  hip_error r = hip.set_device(d->ordinal);
+  if (r) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipSetDevice");
+  bound_ordinal = d->ordinal;
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status hip_module_load(const ckjit_device *d, const void *code, size_t size,
+                                    void **module) {
+  (void)size;
+  ckjit_status st = hip_bind(d);
+  if (st) return st;
+  hip_error r = hip.module_load_data(module, code);
+  return r ? hip_fail(CKJIT_ERROR_LOAD, r, "hipModuleLoadData") : CKJIT_SUCCESS;
+}
+
+static void hip_module_unload(const ckjit_device *d, void *module) {
+  if (hip_bind(d) == CKJIT_SUCCESS) hip.module_unload(module);
+}
+
+static ckjit_status hip_get_function(const ckjit_device *d, void *module, const char *name,
+                                     void **function) {
+  (void)d;
+  hip_error r = hip.module_get_function(function, module, name);
+  return r ? hip_fail(CKJIT_ERROR_LOAD, r, "hipModuleGetFunction") : CKJIT_SUCCESS;
+}
+
+static ckjit_status hip_launch(void *function, const unsigned grid[3], const unsigned block[3],
+                               unsigned shared_bytes, void *stream, void **args) {
+  hip_error r = hip.launch(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                           shared_bytes, stream, args, NULL);
+  return r ? hip_fail(CKJIT_ERROR_LAUNCH, r, "hipModuleLaunchKernel") : CKJIT_SUCCESS;
+}
+
+static ckjit_status hip_mem_alloc(void **ptr, size_t bytes) {
+  hip_error r = hip.malloc_(ptr, bytes);
+  return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "hipMalloc") : CKJIT_SUCCESS;
+}
+
+static ckjit_status hip_mem_free(void *ptr) {
+  hip_error r = hip.free_(ptr);
+  return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "hipFree") : CKJIT_SUCCESS;
+}
+
+static ckjit_status hip_mem_copy(void *dst, const void *src, size_t bytes, ckjit_copy_kind kind) {
+  hip_error r = hip.memcpy_(dst, src, bytes, (int)kind); /* same values as hipMemcpyKind */
+  return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "hipMemcpy") : CKJIT_SUCCESS;
+}
+
+static ckjit_status hip_mem_set(void *ptr, int value, size_t bytes) {
+  hip_error r = hip.memset_(ptr, value, bytes);
+  return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "hipMemset") : CKJIT_SUCCESS;
+}
+
+static ckjit_status hip_synchronize(void *stream) {
+  hip_error r = stream ? hip.stream_synchronize(stream) : hip.device_synchronize();
+  return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "synchronize") : CKJIT_SUCCESS;
+}
+
+/* Finds the full target id ("gfx90a:sramecc+:xnack-") in a device-properties
+ * block without relying on its layout: the block is oversized and the
+ * string is recognised by its syntax. */
+static void hip_arch_name(const unsigned char *props, size_t size, char *out, size_t len) {
+  out[0] = '\0';
+  for (size_t i = 0; i + 4 < size; i++) {
+    if (memcmp(props + i, "gfx", 3) || (i && props[i - 1])) continue;
+    size_t n = 0;
+    while (i + n < size && props[i + n] >= 0x21 && props[i + n] < 0x7f && n < len - 1) n++;
+    memcpy(out, props + i, n);
+    out[n] = '\0';
+    if (ckjit__arch_vendor(out) == CKJIT_BACKEND_HIP) return;
+    out[0] = '\0';
+  }
+}
+
+ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
+  void *h = open_hip();
+  if (!h)
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE,
+                       "HIP runtime (libamdhip64.so) not found: no AMD GPU stack on this host");
+#define SYM(field, name)                                                                     \
+  if (!(*(void **)&hip.field = dlsym(h, name)))                                              \
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "HIP runtime lacks %s", name);
+  SYM(init, "hipInit");
+  SYM(device_count, "hipGetDeviceCount");
+  SYM(set_device, "hipSetDevice");
+  SYM(device_attribute, "hipDeviceGetAttribute");
+  SYM(module_load_data, "hipModuleLoadData");
+  SYM(module_unload, "hipModuleUnload");
+  SYM(module_get_function, "hipModuleGetFunction");
+  SYM(launch, "hipModuleLaunchKernel");
+  SYM(malloc_, "hipMalloc");
+  SYM(free_, "hipFree");
+  SYM(memcpy_, "hipMemcpy");
+  SYM(memset_, "hipMemset");
+  SYM(device_synchronize, "hipDeviceSynchronize");
+  SYM(stream_synchronize, "hipStreamSynchronize");
+  SYM(error_name, "hipGetErrorName");
+  SYM(error_string, "hipGetErrorString");
+#undef SYM
+  if (!(*(void **)&hip.device_properties = dlsym(h, "hipGetDevicePropertiesR0600")) &&
+      !(*(void **)&hip.device_properties = dlsym(h, "hipGetDeviceProperties")))
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "HIP runtime lacks hipGetDeviceProperties");
+  hip_error r = hip.init(0);
+  int count = 0;
+  if (r || hip.device_count(&count) || count == 0)
+    return ckjit__fail(CKJIT_ERROR_NO_DEVICE, "HIP runtime (%s) reports no AMD GPU%s%s",
+                       hip_library_path, r ? ": " : "", r ? hip.error_string(r) : "");
+  if (ordinal < 0 || ordinal >= count)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "device %d requested but only %d present",
+                       ordinal, count);
+  memset(out, 0, sizeof *out);
+  out->vendor = CKJIT_BACKEND_HIP;
+  out->ordinal = hip_ordinal = ordinal;
+  bound_ordinal = -1;
+  static unsigned char props[16384]; /* far larger than any hipDeviceProp_t */
+  memset(props, 0, sizeof props);
+  if ((r = hip.device_properties(props, ordinal)))
+    return hip_fail(CKJIT_ERROR_DEVICE, r, "hipGetDeviceProperties");
+  snprintf(out->name, sizeof out->name, "%.127s", (const char *)props); /* name is the first field in every ABI */
+  hip_arch_name(props, sizeof props, out->arch, sizeof out->arch);
+  if (!out->arch[0])
+    return ckjit__fail(CKJIT_ERROR_DEVICE, "cannot determine the arch of HIP device %d", ordinal);
+  int sms = 0;
+  hip.device_attribute(&sms, 63 /* hipDeviceAttributeMultiprocessorCount */, ordinal);
+  out->multiprocessors = sms > 0 && sms < 4096 ? sms : 0;
+  out->bind = hip_bind;
+  out->module_load = hip_module_load;
+  out->module_unload = hip_module_unload;
+  out->get_function = hip_get_function;
+  out->launch = hip_launch;
+  out->mem_alloc = hip_mem_alloc;
+  out->mem_free = hip_mem_free;
+  out->mem_copy = hip_mem_copy;
+  out->mem_set = hip_mem_set;
+  out->synchronize = hip_synchronize;
+  return CKJIT_SUCCESS;
+}

@@ -1,0 +1,185 @@
+/* spec -> specialized source -> key -> disk cache or compiler -> code object. */
+#include "buffer.h"
+#include "build.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../cache/entry.h"
+#include "arch.h"
+#include "backend.h"
+#include "embedded.h"
+#include "error.h"
+#include "log.h"
+#include "stats.h"
+
+#define MAX_OPTIONS 8
+
+static void dump_file(const char *dir, const char *name, const char *ext, const char *text) {
+  char path[CKJIT_PATH_MAX + 256];
+  snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    CKJIT_WARN("CKJIT_DUMP_DIR: cannot write %s: %s", path, strerror(errno));
+    return;
+  }
+  fputs(text, f);
+  fclose(f);
+}
+
+/* Writes the specialized source, its options and the compile log. */
+static void dump(const ckjit_runtime *rt, const char *kernel, const char *hex, const char *source,
+                 char opts[][96], int n_opts, const char *log) {
+  if (!rt->dump_dir[0]) return;
+  if (mkdir(rt->dump_dir, 0700) && errno != EEXIST) {
+    CKJIT_WARN("CKJIT_DUMP_DIR: cannot create %s: %s", rt->dump_dir, strerror(errno));
+    return;
+  }
+  char name[160], options[MAX_OPTIONS * 100] = "";
+  snprintf(name, sizeof name, "%s-%s", kernel, hex);
+  for (int i = 0; i < n_opts; i++) {
+    strcat(options, opts[i]);
+    strcat(options, "\n");
+  }
+  dump_file(rt->dump_dir, name, ".cu", source);
+  dump_file(rt->dump_dir, name, ".options", options);
+  dump_file(rt->dump_dir, name, ".log", log ? log : "");
+}
+
+/* Appends the source lines a compiler log points at ("file.cu(12)" from
+ * NVRTC, "file.cu:12:5" from hipRTC), with one line of context each side. */
+static void append_offending_lines(const char *log, const char *source_name, const char *source) {
+  int lines[5], n = 0;
+  size_t name_len = strlen(source_name);
+  for (const char *p = strstr(log, source_name); p && n < 5; p = strstr(p + 1, source_name)) {
+    const char *q = p + name_len;
+    if (*q != '(' && *q != ':') continue;
+    int line = atoi(q + 1);
+    int seen = 0;
+    for (int i = 0; i < n; i++) seen |= lines[i] == line;
+    if (line > 0 && !seen) lines[n++] = line;
+  }
+  if (!n) return;
+  ckjit__error_append("\noffending lines of the specialized source:");
+  for (int i = 0; i < n; i++) {
+    int line = 1;
+    const char *s = source;
+    while (*s) {
+      const char *end = strchr(s, '\n');
+      size_t len = end ? (size_t)(end - s) : strlen(s);
+      if (line >= lines[i] - 1 && line <= lines[i] + 1)
+        ckjit__error_append("\n%s%5d | %.*s", line == lines[i] ? ">" : " ", line, (int)len, s);
+      if (!end) break;
+      s = end + 1;
+      line++;
+    }
+  }
+}
+
+ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
+                          ckjit_build_result *out) {
+  memset(out, 0, sizeof *out);
+  const ckjit_family *fam = ckjit__family_get(spec->family);
+  if (!fam) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "unknown kernel family %u", spec->family);
+  ckjit_status st = ckjit__spec_check(spec);
+  if (st) return st;
+
+  ckjit_backend vendor = ckjit__arch_vendor(arch);
+  if (vendor == CKJIT_BACKEND_AUTO) return ckjit__arch_validate(arch, 0, 0);
+  const ckjit_compiler *c;
+  if ((st = ckjit__compiler_get(vendor, &c))) return st;
+  if ((st = ckjit__arch_validate(arch, c->major, c->minor))) return st;
+
+  ckjit_buffer source = {0}, log = {0};
+  if ((st = ckjit__spec_render(spec, &source))) return st;
+
+  char opts[MAX_OPTIONS][96];
+  const char *opt_ptrs[MAX_OPTIONS];
+  int n_opts = c->options(arch, opts, MAX_OPTIONS);
+  for (int i = 0; i < n_opts; i++) opt_ptrs[i] = opts[i];
+  const char *const *hdr_names, *const *hdr_sources;
+  int n_hdrs = ckjit__embedded_headers(&hdr_names, &hdr_sources);
+
+  ckjit_key_input key_in = {
+      .format_version = CKJIT_CACHE_FORMAT_VERSION,
+      .library_version = CKJIT_VERSION_STRING,
+      .backend = vendor == CKJIT_BACKEND_CUDA ? "cuda" : "hip",
+      .compiler = c->fingerprint,
+      .arch = arch,
+      .n_options = n_opts,
+      .options = opt_ptrs,
+      .source = source.data,
+      .source_len = source.size,
+      .n_headers = n_hdrs,
+      .header_names = hdr_names,
+      .header_sources = hdr_sources,
+  };
+  if (ckjit__key_compute(&key_in, &out->key)) {
+    ckjit__buf_free(&source);
+    return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "out of memory hashing the cache key");
+  }
+  char hex[33];
+  ckjit__key_hex(&out->key, hex);
+
+  if (rt->disk_enabled) {
+    void *payload;
+    size_t size;
+    ckjit_entry_meta meta;
+    if (ckjit__disk_load(&rt->disk, &out->key, &payload, &size, &meta)) {
+      if (!strcmp(meta.arch, arch) && !strcmp(meta.kernel, fam->kernel)) {
+        out->code.data = payload;
+        out->code.size = out->code.cap = size;
+        out->from_disk = 1;
+        ckjit__buf_free(&source);
+        CKJIT_DEBUG("disk hit %s (%s, %s)", hex, fam->kernel, arch);
+        return CKJIT_SUCCESS;
+      }
+      free(payload); /* same key, other metadata: impossible unless tampered */
+      CKJIT_WARN("cache entry %s has mismatched metadata; recompiling", hex);
+    }
+  }
+
+  char source_name[96];
+  ckjit__copy_str(source_name, sizeof source_name, fam->source);
+  ckjit_compile_input in = {
+      .source = source.data,
+      .source_name = source_name,
+      .n_headers = n_hdrs,
+      .header_sources = hdr_sources,
+      .header_names = hdr_names,
+      .n_options = n_opts,
+      .options = opt_ptrs,
+  };
+  double t0 = ckjit__now_ms();
+  st = c->compile(c, &in, &out->code, &log);
+  out->compile_ms = ckjit__now_ms() - t0;
+  dump(rt, fam->kernel, hex, source.data, opts, n_opts, log.data);
+  if (st) {
+    ckjit__stat_add(CKJIT_STAT_COMPILE_FAILURES, 1);
+    char spec_text[CKJIT_SPEC_TEXT_MAX];
+    ckjit__spec_format(spec, spec_text, sizeof spec_text);
+    ckjit__error_append("\nwhile compiling %s for %s with %s (key %s)", spec_text, arch,
+                        c->fingerprint, hex);
+    if (log.size) ckjit__error_append("\ncompiler log:\n%s", log.data);
+    if (log.size) append_offending_lines(log.data, source_name, source.data);
+    ckjit__buf_free(&out->code);
+  } else {
+    ckjit__stat_add(CKJIT_STAT_COMPILES, 1);
+    ckjit__stat_add_compile_ms(out->compile_ms);
+    CKJIT_INFO("compiled %s for %s in %.1f ms (key %s)", fam->kernel, arch, out->compile_ms, hex);
+    if (rt->disk_enabled) {
+      ckjit_entry_meta meta;
+      memset(&meta, 0, sizeof meta);
+      meta.key = out->key;
+      ckjit__copy_str(meta.arch, sizeof meta.arch, arch);
+      ckjit__copy_str(meta.kernel, sizeof meta.kernel, fam->kernel);
+      ckjit__disk_store(&rt->disk, &meta, out->code.data, out->code.size); /* warns on failure */
+    }
+  }
+  ckjit__buf_free(&source);
+  ckjit__buf_free(&log);
+  return st;
+}

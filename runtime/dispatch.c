@@ -1,0 +1,95 @@
+/* The op call path.  A repeated call costs one tuple hash, one lock-free
+ * table lookup and the driver's launch; everything else happens once per
+ * specialization, in build_kernel, by exactly one thread. */
+#include "dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "error.h"
+#include "log.h"
+#include "stats.h"
+
+static ckjit_status build_kernel(ckjit_runtime *rt, ckjit_kernel *k) {
+  if (!ckjit__arch_compatible(rt->arch, rt->device.arch))
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                       "kernels are compiled for arch %s (CKJIT_ARCH) but the device is %s (%s): "
+                       "code for another arch cannot be launched here",
+                       rt->arch, rt->device.arch, rt->device.name);
+  ckjit_build_result built;
+  ckjit_status st = ckjit__build(rt, &k->spec, rt->arch, &built);
+  if (st) return st;
+  double t0 = ckjit__now_ms();
+  st = rt->device.module_load(&rt->device, built.code.data, built.code.size, &k->module);
+  ckjit__buf_free(&built.code);
+  if (st == CKJIT_SUCCESS) {
+    const ckjit_family *fam = ckjit__family_get(k->spec.family);
+    st = rt->device.get_function(&rt->device, k->module, fam->kernel, &k->function);
+    if (st) {
+      rt->device.module_unload(&rt->device, k->module);
+      k->module = NULL;
+    }
+  }
+  ckjit__stat_add(st ? CKJIT_STAT_LOAD_FAILURES : CKJIT_STAT_LOADS, 1);
+  if (st == CKJIT_SUCCESS) ckjit__stat_add_load_ms(ckjit__now_ms() - t0);
+  return st;
+}
+
+static ckjit_status get_slow(ckjit_runtime *rt, const ckjit_spec *spec, uint64_t hash,
+                             ckjit_kernel **out) {
+  int created;
+  ckjit_kernel *k = ckjit__memcache_insert(spec, hash, &created);
+  if (!k) return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "out of memory in the kernel table");
+  if (!created) {
+    int expected = CKJIT_ENTRY_FAILED;
+    /* An entry that failed before is rebuilt by the first caller to claim it
+     * (the cause may have gone, e.g. a full disk or a missing library). */
+    if (atomic_compare_exchange_strong(&k->state, &expected, CKJIT_ENTRY_PENDING)) {
+      created = 1;
+    } else {
+      int state = ckjit__memcache_wait(k);
+      if (state == CKJIT_ENTRY_READY) {
+        *out = k;
+        return CKJIT_SUCCESS;
+      }
+      return ckjit__fail(k->error_status, "%s", k->error_message ? k->error_message : "build failed");
+    }
+  }
+  ckjit_status st = build_kernel(rt, k);
+  if (st) {
+    /* Keep the message for threads that waited on this build. */
+    char *old = k->error_message;
+    k->error_message = strdup(ckjit_last_error());
+    k->error_status = st;
+    free(old);
+    ckjit__memcache_publish(k, CKJIT_ENTRY_FAILED);
+    return st;
+  }
+  ckjit__memcache_publish(k, CKJIT_ENTRY_READY);
+  *out = k;
+  return CKJIT_SUCCESS;
+}
+
+ckjit_status ckjit__kernel_get(const ckjit_spec *spec, ckjit_runtime **rtp, ckjit_kernel **out) {
+  ckjit_runtime *rt;
+  ckjit_status st = ckjit__runtime_device(&rt);
+  if (st) return st;
+  *rtp = rt;
+  uint64_t hash = ckjit__spec_hash(spec);
+  ckjit_kernel *k = ckjit__memcache_find(spec, hash);
+  if (k && atomic_load_explicit(&k->state, memory_order_acquire) == CKJIT_ENTRY_READY) {
+    ckjit__stat_add(CKJIT_STAT_MEMORY_HITS, 1);
+    *out = k;
+    return CKJIT_SUCCESS;
+  }
+  return get_slow(rt, spec, hash, out);
+}
+
+ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k, const unsigned grid[3],
+                                  const unsigned block[3], unsigned shared_bytes, void *stream,
+                                  void **args) {
+  ckjit_status st = rt->device.bind(&rt->device);
+  if (st) return st;
+  return rt->device.launch(k->function, grid, block, shared_bytes, stream, args);
+}

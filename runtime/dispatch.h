@@ -1,0 +1,18 @@
+/* Hot path: from spec tuple to a loaded kernel, then a launch. */
+#ifndef CKJIT_RUNTIME_DISPATCH_H
+#define CKJIT_RUNTIME_DISPATCH_H
+
+#include "../cache/memory_cache.h"
+#include "runtime.h"
+
+/* Returns the loaded kernel of `spec`, building it on first use (single
+ * flight across threads).  On a repeated call: one hash of the tuple and a
+ * lock-free lookup; no allocation, lock, disk access or source hashing. */
+ckjit_status ckjit__kernel_get(const ckjit_spec *spec, ckjit_runtime **rt, ckjit_kernel **out);
+
+/* Launches on `stream` without synchronizing. */
+ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k,
+                                  const unsigned grid[3], const unsigned block[3],
+                                  unsigned shared_bytes, void *stream, void **args);
+
+#endif

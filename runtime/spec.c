@@ -1,0 +1,159 @@
+/* Spec tuple <-> text, validation, and template rendering. */
+#include "buffer.h"
+#include "spec.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embedded.h"
+#include "error.h"
+#include "template.h"
+
+static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
+    [CKJIT_FAMILY_ELEMENTWISE] = &ckjit__family_elementwise,
+    [CKJIT_FAMILY_TRANSPOSE] = &ckjit__family_transpose,
+};
+
+const ckjit_family *ckjit__family_get(uint32_t id) {
+  return id < CKJIT_FAMILY_COUNT_ ? families[id] : NULL;
+}
+
+static int enum_count(const ckjit_param_desc *p) {
+  int n = 0;
+  while (p->names[n]) n++;
+  return n;
+}
+
+ckjit_status ckjit__spec_check(const ckjit_spec *spec) {
+  const ckjit_family *fam = ckjit__family_get(spec->family);
+  if (!fam) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: unknown family %u", spec->family);
+  for (int i = 0; i < CKJIT_MAX_PARAMS; i++) {
+    int32_t v = spec->value[i];
+    if (i >= fam->n_params) {
+      if (v) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: %s has no parameter %d", fam->name, i);
+      continue;
+    }
+    const ckjit_param_desc *p = &fam->params[i];
+    int lo = p->names ? 0 : p->min, hi = p->names ? enum_count(p) - 1 : p->max;
+    if (v < lo || v > hi)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: %s.%s=%d out of range [%d, %d]",
+                         fam->name, p->name, v, lo, hi);
+  }
+  return fam->check ? fam->check(spec) : CKJIT_SUCCESS;
+}
+
+ckjit_status ckjit__spec_parse(const char *text, ckjit_spec *out) {
+  if (!text) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: NULL");
+  if (strlen(text) >= CKJIT_SPEC_TEXT_MAX)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: longer than %d characters",
+                       CKJIT_SPEC_TEXT_MAX - 1);
+  memset(out, 0, sizeof *out);
+  size_t name_len = strcspn(text, ":");
+  const ckjit_family *fam = NULL;
+  for (uint32_t i = 0; i < CKJIT_FAMILY_COUNT_; i++)
+    if (strlen(families[i]->name) == name_len && !strncmp(families[i]->name, text, name_len)) {
+      fam = families[i];
+      out->family = i;
+    }
+  if (!fam) {
+    ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': unknown kernel family '%.*s' (known:", text,
+                (int)name_len, text);
+    for (int i = 0; i < CKJIT_FAMILY_COUNT_; i++) ckjit__error_append(" %s", families[i]->name);
+    ckjit__error_append(")");
+    return CKJIT_ERROR_INVALID_ARGUMENT;
+  }
+  for (int i = 0; i < fam->n_params; i++) out->value[i] = fam->params[i].def;
+
+  const char *p = text + name_len;
+  if (*p == ':') p++;
+  else if (*p) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': expected ':'", text);
+  while (*p) {
+    size_t item = strcspn(p, ","), key_len = strcspn(p, "=,");
+    if (key_len >= item)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': '%.*s' is not key=value", text,
+                         (int)item, p);
+    const char *val = p + key_len + 1;
+    size_t val_len = item - key_len - 1;
+    int idx = -1;
+    for (int i = 0; i < fam->n_params; i++)
+      if (strlen(fam->params[i].name) == key_len && !strncmp(fam->params[i].name, p, key_len)) idx = i;
+    if (idx < 0)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': %s has no parameter '%.*s'", text,
+                         fam->name, (int)key_len, p);
+    const ckjit_param_desc *pd = &fam->params[idx];
+    int found = 0;
+    if (pd->names) {
+      for (int v = 0; pd->names[v]; v++)
+        if (strlen(pd->names[v]) == val_len && !strncmp(pd->names[v], val, val_len)) {
+          out->value[idx] = v;
+          found = 1;
+        }
+    } else if (val_len > 0 && val_len < 12) {
+      char num[12], *end;
+      memcpy(num, val, val_len);
+      num[val_len] = '\0';
+      long v = strtol(num, &end, 10);
+      if (!*end && isdigit((unsigned char)num[val_len - 1]) && v >= pd->min && v <= pd->max) {
+        out->value[idx] = (int32_t)v;
+        found = 1;
+      }
+    }
+    if (!found) {
+      ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': bad value '%.*s' for %s (", text,
+                  (int)val_len, val, pd->name);
+      if (pd->names)
+        for (int v = 0; pd->names[v]; v++) ckjit__error_append("%s%s", v ? "|" : "", pd->names[v]);
+      else
+        ckjit__error_append("%d..%d", pd->min, pd->max);
+      ckjit__error_append(")");
+      return CKJIT_ERROR_INVALID_ARGUMENT;
+    }
+    p += item;
+    if (*p == ',') p++;
+  }
+  return ckjit__spec_check(out);
+}
+
+ckjit_status ckjit__spec_format(const ckjit_spec *spec, char *buf, size_t len) {
+  const ckjit_family *fam = ckjit__family_get(spec->family);
+  if (!fam) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: unknown family %u", spec->family);
+  size_t used = (size_t)snprintf(buf, len, "%s:", fam->name);
+  for (int i = 0; i < fam->n_params && used < len; i++) {
+    const ckjit_param_desc *p = &fam->params[i];
+    const char *sep = i ? "," : "";
+    if (p->names)
+      used += (size_t)snprintf(buf + used, len - used, "%s%s=%s", sep, p->name,
+                               p->names[spec->value[i]]);
+    else
+      used += (size_t)snprintf(buf + used, len - used, "%s%s=%d", sep, p->name, spec->value[i]);
+  }
+  if (used >= len) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: buffer too small");
+  return CKJIT_SUCCESS;
+}
+
+ckjit_status ckjit__spec_render(const ckjit_spec *spec, ckjit_buffer *source) {
+  ckjit_status st = ckjit__spec_check(spec);
+  if (st) return st;
+  const ckjit_family *fam = ckjit__family_get(spec->family);
+  const ckjit_embedded_file *file = ckjit__embedded_find(fam->source);
+  if (!file) return ckjit__fail(CKJIT_ERROR_INTERNAL, "kernel source %s not embedded", fam->source);
+  char names[CKJIT_MAX_PARAMS][32], values[CKJIT_MAX_PARAMS][64];
+  ckjit_subst subst[CKJIT_MAX_PARAMS];
+  for (int i = 0; i < fam->n_params; i++) {
+    const ckjit_param_desc *p = &fam->params[i];
+    size_t k = 0;
+    for (; p->name[k] && k < sizeof names[i] - 1; k++) names[i][k] = (char)toupper((unsigned char)p->name[k]);
+    names[i][k] = '\0';
+    if (p->names)
+      ckjit__copy_str(values[i], sizeof values[i], (p->tokens ? p->tokens : p->names)[spec->value[i]]);
+    else
+      snprintf(values[i], sizeof values[i], "%d", spec->value[i]);
+    subst[i].name = names[i];
+    subst[i].value = values[i];
+  }
+  st = ckjit__template_render(file->data, subst, fam->n_params, source);
+  if (st) ckjit__error_append(" (in %s)", fam->source);
+  return st;
+}

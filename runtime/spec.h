@@ -1,0 +1,80 @@
+/* Specializations: a kernel family plus its parameter values.
+ *
+ * The compact tuple `ckjit_spec` is what the in-memory cache is keyed on (no
+ * source text is touched on a repeated call).  Its stable text form,
+ * "family:key=value,...", is what tools, manifests and logs use. */
+#ifndef CKJIT_RUNTIME_SPEC_H
+#define CKJIT_RUNTIME_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "buffer.h"
+#include "ckjit/ckjit.h"
+
+#define CKJIT_MAX_PARAMS 8
+#define CKJIT_SPEC_TEXT_MAX 256
+
+typedef enum ckjit_family_id {
+  CKJIT_FAMILY_ELEMENTWISE = 0,
+  CKJIT_FAMILY_TRANSPOSE = 1,
+  CKJIT_FAMILY_COUNT_
+} ckjit_family_id;
+
+typedef struct ckjit_spec {
+  uint32_t family;                 /* ckjit_family_id */
+  int32_t value[CKJIT_MAX_PARAMS]; /* in the family's parameter order; unused = 0 */
+} ckjit_spec;
+
+typedef struct ckjit_param_desc {
+  const char *name;          /* key in the text form; its placeholder is @NAME@ upper-cased */
+  const char *const *names;  /* enum parameter: value names, NULL-terminated; NULL: integer */
+  const char *const *tokens; /* enum parameter: source text per value; NULL: the names */
+  int32_t min, max;          /* integer parameter: inclusive range */
+  int32_t def;               /* default value (index for an enum) */
+} ckjit_param_desc;
+
+typedef struct ckjit_family {
+  const char *name;   /* "elementwise" */
+  const char *source; /* template in kernel_src/ */
+  const char *kernel; /* extern "C" kernel function name */
+  int n_params;
+  const ckjit_param_desc *params;
+  /* Rejects invalid combinations with a message; NULL when all are valid. */
+  ckjit_status (*check)(const ckjit_spec *spec);
+  /* The index-th spec of the default (prewarm) set; returns 0 past its end. */
+  int (*default_spec)(size_t index, ckjit_spec *out);
+} ckjit_family;
+
+extern const ckjit_family ckjit__family_elementwise; /* runtime/op_elementwise.c */
+extern const ckjit_family ckjit__family_transpose;   /* runtime/op_transpose.c */
+
+const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
+
+/* Parses "family:key=value,..." (omitted keys take defaults) and checks it. */
+ckjit_status ckjit__spec_parse(const char *text, ckjit_spec *out);
+/* Canonical text form (every key, in order). */
+ckjit_status ckjit__spec_format(const ckjit_spec *spec, char *buf, size_t len);
+/* Range and combination check of a spec built in code. */
+ckjit_status ckjit__spec_check(const ckjit_spec *spec);
+/* The specialized kernel source of `spec`. */
+ckjit_status ckjit__spec_render(const ckjit_spec *spec, ckjit_buffer *source);
+
+/* Cheap hash of the tuple for the in-memory table (not the cache key). */
+static inline uint64_t ckjit__spec_hash(const ckjit_spec *s) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ s->family;
+  for (int i = 0; i < CKJIT_MAX_PARAMS; i++) {
+    h ^= (uint32_t)s->value[i];
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 32;
+  }
+  return h;
+}
+
+static inline int ckjit__spec_equal(const ckjit_spec *a, const ckjit_spec *b) {
+  if (a->family != b->family) return 0;
+  for (int i = 0; i < CKJIT_MAX_PARAMS; i++)
+    if (a->value[i] != b->value[i]) return 0;
+  return 1;
+}
+
+#endif

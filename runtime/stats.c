@@ -1,0 +1,61 @@
+/* Counters are relaxed atomics: cheap on the hot path, exact in total. */
+#include "stats.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "ckjit/ckjit.h"
+
+static _Atomic uint64_t counters[CKJIT_STAT_COUNT_];
+static double compile_ms, load_ms;
+static pthread_mutex_t ms_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ckjit__stat_add(ckjit_counter c, uint64_t n) {
+  atomic_fetch_add_explicit(&counters[c], n, memory_order_relaxed);
+}
+
+void ckjit__stat_add_compile_ms(double ms) {
+  pthread_mutex_lock(&ms_lock);
+  compile_ms += ms;
+  pthread_mutex_unlock(&ms_lock);
+}
+
+void ckjit__stat_add_load_ms(double ms) {
+  pthread_mutex_lock(&ms_lock);
+  load_ms += ms;
+  pthread_mutex_unlock(&ms_lock);
+}
+
+double ckjit__now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+void ckjit_get_stats(ckjit_stats *s) {
+  if (!s) return;
+  memset(s, 0, sizeof *s);
+  s->memory_hits = atomic_load(&counters[CKJIT_STAT_MEMORY_HITS]);
+  s->disk_hits = atomic_load(&counters[CKJIT_STAT_DISK_HITS]);
+  s->disk_misses = atomic_load(&counters[CKJIT_STAT_DISK_MISSES]);
+  s->disk_rejects = atomic_load(&counters[CKJIT_STAT_DISK_REJECTS]);
+  s->disk_writes = atomic_load(&counters[CKJIT_STAT_DISK_WRITES]);
+  s->disk_write_errors = atomic_load(&counters[CKJIT_STAT_DISK_WRITE_ERRORS]);
+  s->compiles = atomic_load(&counters[CKJIT_STAT_COMPILES]);
+  s->compile_failures = atomic_load(&counters[CKJIT_STAT_COMPILE_FAILURES]);
+  s->loads = atomic_load(&counters[CKJIT_STAT_LOADS]);
+  s->load_failures = atomic_load(&counters[CKJIT_STAT_LOAD_FAILURES]);
+  pthread_mutex_lock(&ms_lock);
+  s->compile_ms = compile_ms;
+  s->load_ms = load_ms;
+  pthread_mutex_unlock(&ms_lock);
+}
+
+void ckjit_reset_stats(void) {
+  for (int i = 0; i < CKJIT_STAT_COUNT_; i++) atomic_store(&counters[i], 0);
+  pthread_mutex_lock(&ms_lock);
+  compile_ms = load_ms = 0;
+  pthread_mutex_unlock(&ms_lock);
+}

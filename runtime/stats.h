@@ -1,0 +1,21 @@
+/* Process-wide counters behind ckjit_get_stats(). */
+#ifndef CKJIT_RUNTIME_STATS_H
+#define CKJIT_RUNTIME_STATS_H
+
+#include <stdint.h>
+
+typedef enum ckjit_counter {
+  CKJIT_STAT_MEMORY_HITS, CKJIT_STAT_DISK_HITS, CKJIT_STAT_DISK_MISSES,
+  CKJIT_STAT_DISK_REJECTS, CKJIT_STAT_DISK_WRITES, CKJIT_STAT_DISK_WRITE_ERRORS,
+  CKJIT_STAT_COMPILES, CKJIT_STAT_COMPILE_FAILURES, CKJIT_STAT_LOADS,
+  CKJIT_STAT_LOAD_FAILURES, CKJIT_STAT_COUNT_
+} ckjit_counter;
+
+void ckjit__stat_add(ckjit_counter c, uint64_t n);
+void ckjit__stat_add_compile_ms(double ms);
+void ckjit__stat_add_load_ms(double ms);
+
+/* Monotonic wall clock in milliseconds. */
+double ckjit__now_ms(void);
+
+#endif
