@@ -8,6 +8,7 @@
 #include "buffer.h"
 
 typedef struct ckjit_compile_input {
+  const char *arch; /* validated against the compiler's identity already */
   const char *source;
   const char *source_name;
   int n_headers;
@@ -17,20 +18,23 @@ typedef struct ckjit_compile_input {
   const char *const *options;
 } ckjit_compile_input;
 
+/* A runtime compiler is identified from its library file without loading it
+ * (see library_path.h); the library is loaded on the first compile. */
 typedef struct ckjit_compiler {
   ckjit_backend vendor;
   const char *name;       /* "nvrtc" or "hiprtc" */
-  int major, minor;       /* compiler version */
-  char fingerprint[160];  /* name, version and library file: part of the cache key */
-  /* Compiles for `arch` (already validated).  Fills `code` with the code
-   * object and `log` with the compiler log (NUL-terminated, maybe empty). */
+  int major, minor;       /* version, from the library's file name (0 when unknown) */
+  char path[512];         /* the library file that will be loaded */
+  char fingerprint[256];  /* name and library identity: part of the cache key */
+  /* Loads the library on first use, then compiles.  Fills `code` with the
+   * code object and `log` with the compiler log (NUL-terminated). */
   ckjit_status (*compile)(const struct ckjit_compiler *c, const ckjit_compile_input *in,
                           ckjit_buffer *code, ckjit_buffer *log);
   /* The options ckjit passes for `arch`; returns how many were written. */
   int (*options)(const char *arch, char opts[][96], int max);
 } ckjit_compiler;
 
-/* Loads (once, thread-safe) the runtime compiler of `vendor`. */
+/* Identifies (once, thread-safe, without loading it) the runtime compiler of `vendor`. */
 ckjit_status ckjit__compiler_get(ckjit_backend vendor, const ckjit_compiler **out);
 
 typedef struct ckjit_device {
@@ -59,7 +63,7 @@ typedef struct ckjit_device {
  * the driver library is missing, CKJIT_ERROR_NO_DEVICE when it has no GPU. */
 ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out);
 ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out);
-ckjit_status ckjit__cuda_compiler_load(ckjit_compiler *out);
-ckjit_status ckjit__hip_compiler_load(ckjit_compiler *out);
+ckjit_status ckjit__cuda_compiler_find(ckjit_compiler *out);
+ckjit_status ckjit__hip_compiler_find(ckjit_compiler *out);
 
 #endif

@@ -2,7 +2,7 @@
  * launches it.  Both libraries are opened with dlopen and declared here, so
  * libckjit needs no CUDA headers and runs on hosts without CUDA. */
 #include <dlfcn.h>
-#include <libgen.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include "arch.h"
 #include "backend.h"
 #include "error.h"
+#include "library_path.h"
 #include "log.h"
 
 /* ---- NVRTC --------------------------------------------------------------- */
@@ -33,21 +34,10 @@ static void *open_first(const char *const *names, char *path, size_t len) {
   for (; *names; names++) {
     void *h = dlopen(*names, RTLD_NOW | RTLD_LOCAL);
     if (!h) continue;
-    snprintf(path, len, "%s", *names);
+    ckjit__copy_str(path, len, *names);
     return h;
   }
   return NULL;
-}
-
-/* The real file name behind a symbol ("libnvrtc.so.13.0.88"): its version
- * goes into the compiler fingerprint and so into every cache key. */
-static void library_file(void *symbol, char *out, size_t len) {
-  Dl_info info;
-  char real[PATH_MAX];
-  if (dladdr(symbol, &info) && info.dli_fname && realpath(info.dli_fname, real))
-    snprintf(out, len, "%s", basename(real));
-  else
-    snprintf(out, len, "?");
 }
 
 static int cuda_options(const char *arch, char opts[][96], int max) {
@@ -57,9 +47,39 @@ static int cuda_options(const char *arch, char opts[][96], int max) {
   return 2;
 }
 
+static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
+static char nvrtc_path[512];
+static char nvrtc_error[512]; /* "" when NVRTC loaded */
+
+static void nvrtc_load(void) {
+  void *h = dlopen(nvrtc_path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(nvrtc_error, sizeof nvrtc_error, "cannot load NVRTC %.200s: %.200s", nvrtc_path,
+             dlerror());
+    return;
+  }
+#define SYM(field, name)                                                                     \
+  if (!(*(void **)&nvrtc.field = dlsym(h, name))) {                                          \
+    snprintf(nvrtc_error, sizeof nvrtc_error, "NVRTC %.200s lacks %s", nvrtc_path, name);    \
+    return;                                                                                  \
+  }
+  SYM(version, "nvrtcVersion");
+  SYM(create, "nvrtcCreateProgram");
+  SYM(compile, "nvrtcCompileProgram");
+  SYM(log_size, "nvrtcGetProgramLogSize");
+  SYM(log, "nvrtcGetProgramLog");
+  SYM(cubin_size, "nvrtcGetCUBINSize");
+  SYM(cubin, "nvrtcGetCUBIN");
+  SYM(destroy, "nvrtcDestroyProgram");
+  SYM(error_string, "nvrtcGetErrorString");
+#undef SYM
+}
+
 static ckjit_status nvrtc_compile(const ckjit_compiler *c, const ckjit_compile_input *in,
                                   ckjit_buffer *code, ckjit_buffer *log) {
   (void)c;
+  pthread_once(&nvrtc_once, nvrtc_load);
+  if (nvrtc_error[0]) return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "%s", nvrtc_error);
   nvrtc_program prog = NULL;
   int r = nvrtc.create(&prog, in->source, in->source_name, in->n_headers, in->header_sources,
                        in->header_names);
@@ -90,38 +110,34 @@ static ckjit_status nvrtc_compile(const ckjit_compiler *c, const ckjit_compile_i
   return st;
 }
 
-ckjit_status ckjit__cuda_compiler_load(ckjit_compiler *out) {
-  static const char *const names[] = {
-      "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
-      "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
-      "/usr/local/cuda/lib64/libnvrtc.so.12", NULL};
-  char path[256];
-  void *h = open_first(names, path, sizeof path);
-  if (!h)
-    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE,
-                       "NVRTC not found (tried libnvrtc.so{,.13,.12,.11.2} and /usr/local/cuda/lib64); "
-                       "install the CUDA toolkit's NVRTC or add it to LD_LIBRARY_PATH");
-#define SYM(field, name)                                                                     \
-  if (!(*(void **)&nvrtc.field = dlsym(h, name)))                                            \
-    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "NVRTC (%s) lacks %s", path, name);
-  SYM(version, "nvrtcVersion");
-  SYM(create, "nvrtcCreateProgram");
-  SYM(compile, "nvrtcCompileProgram");
-  SYM(log_size, "nvrtcGetProgramLogSize");
-  SYM(log, "nvrtcGetProgramLog");
-  SYM(cubin_size, "nvrtcGetCUBINSize");
-  SYM(cubin, "nvrtcGetCUBIN");
-  SYM(destroy, "nvrtcDestroyProgram");
-  SYM(error_string, "nvrtcGetErrorString");
-#undef SYM
+ckjit_status ckjit__cuda_compiler_find(ckjit_compiler *out) {
+  static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                                      "libnvrtc.so.11.2", NULL};
+  static const char *const dirs[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/lib",
+                                     "/usr/local/cuda/targets/x86_64-linux/lib", NULL};
   memset(out, 0, sizeof *out);
+  if (ckjit__find_library(names, dirs, "CKJIT_NVRTC_LIBRARY", out->path, sizeof out->path)) {
+    /* Not in the usual places: let the dynamic linker look (ld.so.cache),
+     * at the price of loading it now. */
+    char name[64];
+    void *h = open_first(names, name, sizeof name);
+    Dl_info info;
+    char real[PATH_MAX];
+    void *sym = h ? dlsym(h, "nvrtcCompileProgram") : NULL;
+    if (!sym || !dladdr(sym, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+      return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE,
+                         "NVRTC not found (libnvrtc.so{,.13,.12,.11.2} in LD_LIBRARY_PATH, the "
+                         "system library directories or /usr/local/cuda/lib64); install CUDA's "
+                         "NVRTC or set CKJIT_NVRTC_LIBRARY to its path");
+    ckjit__copy_str(out->path, sizeof out->path, real);
+  }
+  ckjit__copy_str(nvrtc_path, sizeof nvrtc_path, out->path);
   out->vendor = CKJIT_BACKEND_CUDA;
   out->name = "nvrtc";
-  nvrtc.version(&out->major, &out->minor);
-  char file[128];
-  library_file(*(void **)&nvrtc.compile, file, sizeof file);
-  snprintf(out->fingerprint, sizeof out->fingerprint, "nvrtc %d.%d %.100s", out->major, out->minor,
-           file);
+  ckjit__library_version(out->path, &out->major, &out->minor);
+  char identity[200];
+  ckjit__library_identity(out->path, identity, sizeof identity);
+  snprintf(out->fingerprint, sizeof out->fingerprint, "nvrtc %s", identity);
   out->compile = nvrtc_compile;
   out->options = cuda_options;
   return CKJIT_SUCCESS;

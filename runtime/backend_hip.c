@@ -5,7 +5,7 @@
  * it is never read by field offset (see hip_arch_name). */
 #include "buffer.h"
 #include <dlfcn.h>
-#include <libgen.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@
 #include "arch.h"
 #include "backend.h"
 #include "error.h"
+#include "library_path.h"
 #include "log.h"
 
 typedef int hip_error;
@@ -68,15 +69,6 @@ static void *open_hip(void) {
   return hip_library;
 }
 
-static void library_file(void *symbol, char *out, size_t len) {
-  Dl_info info;
-  char real[PATH_MAX];
-  if (dladdr(symbol, &info) && info.dli_fname && realpath(info.dli_fname, real))
-    snprintf(out, len, "%s", basename(real));
-  else
-    snprintf(out, len, "?");
-}
-
 static int hip_options(const char *arch, char opts[][96], int max) {
   if (max < 3) return 0;
   snprintf(opts[0], 96, "--gpu-architecture=%s", arch);
@@ -85,9 +77,47 @@ static int hip_options(const char *arch, char opts[][96], int max) {
   return 3;
 }
 
+static pthread_once_t rtc_once = PTHREAD_ONCE_INIT;
+static char hip_path[512], rtc_path[512]; /* rtc_path "" when hipRTC is inside libamdhip64 */
+static char rtc_error[512];
+static int hip_version; /* hipRuntimeGetVersion, e.g. 50221153 */
+
+static void rtc_load(void) {
+  void *h = dlopen(hip_path, RTLD_NOW | RTLD_LOCAL);
+  void *r = rtc_path[0] ? dlopen(rtc_path, RTLD_NOW | RTLD_LOCAL) : h;
+  if (!h || !r) {
+    snprintf(rtc_error, sizeof rtc_error, "cannot load hipRTC: %.300s", dlerror());
+    return;
+  }
+#define SYM(lib, table, field, name)                                                         \
+  if (!(*(void **)&table.field = dlsym(lib, name))) {                                        \
+    snprintf(rtc_error, sizeof rtc_error, "HIP library lacks %s", name);                     \
+    return;                                                                                  \
+  }
+  SYM(r, rtc, create, "hiprtcCreateProgram");
+  SYM(r, rtc, compile, "hiprtcCompileProgram");
+  SYM(r, rtc, log_size, "hiprtcGetProgramLogSize");
+  SYM(r, rtc, log, "hiprtcGetProgramLog");
+  SYM(r, rtc, code_size, "hiprtcGetCodeSize");
+  SYM(r, rtc, code, "hiprtcGetCode");
+  SYM(r, rtc, destroy, "hiprtcDestroyProgram");
+  SYM(r, rtc, error_string, "hiprtcGetErrorString");
+  SYM(h, hip, runtime_version, "hipRuntimeGetVersion");
+#undef SYM
+  /* hiprtcVersion reports the compiler's own numbering (9.0 on HIP 5.2); the
+   * HIP version is what decides which targets are safe. */
+  hip.runtime_version(&hip_version);
+}
+
 static ckjit_status hiprtc_compile(const ckjit_compiler *c, const ckjit_compile_input *in,
                                    ckjit_buffer *code, ckjit_buffer *log) {
   (void)c;
+  pthread_once(&rtc_once, rtc_load);
+  if (rtc_error[0]) return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "%s", rtc_error);
+  /* The file name's version was a guess; the loaded runtime's is certain.
+   * Checked again because a wrong guess would let hipRTC abort the process. */
+  ckjit_status st = ckjit__arch_validate(in->arch, hip_version / 10000000, (hip_version / 100000) % 100);
+  if (st) return st;
   hiprtc_program prog = NULL;
   int r = rtc.create(&prog, in->source, in->source_name, in->n_headers, in->header_sources,
                      in->header_names);
@@ -103,7 +133,6 @@ static ckjit_status hiprtc_compile(const ckjit_compiler *c, const ckjit_compile_
     }
     free(text);
   }
-  ckjit_status st = CKJIT_SUCCESS;
   if (cr) {
     st = ckjit__fail(CKJIT_ERROR_COMPILE, "hipRTC: %s", rtc.error_string(cr));
   } else if (rtc.code_size(prog, &n) || n == 0) {
@@ -119,54 +148,38 @@ static ckjit_status hiprtc_compile(const ckjit_compiler *c, const ckjit_compile_
   return st;
 }
 
-ckjit_status ckjit__hip_compiler_load(ckjit_compiler *out) {
-  void *h = open_hip();
-  if (!h)
+static const char *const hip_names[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5",
+                                        "libamdhip64.so.7", NULL};
+static const char *const rocm_dirs[] = {"/opt/rocm/lib", "/opt/rocm/lib64", NULL};
+
+ckjit_status ckjit__hip_compiler_find(ckjit_compiler *out) {
+  static const char *const rtc_names[] = {"libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.7", NULL};
+  memset(out, 0, sizeof *out);
+  if (ckjit__find_library(hip_names, rocm_dirs, "CKJIT_HIP_LIBRARY", out->path, sizeof out->path))
     return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE,
                        "HIP runtime (libamdhip64.so) not found: install HIP (Debian: "
-                       "libamdhip64-dev libhiprtc-builtins5) to compile for AMD GPUs");
+                       "libamdhip64-dev libhiprtc-builtins5) or set CKJIT_HIP_LIBRARY to compile "
+                       "for AMD GPUs");
+  ckjit__copy_str(hip_path, sizeof hip_path, out->path);
   /* hipRTC lives inside libamdhip64 up to ROCm 5, in libhiprtc from ROCm 6 on. */
-  void *r = h;
-  if (!dlsym(r, "hiprtcCompileProgram")) {
-    static const char *const names[] = {"libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.7", NULL};
-    r = NULL;
-    for (const char *const *n = names; *n && !r; n++) r = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
-    if (!r)
-      return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "hipRTC (libhiprtc.so) not found");
-  }
-#define SYM(lib, table, field, name)                                                         \
-  if (!(*(void **)&table.field = dlsym(lib, name)))                                          \
-    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "HIP library lacks %s", name);
-  SYM(r, rtc, create, "hiprtcCreateProgram");
-  SYM(r, rtc, compile, "hiprtcCompileProgram");
-  SYM(r, rtc, log_size, "hiprtcGetProgramLogSize");
-  SYM(r, rtc, log, "hiprtcGetProgramLog");
-  SYM(r, rtc, code_size, "hiprtcGetCodeSize");
-  SYM(r, rtc, code, "hiprtcGetCode");
-  SYM(r, rtc, destroy, "hiprtcDestroyProgram");
-  SYM(r, rtc, error_string, "hiprtcGetErrorString");
-  SYM(h, hip, runtime_version, "hipRuntimeGetVersion");
-#undef SYM
-  /* hiprtcVersion reports the compiler's own numbering (9.0 on HIP 5.2); the
-   * HIP version is what decides which targets are safe. */
-  int v = 0;
-  hip.runtime_version(&v);
-  memset(out, 0, sizeof *out);
+  ckjit__library_version(out->path, &out->major, &out->minor);
+  rtc_path[0] = '\0';
+  if (out->major >= 6 &&
+      ckjit__find_library(rtc_names, rocm_dirs, NULL, rtc_path, sizeof rtc_path))
+    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "hipRTC (libhiprtc.so) not found next to %s",
+                       out->path);
   out->vendor = CKJIT_BACKEND_HIP;
   out->name = "hiprtc";
-  out->major = v / 10000000;
-  out->minor = (v / 100000) % 100;
-  char file[128], rtc_file[128];
-  library_file(*(void **)&hip.runtime_version, file, sizeof file);
-  library_file(*(void **)&rtc.compile, rtc_file, sizeof rtc_file);
-  snprintf(out->fingerprint, sizeof out->fingerprint, "hiprtc hip %d %.64s %.64s", v, file, rtc_file);
+  char hip_id[200], rtc_id[200] = "";
+  ckjit__library_identity(out->path, hip_id, sizeof hip_id);
+  if (rtc_path[0]) ckjit__library_identity(rtc_path, rtc_id, sizeof rtc_id);
+  snprintf(out->fingerprint, sizeof out->fingerprint, "hiprtc %.120s %.120s", hip_id, rtc_id);
   out->compile = hiprtc_compile;
   out->options = hip_options;
   return CKJIT_SUCCESS;
 }
 
 /* ---- HIP runtime ---------------------------------------------------------- */
-static int hip_ordinal;
 static _Thread_local int bound_ordinal = -1;
 
 static ckjit_status hip_fail(ckjit_status st, hip_error r, const char *what) {
@@ -289,7 +302,7 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
                        ordinal, count);
   memset(out, 0, sizeof *out);
   out->vendor = CKJIT_BACKEND_HIP;
-  out->ordinal = hip_ordinal = ordinal;
+  out->ordinal = ordinal;
   bound_ordinal = -1;
   static unsigned char props[16384]; /* far larger than any hipDeviceProp_t */
   memset(props, 0, sizeof props);

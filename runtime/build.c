@@ -145,6 +145,7 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
   char source_name[96];
   ckjit__copy_str(source_name, sizeof source_name, fam->source);
   ckjit_compile_input in = {
+      .arch = arch,
       .source = source.data,
       .source_name = source_name,
       .n_headers = n_hdrs,

@@ -1,5 +1,5 @@
-/* Runtime compilers are loaded once per vendor and kept for the process
- * (NVRTC and hipRTC are expensive to initialise and cheap to keep). */
+/* Runtime compilers are identified once per vendor and kept for the process
+ * (NVRTC and hipRTC are expensive to load and cheap to keep). */
 #include <pthread.h>
 #include <string.h>
 
@@ -21,8 +21,8 @@ ckjit_status ckjit__compiler_get(ckjit_backend vendor, const ckjit_compiler **ou
   pthread_mutex_lock(&lock);
   if (!slots[vendor].tried) {
     slots[vendor].status = vendor == CKJIT_BACKEND_CUDA
-                               ? ckjit__cuda_compiler_load(&slots[vendor].compiler)
-                               : ckjit__hip_compiler_load(&slots[vendor].compiler);
+                               ? ckjit__cuda_compiler_find(&slots[vendor].compiler)
+                               : ckjit__hip_compiler_find(&slots[vendor].compiler);
     if (slots[vendor].status)
       strncpy(slots[vendor].message, ckjit_last_error(), sizeof slots[vendor].message - 1);
     slots[vendor].tried = 1;
