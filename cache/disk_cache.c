@@ -88,6 +88,29 @@ void ckjit__disk_entry_path(const ckjit_disk_cache *c, const ckjit_key *key, cha
   snprintf(out, len, "%s/%.2s/%s.ckjit", c->dir, hex, hex);
 }
 
+/* Opens the entry's two-hex-digit directory without following a symlink
+ * there (a planted link could point anywhere). */
+static int open_subdir(const ckjit_disk_cache *c, const char *hex, int create) {
+  char sub[CKJIT_ENTRY_PATH_MAX];
+  snprintf(sub, sizeof sub, "%s/%.2s", c->dir, hex);
+  if (create && mkdir(sub, 0700) && errno != EEXIST) return -1;
+  return open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Opens an entry file, never through a symlink (O_NOFOLLOW on both parts). */
+static int open_entry(const ckjit_disk_cache *c, const ckjit_key *key, int flags, mode_t mode) {
+  char hex[33], name[48];
+  ckjit__key_hex(key, hex);
+  snprintf(name, sizeof name, "%s.ckjit", hex);
+  int dir = open_subdir(c, hex, 0);
+  if (dir < 0) return -1;
+  int fd = openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+  int err = errno;
+  close(dir);
+  errno = err;
+  return fd;
+}
+
 static int read_all(int fd, uint8_t *buf, size_t size) {
   size_t done = 0;
   while (done < size) {
@@ -104,8 +127,7 @@ int ckjit__disk_load(ckjit_disk_cache *c, const ckjit_key *key, void **payload, 
   if (!c->usable) return 0;
   char path[CKJIT_ENTRY_PATH_MAX];
   ckjit__disk_entry_path(c, key, path, sizeof path);
-  /* O_NOFOLLOW: a symlink planted in the cache is never followed. */
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = open_entry(c, key, O_RDONLY, 0);
   if (fd < 0) {
     if (errno != ENOENT) {
       CKJIT_WARN("cache entry %s unreadable (%s); recompiling", path, strerror(errno));
@@ -173,35 +195,38 @@ ckjit_status ckjit__disk_store(ckjit_disk_cache *c, const ckjit_entry_meta *meta
                                const void *payload, size_t size) {
   if (!c->usable || !__atomic_load_n(&c->writable, __ATOMIC_RELAXED))
     return ckjit__fail(CKJIT_ERROR_CACHE, "cache: disk cache not writable");
-  char hex[33], sub[CKJIT_ENTRY_PATH_MAX], path[CKJIT_ENTRY_PATH_MAX], tmp[CKJIT_ENTRY_PATH_MAX + 64];
+  char hex[33], path[CKJIT_ENTRY_PATH_MAX], name[48], tmp[128];
   ckjit__key_hex(&meta->key, hex);
-  snprintf(sub, sizeof sub, "%s/%.2s", c->dir, hex);
   ckjit__disk_entry_path(c, &meta->key, path, sizeof path);
-  if (mkdir(sub, 0700) && errno != EEXIST) return write_failed(c, "create", sub, errno);
+  snprintf(name, sizeof name, "%s.ckjit", hex);
+  int dir = open_subdir(c, hex, 1);
+  if (dir < 0) return write_failed(c, "open the directory of", path, errno);
 
   uint8_t *buf;
   size_t buf_size;
-  if (ckjit__entry_encode(meta, payload, size, &buf, &buf_size))
+  if (ckjit__entry_encode(meta, payload, size, &buf, &buf_size)) {
+    close(dir);
     return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "cache: cannot encode entry %s", hex);
-
+  }
+  /* Unique per process, thread and call: concurrent writers never share one. */
   static _Atomic unsigned counter;
-  snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld-%lx-%u", sub, hex, (long)getpid(),
+  snprintf(tmp, sizeof tmp, ".tmp-%s-%ld-%lx-%u", hex, (long)getpid(),
            (unsigned long)pthread_self(), atomic_fetch_add(&counter, 1));
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     int err = errno;
     free(buf);
-    return write_failed(c, "create", tmp, err);
+    close(dir);
+    return write_failed(c, "create a temporary file for", path, err);
   }
   int err = 0;
   if (write_all(fd, buf, buf_size) || fsync(fd)) err = errno;
   if (close(fd) && !err) err = errno;
   free(buf);
-  if (!err && rename(tmp, path)) err = errno;
-  if (err) {
-    unlink(tmp);
-    return write_failed(c, "write", path, err);
-  }
+  if (!err && renameat(dir, tmp, dir, name)) err = errno;
+  if (err) unlinkat(dir, tmp, 0);
+  close(dir);
+  if (err) return write_failed(c, "write", path, err);
   ckjit__stat_add(CKJIT_STAT_DISK_WRITES, 1);
   return CKJIT_SUCCESS;
 }

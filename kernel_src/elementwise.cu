@@ -12,32 +12,36 @@
 #include "ckjit_prelude.h"
 
 typedef @DTYPE@ T;
-#define ARITY @ARITY@
 #define VEC @VEC@
 #define THREADS @THREADS@
 #define UNROLL @UNROLL@
 #define HAS_EPILOGUE @EPILOGUE@
 
-CKJIT_INLINE float op_identity(float x) { return x; }
-CKJIT_INLINE float op_relu(float x) { return x < 0.0f ? 0.0f : x; } // NaN stays NaN
-CKJIT_INLINE float op_gelu_tanh(float x) { return ckjit_gelu_tanh(x); }
-CKJIT_INLINE float op_gelu_erf(float x) { return ckjit_gelu_erf(x); }
-CKJIT_INLINE float op_silu(float x) { return x * ckjit_sigmoid(x); }
-CKJIT_INLINE float op_sigmoid(float x) { return ckjit_sigmoid(x); }
-CKJIT_INLINE float op_add(float a, float b) { return a + b; }
-CKJIT_INLINE float op_sub(float a, float b) { return a - b; }
-CKJIT_INLINE float op_mul(float a, float b) { return a * b; }
-CKJIT_INLINE float op_div(float a, float b) { return a / b; }
-CKJIT_INLINE float op_max(float a, float b) { return ckjit_nan_max(a, b); }
-CKJIT_INLINE float op_min(float a, float b) { return ckjit_nan_min(a, b); }
+// Ops are small structs: their arity says whether b is read at all.
+#define UNARY_OP(NAME, EXPR) \
+  struct NAME { static constexpr int arity = 1; \
+                static CKJIT_INLINE float apply(float x, float) { return EXPR; } };
+#define BINARY_OP(NAME, EXPR) \
+  struct NAME { static constexpr int arity = 2; \
+                static CKJIT_INLINE float apply(float a, float b) { return EXPR; } };
+UNARY_OP(op_identity, x)
+UNARY_OP(op_relu, x < 0.0f ? 0.0f : x) // NaN stays NaN, as in torch.relu
+UNARY_OP(op_gelu_tanh, ckjit_gelu_tanh(x))
+UNARY_OP(op_gelu_erf, ckjit_gelu_erf(x))
+UNARY_OP(op_silu, x * ckjit_sigmoid(x))
+UNARY_OP(op_sigmoid, ckjit_sigmoid(x))
+BINARY_OP(op_add, a + b)
+BINARY_OP(op_sub, a - b)
+BINARY_OP(op_mul, a * b)
+BINARY_OP(op_div, a / b)
+BINARY_OP(op_max, ckjit_nan_max(a, b))
+BINARY_OP(op_min, ckjit_nan_min(a, b))
+
+typedef @OP@ Op;
+#define ARITY (Op::arity)
 
 CKJIT_INLINE float apply(float a, float b, float scale, float bias) {
-#if ARITY == 1
-  (void)b;
-  float v = @OP@(a);
-#else
-  float v = @OP@(a, b);
-#endif
+  float v = Op::apply(a, b);
 #if HAS_EPILOGUE
   v = v * scale + bias;
 #endif

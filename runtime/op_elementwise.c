@@ -8,7 +8,7 @@
 #include "error.h"
 #include "spec.h"
 
-enum { P_DTYPE, P_ARITY, P_OP, P_EPILOGUE, P_VEC, P_THREADS, P_UNROLL, P_COUNT };
+enum { P_DTYPE, P_OP, P_EPILOGUE, P_VEC, P_THREADS, P_UNROLL, P_COUNT };
 
 static const char *const dtype_names[] = {"f32", "f16", "bf16", NULL};
 static const char *const dtype_tokens[] = {"float", "ckjit_half", "ckjit_bf16"};
@@ -23,7 +23,6 @@ static const char *const epilogue_tokens[] = {"0", "1"};
 
 static const ckjit_param_desc params[P_COUNT] = {
     [P_DTYPE] = {"dtype", dtype_names, dtype_tokens, 0, 0, 0},
-    [P_ARITY] = {"arity", NULL, NULL, 1, 2, 1},
     [P_OP] = {"op", op_names, op_tokens, 0, 0, 0},
     [P_EPILOGUE] = {"epilogue", epilogue_names, epilogue_tokens, 0, 0, 0},
     [P_VEC] = {"vec", NULL, NULL, 1, 16, 4},
@@ -37,10 +36,6 @@ static int is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static ckjit_status check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  int binary = v[P_OP] >= CKJIT_EW_BINARY_FIRST;
-  if (v[P_ARITY] != (binary ? 2 : 1))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: elementwise op %s needs arity=%d",
-                       op_names[v[P_OP]], binary ? 2 : 1);
   if (!is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * dtype_size[v[P_DTYPE]] > 16)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: elementwise vec=%d must be a power of two of at most 16 bytes",
@@ -61,7 +56,6 @@ static int default_spec(size_t index, ckjit_spec *out) {
   out->family = CKJIT_FAMILY_ELEMENTWISE;
   int dtype = (int)(index / CKJIT_EW_OP_COUNT), op = (int)(index % CKJIT_EW_OP_COUNT);
   out->value[P_DTYPE] = dtype;
-  out->value[P_ARITY] = op >= CKJIT_EW_BINARY_FIRST ? 2 : 1;
   out->value[P_OP] = op;
   out->value[P_EPILOGUE] = 0;
   out->value[P_VEC] = (int32_t)(16 / dtype_size[dtype]);
@@ -152,7 +146,6 @@ ckjit_status ckjit__elementwise(const char *api, int ew_op, ckjit_dtype dtype, i
   memset(&spec, 0, sizeof spec);
   spec.family = CKJIT_FAMILY_ELEMENTWISE;
   spec.value[P_DTYPE] = dtype == CKJIT_F32 ? 0 : dtype == CKJIT_F16 ? 1 : 2;
-  spec.value[P_ARITY] = binary ? 2 : 1;
   spec.value[P_OP] = ew_op;
   spec.value[P_EPILOGUE] = epilogue != NULL;
   spec.value[P_VEC] = vec;

@@ -69,6 +69,7 @@ ckjit_status ckjit__spec_parse(const char *text, ckjit_spec *out) {
   const char *p = text + name_len;
   if (*p == ':') p++;
   else if (*p) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': expected ':'", text);
+  unsigned given = 0;
   while (*p) {
     size_t item = strcspn(p, ","), key_len = strcspn(p, "=,");
     if (key_len >= item)
@@ -82,6 +83,10 @@ ckjit_status ckjit__spec_parse(const char *text, ckjit_spec *out) {
     if (idx < 0)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': %s has no parameter '%.*s'", text,
                          fam->name, (int)key_len, p);
+    if (given & (1u << idx))
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': '%s' given twice", text,
+                         fam->params[idx].name);
+    given |= 1u << idx;
     const ckjit_param_desc *pd = &fam->params[idx];
     int found = 0;
     if (pd->names) {

@@ -161,7 +161,7 @@ CKJIT_API void ckjit_reset_stats(void);
 
 /* ---- ahead-of-time compilation (prewarm) --------------------------------- */
 /* A specialization is named by a stable text spec, "family:key=value,...",
- * e.g. "elementwise:dtype=bf16,op=gelu_tanh,arity=1,epilogue=none,vec=8".
+ * e.g. "elementwise:dtype=bf16,op=gelu_tanh,epilogue=none,vec=8".
  * Omitted keys take their defaults. */
 
 /* Number of default specializations (the set `ckjit-prewarm --all` builds). */

@@ -1,0 +1,412 @@
+#include "cache_listing.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache/entry.h"
+#include "cache/key.h"
+
+/* The largest file an entry can be: payload limit plus the largest header. */
+#define CACHE_MAX_FILE_SIZE \
+  ((uint64_t)CKJIT_ENTRY_MAX_PAYLOAD + CKJIT_ENTRY_FIXED_SIZE + 2u * 0xFFFFu + 8u)
+
+static int is_lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+int cache_name_is_subdir(const char *name) {
+  return is_lower_hex(name[0]) && is_lower_hex(name[1]) && name[2] == '\0';
+}
+
+int cache_name_is_entry(const char *name, char key_hex[33]) {
+  for (int i = 0; i < 32; i++)
+    if (!is_lower_hex(name[i])) return 0;
+  if (strcmp(name + 32, ".ckjit") != 0) return 0;
+  if (key_hex) {
+    memcpy(key_hex, name, 32);
+    key_hex[32] = '\0';
+  }
+  return 1;
+}
+
+/* Accepts 1+ characters of [0-9] (digits) or [0-9a-f] (hex); returns the end. */
+static const char *skip_run(const char *p, int hex) {
+  const char *b = p;
+  while (hex ? is_lower_hex(*p) : (*p >= '0' && *p <= '9')) p++;
+  return p > b ? p : NULL;
+}
+
+int cache_name_is_temp(const char *name) {
+  /* The writer's temporary files (cache/disk_cache.c, ckjit__disk_store):
+   * ".tmp-<32 hex key>-<pid>-<thread id in hex>-<counter>". */
+  if (strncmp(name, ".tmp-", 5) != 0) return 0;
+  const char *p = name + 5;
+  for (int i = 0; i < 32; i++)
+    if (!is_lower_hex(p[i])) return 0;
+  p += 32;
+  if (*p++ != '-' || !(p = skip_run(p, 0))) return 0;
+  if (*p++ != '-' || !(p = skip_run(p, 1))) return 0;
+  if (*p++ != '-' || !(p = skip_run(p, 0))) return 0;
+  return *p == '\0';
+}
+
+static void copy_str(char *dst, size_t len, const char *src) {
+  size_t n = strlen(src);
+  if (n >= len) n = len - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+/* Replaces control characters, so a hostile name cannot drive the terminal. */
+static void sanitize(char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7F) *s = '?';
+}
+
+static char type_of(mode_t m) {
+  return S_ISREG(m) ? 'f' : S_ISLNK(m) ? 'l' : S_ISDIR(m) ? 'd' : '?';
+}
+
+static cache_item *add_item(cache_listing *l, cache_item_kind kind, const char *subdir,
+                            const char *name, const struct stat *st) {
+  if (l->count == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    cache_item *items = realloc(l->items, cap * sizeof *items);
+    if (!items) return NULL;
+    l->items = items;
+    l->cap = cap;
+  }
+  cache_item *it = &l->items[l->count++];
+  memset(it, 0, sizeof *it);
+  it->kind = kind;
+  copy_str(it->subdir, sizeof it->subdir, subdir);
+  copy_str(it->name, sizeof it->name, name);
+  it->type = type_of(st->st_mode);
+  it->size = st->st_size > 0 ? (uint64_t)st->st_size : 0;
+  it->mtime = (int64_t)st->st_mtime;
+  it->dev = (uint64_t)st->st_dev;
+  it->ino = (uint64_t)st->st_ino;
+  return it;
+}
+
+static void set_bad(cache_item *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_bad(cache_item *it, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  it->bad = 1;
+  vsnprintf(it->why, sizeof it->why, fmt, ap);
+  va_end(ap);
+}
+
+/* Reads an entry file relative to the subdirectory descriptor and verifies it. */
+static void verify_entry(int sub, cache_item *it) {
+  int fd = openat(sub, it->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ELOOP) set_bad(it, "symbolic link (never followed)");
+    else set_bad(it, "cannot open: %s", strerror(errno));
+    return;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    set_bad(it, "not a regular file");
+    close(fd);
+    return;
+  }
+  uint64_t size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+  it->size = size;
+  it->dev = (uint64_t)st.st_dev;
+  it->ino = (uint64_t)st.st_ino;
+  it->mtime = (int64_t)st.st_mtime;
+  if (size > CACHE_MAX_FILE_SIZE) {
+    set_bad(it, "file too large for an entry");
+    close(fd);
+    return;
+  }
+  uint8_t *buf = malloc(size ? (size_t)size : 1);
+  if (!buf) {
+    set_bad(it, "out of memory reading it");
+    close(fd);
+    return;
+  }
+  size_t got = 0;
+  int read_errno = 0;
+  while (got < size) {
+    ssize_t r = read(fd, buf + got, (size_t)size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) read_errno = errno;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  if (got != size) {
+    if (read_errno) set_bad(it, "read failed: %s", strerror(read_errno));
+    else set_bad(it, "file shrank while being read");
+    free(buf);
+    return;
+  }
+  ckjit_entry_meta meta;
+  memset(&meta, 0, sizeof meta);
+  const uint8_t *payload = NULL;
+  size_t payload_size = 0;
+  const char *why = NULL;
+  if (ckjit__entry_decode(buf, (size_t)size, NULL, &meta, &payload, &payload_size, &why) != 0) {
+    set_bad(it, "corrupt: %s", why ? why : "does not decode");
+    free(buf);
+    return;
+  }
+  free(buf);
+  meta.arch[sizeof meta.arch - 1] = '\0';
+  meta.kernel[sizeof meta.kernel - 1] = '\0';
+  it->decoded = 1;
+  copy_str(it->arch, sizeof it->arch, meta.arch);
+  copy_str(it->kernel, sizeof it->kernel, meta.kernel);
+  sanitize(it->arch);
+  sanitize(it->kernel);
+  it->payload_size = payload_size;
+  char header_key[33];
+  ckjit__key_hex(&meta.key, header_key);
+  if (strcmp(header_key, it->key) != 0) set_bad(it, "header key %s does not match the file name", header_key);
+}
+
+/* Scans one "xx" subdirectory (already known to be a real directory). */
+static int scan_subdir(cache_listing *l, int root, const char *subdir, int decode) {
+  int sub = openat(root, subdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (sub < 0) {
+    if (errno == ENOENT) return 0; /* removed meanwhile */
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    (void)fstatat(root, subdir, &st, AT_SYMLINK_NOFOLLOW);
+    cache_item *it = add_item(l, CACHE_ITEM_SUBDIR, "", subdir, &st);
+    if (!it) return -1;
+    set_bad(it, "cannot open directory: %s", strerror(errno));
+    l->bad++;
+    return 0;
+  }
+  int dfd = dup(sub);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d) {
+    if (dfd >= 0) close(dfd);
+    close(sub);
+    return -1;
+  }
+  int rc = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    const char *name = de->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
+    struct stat st;
+    if (fstatat(sub, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* vanished */
+    char key[33];
+    cache_item_kind kind = cache_name_is_entry(name, key) ? CACHE_ITEM_ENTRY
+                         : cache_name_is_temp(name)       ? CACHE_ITEM_TEMP
+                                                          : CACHE_ITEM_FOREIGN;
+    cache_item *it = add_item(l, kind, subdir, name, &st);
+    if (!it) {
+      rc = -1;
+      break;
+    }
+    if (kind == CACHE_ITEM_ENTRY) {
+      copy_str(it->key, sizeof it->key, key);
+      if (S_ISREG(st.st_mode)) {
+        l->entries++;
+        l->entry_bytes += it->size;
+      }
+      if (S_ISLNK(st.st_mode)) {
+        set_bad(it, "symbolic link (never followed)");
+      } else if (!S_ISREG(st.st_mode)) {
+        set_bad(it, "not a regular file");
+      } else if (strncmp(key, subdir, 2) != 0) {
+        set_bad(it, "misplaced: its key belongs in subdirectory %.2s", key);
+      } else if (decode) {
+        verify_entry(sub, it);
+      }
+    } else if (kind == CACHE_ITEM_TEMP) {
+      l->temps++;
+      l->temp_bytes += it->size;
+      if (S_ISLNK(st.st_mode)) set_bad(it, "symbolic link (never followed)");
+    } else {
+      l->foreign++;
+      if (S_ISLNK(st.st_mode)) set_bad(it, "symbolic link (never followed)");
+    }
+    if (it->bad) l->bad++;
+  }
+  closedir(d);
+  close(sub);
+  return rc;
+}
+
+static int item_cmp(const void *a, const void *b) {
+  const cache_item *x = a, *y = b;
+  int c = strcmp(x->subdir, y->subdir);
+  return c ? c : strcmp(x->name, y->name);
+}
+
+int cache_listing_read(cache_listing *l, const char *dir, int decode, char *err, size_t errlen) {
+  memset(l, 0, sizeof l[0]);
+  if (!dir || !*dir) {
+    snprintf(err, errlen, "no cache directory");
+    return -1;
+  }
+  if (strlen(dir) >= sizeof l->dir) {
+    snprintf(err, errlen, "cache directory path too long");
+    return -1;
+  }
+  copy_str(l->dir, sizeof l->dir, dir);
+  int root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (root < 0) {
+    int e = errno;
+    struct stat st;
+    if (e == ENOENT) return 0; /* no cache yet: an empty listing */
+    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+      snprintf(err, errlen, "%s is a symbolic link; refusing to follow it", dir);
+    else if (e == ENOTDIR)
+      snprintf(err, errlen, "%s is not a directory", dir);
+    else
+      snprintf(err, errlen, "cannot open %s: %s", dir, strerror(e));
+    return -1;
+  }
+  l->exists = 1;
+  int dfd = dup(root);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d) {
+    snprintf(err, errlen, "cannot read %s: %s", dir, strerror(errno));
+    if (dfd >= 0) close(dfd);
+    close(root);
+    return -1;
+  }
+  int rc = 0;
+  struct dirent *de;
+  while (rc == 0 && (de = readdir(d)) != NULL) {
+    const char *name = de->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
+    struct stat st;
+    if (fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (cache_name_is_subdir(name) && S_ISDIR(st.st_mode)) {
+      rc = scan_subdir(l, root, name, decode);
+      continue;
+    }
+    cache_item_kind kind =
+        cache_name_is_subdir(name) && S_ISLNK(st.st_mode) ? CACHE_ITEM_SUBDIR : CACHE_ITEM_FOREIGN;
+    cache_item *it = add_item(l, kind, "", name, &st);
+    if (!it) {
+      rc = -1;
+      break;
+    }
+    if (kind == CACHE_ITEM_FOREIGN) l->foreign++;
+    if (S_ISLNK(st.st_mode)) {
+      set_bad(it, "symbolic link (never followed)");
+      l->bad++;
+    }
+  }
+  closedir(d);
+  close(root);
+  if (rc != 0) {
+    snprintf(err, errlen, "out of memory listing %s", dir);
+    cache_listing_free(l);
+    return -1;
+  }
+  if (l->count > 1) qsort(l->items, l->count, sizeof *l->items, item_cmp);
+  return 0;
+}
+
+void cache_listing_free(cache_listing *l) {
+  free(l->items);
+  l->items = NULL;
+  l->count = l->cap = 0;
+}
+
+void cache_format_size(uint64_t bytes, char *buf, size_t len) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) {
+    snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    return;
+  }
+  double v = (double)bytes / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 3) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+void cache_format_age(int64_t s, char *buf, size_t len) {
+  if (s < 0) s = 0;
+  if (s < 120) snprintf(buf, len, "%llds", (long long)s);
+  else if (s < 2 * 3600) snprintf(buf, len, "%lldm", (long long)(s / 60));
+  else if (s < 2 * 86400) snprintf(buf, len, "%lldh", (long long)(s / 3600));
+  else snprintf(buf, len, "%lldd", (long long)(s / 86400));
+}
+
+void cache_item_path(const cache_item *it, char *buf, size_t len) {
+  if (it->subdir[0]) snprintf(buf, len, "%s/%s", it->subdir, it->name);
+  else snprintf(buf, len, "%s", it->name);
+  sanitize(buf);
+}
+
+void cache_listing_print_entries(FILE *out, const cache_listing *l, int64_t now) {
+  int wk = 6, wa = 4;
+  for (size_t i = 0; i < l->count; i++) {
+    const cache_item *it = &l->items[i];
+    if (it->kind != CACHE_ITEM_ENTRY || it->bad) continue;
+    int k = (int)strlen(it->kernel), a = (int)strlen(it->arch);
+    if (k > wk) wk = k;
+    if (a > wa) wa = a;
+  }
+  int any = 0;
+  for (size_t i = 0; i < l->count && !any; i++) any = l->items[i].kind == CACHE_ITEM_ENTRY;
+  if (!any) {
+    fprintf(out, "(no entries)\n");
+    return;
+  }
+  fprintf(out, "%-32s  %-*s  %-*s  %10s  %5s\n", "KEY", wk, "KERNEL", wa, "ARCH", "SIZE", "AGE");
+  for (size_t i = 0; i < l->count; i++) {
+    const cache_item *it = &l->items[i];
+    if (it->kind != CACHE_ITEM_ENTRY) continue;
+    char size[32], age[32];
+    cache_format_size(it->size, size, sizeof size);
+    cache_format_age(now - it->mtime, age, sizeof age);
+    if (it->bad)
+      fprintf(out, "%-32s  BAD: %s (%s, %s old)\n", it->key, it->why, size, age);
+    else
+      fprintf(out, "%-32s  %-*s  %-*s  %10s  %5s\n", it->key, wk,
+              it->decoded ? it->kernel : "?", wa, it->decoded ? it->arch : "?", size, age);
+  }
+}
+
+void cache_listing_json_item_fields(json_writer *w, const cache_item *it, int64_t now) {
+  static const char *const kinds[] = {"entry", "temp", "subdir", "foreign"};
+  char path[300];
+  cache_item_path(it, path, sizeof path);
+  json_string(w, "kind", kinds[it->kind]);
+  json_string(w, "path", path);
+  json_string(w, "type", it->type == 'f' ? "file" : it->type == 'l' ? "symlink"
+                         : it->type == 'd' ? "directory" : "other");
+  if (it->kind == CACHE_ITEM_ENTRY) json_string(w, "key", it->key);
+  if (it->decoded) {
+    json_string(w, "kernel", it->kernel);
+    json_string(w, "arch", it->arch);
+    json_uint(w, "payload_size", it->payload_size);
+  }
+  json_uint(w, "size", it->size);
+  json_int(w, "mtime", it->mtime);
+  json_int(w, "age_s", now - it->mtime > 0 ? now - it->mtime : 0);
+  json_bool(w, "ok", !it->bad);
+  if (it->bad) json_string(w, "why", it->why);
+}
+
+void cache_listing_json_entries(json_writer *w, const char *key, const cache_listing *l,
+                                int64_t now) {
+  json_begin_array(w, key);
+  for (size_t i = 0; i < l->count; i++)
+    if (l->items[i].kind == CACHE_ITEM_ENTRY) {
+      json_begin_object(w, NULL);
+      cache_listing_json_item_fields(w, &l->items[i], now);
+      json_end_object(w);
+    }
+  json_end_array(w);
+}

@@ -1,0 +1,197 @@
+#include "prewarm_job.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckjit/ckjit.h"
+#include "wall_clock.h"
+
+int prewarm_plan_build(prewarm_plan *plan, const str_list *specs, const str_list *archs) {
+  plan->jobs = NULL;
+  plan->count = 0;
+  size_t n = specs->count * archs->count;
+  if (n == 0) return 0;
+  plan->jobs = calloc(n, sizeof *plan->jobs);
+  if (!plan->jobs) return -1;
+  for (size_t a = 0; a < archs->count; a++)
+    for (size_t s = 0; s < specs->count; s++) {
+      prewarm_job *j = &plan->jobs[plan->count++];
+      j->spec = specs->items[s];
+      j->arch = archs->items[a];
+    }
+  return 0;
+}
+
+void prewarm_plan_free(prewarm_plan *plan) {
+  free(plan->jobs);
+  plan->jobs = NULL;
+  plan->count = 0;
+}
+
+int prewarm_add_default_specs(str_list *specs) {
+  size_t n = ckjit_default_spec_count();
+  if (n == 0) {
+    fprintf(stderr, "error: the library has no default specs (ckjit_default_spec_count() == 0)\n");
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char buf[512];
+    ckjit_status st = ckjit_default_spec(i, buf, sizeof buf);
+    if (st != CKJIT_SUCCESS) {
+      fprintf(stderr, "error: ckjit_default_spec(%zu) failed: %s: %s\n", i,
+              ckjit_status_string(st), ckjit_last_error());
+      return -1;
+    }
+    if (str_list_add_unique(specs, buf) != 0) {
+      fprintf(stderr, "error: out of memory\n");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static void copy_str(char *dst, size_t len, const char *src) {
+  if (!src) src = "";
+  size_t n = strlen(src);
+  if (n >= len) n = len - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+void prewarm_run_job(const prewarm_job *job, prewarm_result *out) {
+  memset(out, 0, sizeof *out);
+  ckjit_compile_result res;
+  memset(&res, 0, sizeof res);
+  double t0 = wall_clock_ms();
+  ckjit_status st = ckjit_compile_spec(job->spec, job->arch, &res);
+  double t1 = wall_clock_ms();
+  out->status = (int)st;
+  if (st != CKJIT_SUCCESS) {
+    out->ms = t1 - t0;
+    const char *err = ckjit_last_error();
+    copy_str(out->error, sizeof out->error,
+             err && *err ? err : "(the library gave no error message)");
+    return;
+  }
+  out->cached = res.cached != 0;
+  out->ms = res.ms > 0 ? res.ms : t1 - t0;
+  out->code_size = res.code_size;
+  res.key[sizeof res.key - 1] = '\0';
+  res.kernel[sizeof res.kernel - 1] = '\0';
+  copy_str(out->key, sizeof out->key, res.key);
+  copy_str(out->kernel, sizeof out->kernel, res.kernel);
+}
+
+void prewarm_run_plan(const prewarm_plan *plan, prewarm_on_result on_result, void *ctx) {
+  prewarm_result *r = malloc(sizeof *r);
+  prewarm_result fallback; /* only when malloc fails: it is only ~4 KiB */
+  if (!r) r = &fallback;
+  for (size_t i = 0; i < plan->count; i++) {
+    prewarm_run_job(&plan->jobs[i], r);
+    on_result(ctx, i, r);
+  }
+  if (r != &fallback) free(r);
+}
+
+void prewarm_summary_add(prewarm_summary *s, const prewarm_result *r) {
+  s->total++;
+  if (r->status != CKJIT_SUCCESS) {
+    s->failed++;
+  } else if (r->cached) {
+    s->cached++;
+  } else {
+    s->compiled++;
+    s->compile_ms += r->ms;
+  }
+}
+
+void prewarm_error_first_line(const prewarm_result *r, char *buf, size_t len) {
+  const char *e = r->status != CKJIT_SUCCESS ? r->error : "";
+  size_t n = strcspn(e, "\r\n");
+  if (n >= len) n = len - 1;
+  memcpy(buf, e, n);
+  buf[n] = '\0';
+}
+
+static const char *result_word(const prewarm_result *r) {
+  if (r->status != CKJIT_SUCCESS) return "FAILED";
+  return r->cached ? "cached" : "compiled";
+}
+
+static int count_digits(size_t n) {
+  int d = 1;
+  while (n >= 10) {
+    n /= 10;
+    d++;
+  }
+  return d;
+}
+
+void prewarm_print_line(FILE *out, size_t index, size_t total, const prewarm_job *job,
+                        const prewarm_result *r, int verbose) {
+  int w = count_digits(total);
+  fprintf(out, "[%*zu/%zu] %-8s %-7s %8.2f ms  ", w, index + 1, total, result_word(r), job->arch,
+          r->ms);
+  if (r->status == CKJIT_SUCCESS) {
+    fprintf(out, "%s %7llu B  %s\n", r->key, (unsigned long long)r->code_size, job->spec);
+    return;
+  }
+  char line[512];
+  prewarm_error_first_line(r, line, sizeof line);
+  fprintf(out, "%s\n    %s: %s\n", job->spec, ckjit_status_string((ckjit_status)r->status), line);
+  if (verbose) {
+    /* The rest of the message (compiler log, source lines), indented. */
+    const char *p = r->error + strcspn(r->error, "\r\n");
+    while (*p) {
+      while (*p == '\r' || *p == '\n') p++;
+      if (!*p) break;
+      size_t n = strcspn(p, "\r\n");
+      fprintf(out, "      %.*s\n", (int)n, p);
+      p += n;
+    }
+  }
+}
+
+void prewarm_print_summary(FILE *out, const prewarm_summary *s) {
+  if (s->compiled == 0 && s->failed == 0) {
+    fprintf(out, "nothing to compile: all %zu cached (wall time %.2f s)\n", s->cached,
+            s->wall_ms / 1e3);
+    return;
+  }
+  fprintf(out, "compiled %zu, already cached %zu, failed %zu of %zu; wall time %.2f s",
+          s->compiled, s->cached, s->failed, s->total, s->wall_ms / 1e3);
+  if (s->compiled > 0)
+    fprintf(out, " (compiler %.2f s, %.1f ms per kernel)", s->compile_ms / 1e3,
+            s->compile_ms / (double)s->compiled);
+  fputc('\n', out);
+}
+
+void prewarm_json_result(json_writer *w, const prewarm_job *job, const prewarm_result *r) {
+  json_begin_object(w, NULL);
+  json_string(w, "spec", job->spec);
+  json_string(w, "arch", job->arch);
+  json_string(w, "result", r->status != CKJIT_SUCCESS ? "failed"
+                           : r->cached                ? "cached"
+                                                      : "compiled");
+  json_double(w, "ms", r->ms);
+  if (r->status == CKJIT_SUCCESS) {
+    json_string(w, "key", r->key);
+    json_string(w, "kernel", r->kernel);
+    json_uint(w, "code_size", r->code_size);
+  } else {
+    json_string(w, "status", ckjit_status_string((ckjit_status)r->status));
+    json_string(w, "error", r->error);
+  }
+  json_end_object(w);
+}
+
+void prewarm_json_summary(json_writer *w, const char *key, const prewarm_summary *s) {
+  json_begin_object(w, key);
+  json_uint(w, "total", s->total);
+  json_uint(w, "compiled", s->compiled);
+  json_uint(w, "cached", s->cached);
+  json_uint(w, "failed", s->failed);
+  json_double(w, "compile_ms", s->compile_ms);
+  json_double(w, "wall_ms", s->wall_ms);
+  json_end_object(w);
+}
