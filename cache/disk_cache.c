@@ -127,7 +127,8 @@ int ckjit__disk_load(ckjit_disk_cache *c, const ckjit_key *key, void **payload, 
   if (!c->usable) return 0;
   char path[CKJIT_ENTRY_PATH_MAX];
   ckjit__disk_entry_path(c, key, path, sizeof path);
-  int fd = open_entry(c, key, O_RDONLY, 0);
+  /* O_NONBLOCK: a FIFO planted at the entry's name must not block the open. */
+  int fd = open_entry(c, key, O_RDONLY | O_NONBLOCK, 0);
   if (fd < 0) {
     if (errno != ENOENT) {
       CKJIT_WARN("cache entry %s unreadable (%s); recompiling", path, strerror(errno));

@@ -13,16 +13,21 @@
 static const int cuda_archs[] = {50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89,
                                  90, 100, 101, 103, 110, 120, 121};
 
-/* AMD processors and the first HIP version (major*100+minor) whose hipRTC
- * compiles for them.  The 5.x entries were each compiled with Debian's HIP
- * 5.2.3; newer ones follow ROCm's release notes. */
-static const struct { const char *name; int since; } hip_archs[] = {
-    {"gfx803", 500},  {"gfx900", 500},  {"gfx906", 500},  {"gfx908", 500},
-    {"gfx90a", 500},  {"gfx90c", 500},  {"gfx1010", 500}, {"gfx1011", 500},
-    {"gfx1012", 500}, {"gfx1030", 500}, {"gfx1031", 500}, {"gfx1032", 500},
-    {"gfx1034", 500}, {"gfx1035", 500}, {"gfx940", 600},  {"gfx941", 600},
-    {"gfx942", 600},  {"gfx1100", 600}, {"gfx1101", 600}, {"gfx1102", 600},
-    {"gfx950", 604},  {"gfx1200", 603}, {"gfx1201", 603},
+/* AMD processors, the first HIP version (major*100+minor) whose hipRTC
+ * compiles for them, and the target features they have (LLVM's AMDGPU
+ * processor table).  Debian's hipRTC 5.2 also aborts on a feature the
+ * processor lacks ("gfx1030:xnack-"), so features are checked too.  The 5.x
+ * entries were each compiled with Debian's HIP 5.2.3. */
+enum { XNACK = 1, SRAMECC = 2 };
+static const struct { const char *name; int since; int features; } hip_archs[] = {
+    {"gfx803", 500, 0},           {"gfx900", 500, XNACK},         {"gfx906", 500, XNACK | SRAMECC},
+    {"gfx908", 500, XNACK | SRAMECC}, {"gfx90a", 500, XNACK | SRAMECC}, {"gfx90c", 500, XNACK},
+    {"gfx1010", 500, XNACK},      {"gfx1011", 500, XNACK},        {"gfx1012", 500, XNACK},
+    {"gfx1030", 500, 0},          {"gfx1031", 500, 0},            {"gfx1032", 500, 0},
+    {"gfx1034", 500, 0},          {"gfx1035", 500, 0},            {"gfx940", 600, XNACK | SRAMECC},
+    {"gfx941", 600, XNACK | SRAMECC}, {"gfx942", 600, XNACK | SRAMECC}, {"gfx1100", 600, 0},
+    {"gfx1101", 600, 0},          {"gfx1102", 600, 0},            {"gfx950", 604, XNACK | SRAMECC},
+    {"gfx1200", 603, 0},          {"gfx1201", 603, 0},
 };
 
 static int parse_cuda(const char *arch, int *cc, int *suffix) {
@@ -39,7 +44,7 @@ static int parse_cuda(const char *arch, int *cc, int *suffix) {
 }
 
 /* "gfxNNN[:feature(+|-)]*" with features sramecc and xnack, each at most once. */
-static int parse_hip(const char *arch, char *base, size_t len) {
+static int parse_hip(const char *arch, char *base, size_t len, int *features) {
   if (strncmp(arch, "gfx", 3)) return -1;
   const char *p = arch + 3;
   size_t n = 0;
@@ -48,15 +53,15 @@ static int parse_hip(const char *arch, char *base, size_t len) {
   memcpy(base, arch, 3 + n);
   base[3 + n] = '\0';
   p += n;
-  int seen_sramecc = 0, seen_xnack = 0;
+  *features = 0;
   while (*p == ':') {
     p++;
-    int *seen;
-    if (!strncmp(p, "sramecc", 7)) seen = &seen_sramecc, p += 7;
-    else if (!strncmp(p, "xnack", 5)) seen = &seen_xnack, p += 5;
+    int f;
+    if (!strncmp(p, "sramecc", 7)) f = SRAMECC, p += 7;
+    else if (!strncmp(p, "xnack", 5)) f = XNACK, p += 5;
     else return -1;
-    if (*seen || (*p != '+' && *p != '-')) return -1;
-    *seen = 1;
+    if ((*features & f) || (*p != '+' && *p != '-')) return -1;
+    *features |= f;
     p++;
   }
   return *p ? -1 : 0;
@@ -64,10 +69,10 @@ static int parse_hip(const char *arch, char *base, size_t len) {
 
 ckjit_backend ckjit__arch_vendor(const char *arch) {
   char base[16];
-  int cc, suffix;
+  int cc, suffix, features;
   if (!arch || strlen(arch) >= CKJIT_ARCH_MAX) return CKJIT_BACKEND_AUTO;
   if (!parse_cuda(arch, &cc, &suffix)) return CKJIT_BACKEND_CUDA;
-  if (!parse_hip(arch, base, sizeof base)) return CKJIT_BACKEND_HIP;
+  if (!parse_hip(arch, base, sizeof base, &features)) return CKJIT_BACKEND_HIP;
   return CKJIT_BACKEND_AUTO;
 }
 
@@ -76,7 +81,7 @@ ckjit_status ckjit__arch_validate(const char *arch, int major, int minor) {
   if (strlen(arch) >= CKJIT_ARCH_MAX)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "arch: name too long (%zu characters)",
                        strlen(arch));
-  int cc, suffix;
+  int cc, suffix, features;
   char base[16];
   if (!parse_cuda(arch, &cc, &suffix)) {
     int known = 0;
@@ -92,10 +97,14 @@ ckjit_status ckjit__arch_validate(const char *arch, int major, int minor) {
                          "arch '%s': the '%c' suffix exists for sm_90 and newer only", arch, suffix);
     return CKJIT_SUCCESS;
   }
-  if (!parse_hip(arch, base, sizeof base)) {
+  if (!parse_hip(arch, base, sizeof base, &features)) {
     int version = major * 100 + minor;
     for (size_t i = 0; i < sizeof hip_archs / sizeof *hip_archs; i++) {
       if (strcmp(hip_archs[i].name, base)) continue;
+      int missing = features & ~hip_archs[i].features;
+      if (missing)
+        return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "arch '%s': %s has no %s feature", arch, base,
+                           missing & XNACK ? "xnack" : "sramecc");
       if (major > 0 && version < hip_archs[i].since)
         return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                            "arch '%s': HIP %d.%d's hipRTC cannot compile for %s (needs HIP %d.%d "

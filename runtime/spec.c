@@ -72,6 +72,8 @@ ckjit_status ckjit__spec_parse(const char *text, ckjit_spec *out) {
   unsigned given = 0;
   while (*p) {
     size_t item = strcspn(p, ","), key_len = strcspn(p, "=,");
+    if (item == 0 || (p[item] == ',' && !p[item + 1]))
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': empty item", text);
     if (key_len >= item)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec '%s': '%.*s' is not key=value", text,
                          (int)item, p);
@@ -95,12 +97,12 @@ ckjit_status ckjit__spec_parse(const char *text, ckjit_spec *out) {
           out->value[idx] = v;
           found = 1;
         }
-    } else if (val_len > 0 && val_len < 12) {
-      char num[12], *end;
+    } else if (val_len > 0 && val_len < 10 && strspn(val, "0123456789") >= val_len) {
+      char num[12];
       memcpy(num, val, val_len);
       num[val_len] = '\0';
-      long v = strtol(num, &end, 10);
-      if (!*end && isdigit((unsigned char)num[val_len - 1]) && v >= pd->min && v <= pd->max) {
+      long v = strtol(num, NULL, 10);
+      if (v >= pd->min && v <= pd->max) {
         out->value[idx] = (int32_t)v;
         found = 1;
       }
@@ -122,8 +124,9 @@ ckjit_status ckjit__spec_parse(const char *text, ckjit_spec *out) {
 }
 
 ckjit_status ckjit__spec_format(const ckjit_spec *spec, char *buf, size_t len) {
+  ckjit_status st = ckjit__spec_check(spec);
+  if (st) return st;
   const ckjit_family *fam = ckjit__family_get(spec->family);
-  if (!fam) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: unknown family %u", spec->family);
   size_t used = (size_t)snprintf(buf, len, "%s:", fam->name);
   for (int i = 0; i < fam->n_params && used < len; i++) {
     const ckjit_param_desc *p = &fam->params[i];

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Merges bench_ckjit and peers.py JSONL output into bench/results.json and
+bench/RESULTS.md.
+
+usage: make_results.py --ckjit CKJIT.jsonl --peers PEERS.jsonl
+                       [--results bench/results.json] [--md bench/RESULTS.md]
+                       [--card NAME] [--command CMD]
+
+results.json is a list of {"metric", "card", "ckjit", "peer", "peer_name",
+"unit", "ratio"}.  `ratio` says how many times better ckjit is: peer/ckjit for
+times (us, ms), ckjit/peer for rates (GB/s); null without a peer.  Records of
+an existing results.json whose metric is not re-measured are kept (merged by
+metric name); RESULTS.md is rewritten from the merged list.
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+TIME_UNITS = {'ns', 'us', 'ms', 's'}
+RATE_UNITS = {'GB/s', 'GiB/s', 'TB/s', 'TFLOP/s', 'GFLOP/s'}
+
+
+def log(msg):
+    print(f'make_results.py: {msg}', file=sys.stderr, flush=True)
+
+
+def read_jsonl(path):
+    recs = []
+    if not path:
+        return recs
+    if not os.path.exists(path):
+        log(f'{path}: missing, ignored')
+        return recs
+    with open(path, encoding='utf-8', errors='replace') as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line.startswith('{'):
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                log(f'{path}:{n}: not JSON ({e}), ignored')
+                continue
+            if isinstance(rec, dict) and 'metric' in rec:
+                recs.append(rec)
+    return recs
+
+
+def ratio_of(ckjit, peer, unit):
+    if ckjit is None or peer is None:
+        return None
+    try:
+        ckjit, peer = float(ckjit), float(peer)
+    except (TypeError, ValueError):
+        return None
+    if ckjit <= 0 or peer <= 0:
+        return None
+    if unit in TIME_UNITS:
+        return round(peer / ckjit, 3)
+    if unit in RATE_UNITS:
+        return round(ckjit / peer, 3)
+    return None
+
+
+def rnd(v):
+    if v is None:
+        return None
+    v = float(v)
+    if abs(v) >= 100:
+        return round(v, 1)
+    if abs(v) >= 1:
+        return round(v, 3)
+    return round(v, 5)
+
+
+def record(metric, card, ckjit, peer, peer_name, unit):
+    return {'metric': metric, 'card': card, 'ckjit': rnd(ckjit),
+            'peer': rnd(peer), 'peer_name': peer_name, 'unit': unit,
+            'ratio': ratio_of(ckjit, peer, unit)}
+
+
+def find(recs, **kw):
+    """The last record whose fields equal kw (later lines win)."""
+    hit = None
+    for r in recs:
+        if all(r.get(k) == v for k, v in kw.items()) and r.get('value') is not None:
+            hit = r
+    return hit
+
+
+def card_name(recs, override):
+    if override:
+        return override
+    for impl in ('torch', 'ckjit'):
+        r = next((r for r in recs if r.get('kind') == 'info' and r.get('metric') == 'device'
+                  and r.get('impl') == impl and r.get('name')), None)
+        if r:
+            return r['name']
+    try:
+        out = subprocess.run(['nvidia-smi', '--query-gpu=name', '--format=csv,noheader'],
+                             capture_output=True, text=True, timeout=20)
+        name = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 else ''
+        if name:
+            return name
+    except (OSError, subprocess.SubprocessError, IndexError):
+        pass
+    return 'unknown GPU'
+
+
+PEER_LABEL = {'raw': 'raw driver', 'cupy': 'cupy', 'triton': 'triton', 'torch': 'torch'}
+
+
+def build(ck, peers, card):
+    """The comparison records of this run, in a stable order."""
+    out = []
+    allrecs = ck + peers
+
+    # Bandwidth: ckjit vs torch (same op, dtype, shape), and vs copy (the same
+    # run's torch.clone bandwidth) for the elementwise ops.
+    clone = {}
+    for r in peers:
+        if r.get('kind') == 'bandwidth' and r.get('impl') == 'torch' and r.get('op') == 'copy':
+            clone[r.get('dtype')] = r
+    for r in ck:
+        if r.get('kind') != 'bandwidth' or r.get('impl') != 'ckjit' or r.get('value') is None:
+            continue
+        op, dtype, shape, unit = r.get('op'), r.get('dtype'), r.get('shape'), r.get('unit')
+        base = f'{op} {dtype} {shape}'
+        p = find(peers, kind='bandwidth', impl='torch', op=op, dtype=dtype, shape=shape)
+        if p:
+            out.append(record(f'{base} vs torch', card, r['value'], p['value'],
+                              p.get('api', 'torch'), unit))
+        else:
+            log(f'no torch peer for {base}: comparison left out')
+        c = clone.get(dtype)
+        if op not in ('copy', 'transpose') and c and c.get('shape') == shape:
+            out.append(record(f'{base} vs copy', card, r['value'], c['value'],
+                              f"{c.get('api', 'torch.clone')} (same run)", unit))
+
+    # Launch host time: ckjit vs the raw driver, CuPy and Triton.
+    lk = find(ck, kind='launch', impl='ckjit')
+    if lk:
+        for impl in ('raw', 'cupy', 'triton'):
+            p = find(allrecs, kind='launch', impl=impl)
+            if p and p.get('unit') == lk.get('unit'):
+                out.append(record(f'launch host time vs {PEER_LABEL[impl]}', card, lk['value'],
+                                  p['value'], p.get('api', impl), lk['unit']))
+            else:
+                log(f'no {impl} launch measurement: "launch host time vs {PEER_LABEL[impl]}" '
+                    'left out')
+
+    # First call in a fresh process with the kernel in the disk cache.
+    fk = find(ck, kind='first_call', impl='ckjit')
+    if fk:
+        for impl in ('cupy', 'triton'):
+            p = find(peers, kind='first_call', impl=impl)
+            if p and p.get('unit') == fk.get('unit'):
+                out.append(record(f'first call from disk cache vs {impl}', card, fk['value'],
+                                  p['value'], f'{impl} (fresh process, disk cache)',
+                                  fk['unit']))
+            else:
+                log(f'no {impl} first-call measurement: comparison left out')
+
+    # ckjit-only numbers (peer null).
+    for kind in ('first_call', 'first_call_init', 'first_call_compile', 'cold_compile',
+                 'cold_compile_total'):
+        for r in ck:
+            if r.get('kind') == kind and r.get('impl', 'ckjit') == 'ckjit' \
+                    and r.get('value') is not None:
+                metric = r['metric']
+                if kind == 'first_call':
+                    metric = 'first call from disk cache'
+                elif kind == 'first_call_init':
+                    metric = 'first call incl. device init'
+                elif kind == 'first_call_compile':
+                    metric = 'first call with cold compile'
+                out.append(record(metric, card, r['value'], None, None, r.get('unit')))
+    return out
+
+
+def merge(old, new):
+    merged = list(old)
+    index = {r.get('metric'): i for i, r in enumerate(merged)}
+    for r in new:
+        i = index.get(r['metric'])
+        if i is None:
+            index[r['metric']] = len(merged)
+            merged.append(r)
+        else:
+            merged[i] = r
+    return merged
+
+
+def fmt(v):
+    if v is None:
+        return '—'
+    if isinstance(v, float):
+        return f'{v:g}' if abs(v) < 1e6 else f'{v:.4g}'
+    return str(v)
+
+
+def md_cell(s):
+    return str(s).replace('|', '\\|')
+
+
+def write_md(path, results, card, command, date, notes, info):
+    lines = ['# ckjit benchmark results', '',
+             f'- Date: {date}',
+             f'- Card: {card}']
+    for k, v in info:
+        lines.append(f'- {k}: {v}')
+    lines += [f'- Command: `{command}`', '',
+              '`ratio` = how many times better ckjit is: peer/ckjit for times, ckjit/peer '
+              'for rates (GB/s, bytes read + written); > 1 means ckjit wins. Records of earlier '
+              'runs that were not re-measured are kept; their card is in the card column.', '',
+              '| metric | card | ckjit | peer | peer name | unit | ratio |',
+              '| --- | --- | ---: | ---: | --- | --- | ---: |']
+    cold = []
+    for r in results:
+        if str(r.get('metric', '')).startswith('cold compile'):
+            cold.append(r)
+            continue
+        lines.append('| ' + ' | '.join(md_cell(fmt(r.get(k))) for k in
+                                       ('metric', 'card', 'ckjit', 'peer', 'peer_name', 'unit',
+                                        'ratio')) + ' |')
+    if cold:
+        lines += ['', '## Cold compile (empty cache, per spec)', '',
+                  'The first compile of a run includes loading and initializing the runtime '
+                  'compiler.', '',
+                  '| metric | card | ckjit | unit |', '| --- | --- | ---: | --- |']
+        for r in cold:
+            lines.append('| ' + ' | '.join(md_cell(fmt(r.get(k))) for k in
+                                           ('metric', 'card', 'ckjit', 'unit')) + ' |')
+    if notes:
+        lines += ['', '## Notes from this run', '']
+        lines += [f'- {md_cell(n)}' for n in notes]
+    lines.append('')
+    with open(path + '.tmp', 'w', encoding='utf-8') as f:
+        f.write('\n'.join(lines))
+    os.replace(path + '.tmp', path)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--ckjit', help='bench_ckjit JSONL output')
+    ap.add_argument('--peers', help='peers.py JSONL output')
+    ap.add_argument('--results', default=os.path.join(here, 'results.json'))
+    ap.add_argument('--md', default=os.path.join(here, 'RESULTS.md'))
+    ap.add_argument('--card', help='card name (default: from the JSONL, else nvidia-smi)')
+    ap.add_argument('--command', default='bash scripts/gpu-check.sh',
+                    help='the command that produced the numbers (for RESULTS.md)')
+    a = ap.parse_args()
+
+    ck = read_jsonl(a.ckjit)
+    peers = read_jsonl(a.peers)
+    card = card_name(peers + ck, a.card)
+    new = build(ck, peers, card)
+
+    old = []
+    if os.path.exists(a.results):
+        try:
+            with open(a.results, encoding='utf-8') as f:
+                old = json.load(f)
+            if not isinstance(old, list):
+                log(f'{a.results}: not a list, replaced')
+                old = []
+        except (OSError, json.JSONDecodeError) as e:
+            log(f'{a.results}: unreadable ({e}), replaced')
+            old = []
+    merged = merge(old, new)
+    with open(a.results + '.tmp', 'w', encoding='utf-8') as f:
+        json.dump(merged, f, indent=2)
+        f.write('\n')
+    os.replace(a.results + '.tmp', a.results)
+
+    notes = [f"{r.get('impl', '?')}: {r.get('note')}" for r in ck + peers
+             if r.get('kind') == 'note']
+    info = []
+    dev = next((r for r in ck if r.get('kind') == 'info' and r.get('metric') == 'device'), None)
+    if dev:
+        drv = dev.get('cuda_driver_version')
+        drv_s = f'{drv // 1000}.{drv % 1000 // 10}' if isinstance(drv, int) else '?'
+        info.append(('ckjit', f"{dev.get('ckjit_version', '?')}, arch {dev.get('arch', '?')}, "
+                              f"compiler {dev.get('compiler') or '?'}, CUDA driver API {drv_s}"))
+    tdev = next((r for r in peers if r.get('kind') == 'info' and r.get('impl') == 'torch'), None)
+    versions = []
+    if tdev:
+        versions.append(f"torch {tdev.get('torch_version')} (CUDA {tdev.get('torch_cuda')})")
+    for impl in ('cupy', 'triton'):
+        v = next((r for r in peers if r.get('kind') == 'info' and r.get('impl') == impl), None)
+        if v:
+            versions.append(f"{impl} {v.get('version')}")
+    if versions:
+        info.append(('Peers', ', '.join(versions)))
+    date = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    write_md(a.md, merged, card, a.command, date, notes, info)
+    log(f'{len(new)} records from this run, {len(merged)} in {a.results}; wrote {a.md}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

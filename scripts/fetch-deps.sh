@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Downloads the Debian packages that the GPU machine lacks and unpacks them
+# (no install) under .deps/root, for scripts/gpu-check.sh to use there:
+#   libxxhash-dev libxxhash0 libcmocka-dev libcmocka0   (build and tests)
+#   pkgconf-bin libpkgconf3                              (a pkg-config, used
+#                                                         only where none is installed)
+# Run it on this (Debian) machine in the repository; .deps/ is not committed
+# (add it to .git/info/exclude) and travels to the GPU machine as a carried
+# path.  CKJIT_DEPS_DIR overrides the target directory (default: .deps).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEPS=${CKJIT_DEPS_DIR:-.deps}
+PKGS=(libxxhash-dev libxxhash0 libcmocka-dev libcmocka0 pkgconf-bin libpkgconf3)
+
+mkdir -p "$DEPS/debs"
+rm -rf "$DEPS/root"
+mkdir -p "$DEPS/root"
+cd "$DEPS/debs"
+rm -f ./*.deb
+if ! apt-get download -o APT::Sandbox::User=root "${PKGS[@]}"; then
+  echo "fetch-deps.sh: apt-get download failed; running apt-get update and retrying" >&2
+  apt-get update
+  apt-get download -o APT::Sandbox::User=root "${PKGS[@]}"
+fi
+for deb in ./*.deb; do
+  dpkg -x "$deb" ../root
+done
+cd - > /dev/null
+rm -rf "$DEPS/root/usr/share/doc" "$DEPS/root/usr/share/man"
+# Symbolic links become plain copies: the copy to the GPU machine may not
+# keep links (libxxhash.so -> libxxhash.so.0.8.1 and the like).
+find "$DEPS/root" -type l | while read -r link; do
+  cp -L --remove-destination "$link" "$link.tmp-copy" && mv -f "$link.tmp-copy" "$link"
+done
+echo "fetch-deps.sh: unpacked into $DEPS/root:"
+ls "$DEPS/debs"
+du -sh "$DEPS"

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# The whole GPU check in one script, for a CUDA machine without network:
+# build into build-gpu, run every test suite (the GPU one included), run the
+# benchmarks (bench_ckjit, bench/peers.py), merge them into bench/results.json
+# and bench/RESULTS.md, and put into $OUT (./gpu-out when unset):
+#   results.json  RESULTS.md  gpu-logs.tar.gz  summary.txt
+# It installs nothing.  Debian packages the machine lacks (xxhash, cmocka, a
+# pkg-config) are used from .deps/root when present (scripts/fetch-deps.sh
+# makes it; carry .deps to the machine).  Every step has a time limit and the
+# script ends within GPU_CHECK_BUDGET seconds (default 520, under 9 minutes).
+# A failing step does not stop the later ones; the exit status is 0 only when
+# every step passed.
+#
+# usage: bash scripts/gpu-check.sh   (from anywhere; it works in the repo root)
+# env:   OUT, GPU_CHECK_BUDGET, BENCH_ARGS (extra bench_ckjit args), PEERS_ARGS
+set -uo pipefail
+
+START=$(date +%s)
+BUDGET=${GPU_CHECK_BUDGET:-520}
+DEADLINE=$((START + BUDGET))
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+ROOT=$(pwd)
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+LOGS=$(mktemp -d /tmp/ckjit-gpu-logs.XXXXXX)
+TMP=$(mktemp -d /tmp/ckjit-gpu-tmp.XXXXXX)
+BUILD=build-gpu
+SUMMARY=()   # one line per step
+NOTES=()     # anything worth knowing
+FAILED=0
+
+export PATH=/opt/torch/.venv/bin:$PATH
+[ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
+
+# ---- carried Debian packages ----------------------------------------------
+DEPS_ROOT=$ROOT/.deps/root
+DEPS_LIB=$DEPS_ROOT/usr/lib/x86_64-linux-gnu
+if [ -d "$DEPS_ROOT/usr" ]; then
+  # The .pc files name /usr (cmocka.pc even without ${prefix}): rewrite them
+  # to point into .deps/root.
+  PCDIR=$ROOT/.deps/pkgconfig-rewritten   # stable: meson may re-read it on a rebuild
+  rm -rf "$PCDIR"
+  mkdir -p "$PCDIR"
+  for pc in "$DEPS_LIB"/pkgconfig/*.pc "$DEPS_ROOT"/usr/share/pkgconfig/*.pc; do
+    [ -f "$pc" ] || continue
+    sed -E "s#(^|[=[:space:]]|-[LI])/usr(/|[[:space:]]|\$)#\\1$DEPS_ROOT/usr\\2#g" "$pc" \
+      > "$PCDIR/$(basename "$pc")"
+  done
+  export PKG_CONFIG_PATH="$PCDIR${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export CPATH="$DEPS_ROOT/usr/include${CPATH:+:$CPATH}"
+  export LIBRARY_PATH="$DEPS_LIB${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$DEPS_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  NOTES+=("using carried packages from .deps/root ($(ls "$PCDIR" | tr '\n' ' '))")
+else
+  NOTES+=("no .deps/root: relying on system xxhash/cmocka (run scripts/fetch-deps.sh and carry .deps)")
+fi
+if ! command -v pkg-config > /dev/null 2>&1; then
+  if command -v pkgconf > /dev/null 2>&1; then
+    PKG_CONFIG=$(command -v pkgconf)
+    export PKG_CONFIG
+  elif [ -f "$DEPS_ROOT/usr/bin/pkgconf" ]; then
+    chmod +x "$DEPS_ROOT/usr/bin/pkgconf" 2> /dev/null
+    if "$DEPS_ROOT/usr/bin/pkgconf" --version > /dev/null 2>&1; then
+      export PKG_CONFIG=$DEPS_ROOT/usr/bin/pkgconf   # meson reads PKG_CONFIG
+      NOTES+=("no pkg-config on the machine: using the carried pkgconf")
+    fi
+  fi
+  [ -n "${PKG_CONFIG:-}" ] || NOTES+=("no pkg-config at all: meson falls back to find_library")
+fi
+# The runtime compiler must be loadable by libckjit.
+if ! ldconfig -p 2> /dev/null | grep -q 'libnvrtc\.so'; then
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    if ls "$d"/libnvrtc.so* > /dev/null 2>&1; then
+      export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+      NOTES+=("libnvrtc is not in the ld.so cache: added $d to LD_LIBRARY_PATH")
+      break
+    fi
+  done
+fi
+
+# ---- steps -----------------------------------------------------------------
+# step NAME LIMIT RESERVE STDOUT STDERR -- COMMAND...
+#   Runs COMMAND with a time limit of LIMIT seconds, less when the deadline
+#   minus RESERVE (seconds kept for the later steps) comes first.
+#   STDOUT == STDERR sends both to one file.  Sets STEP_RC.
+step() {
+  local name=$1 limit=$2 reserve=$3 out=$4 err=$5
+  shift 6
+  local now left t t0 secs status
+  now=$(date +%s)
+  left=$((DEADLINE - now - reserve))
+  t=$((limit < left ? limit : left))
+  if ((t < 5)); then
+    STEP_RC=125
+    FAILED=1
+    LAST_STATUS="SKIPPED(no time)"
+    LAST_SECS=-
+    echo "== $name: skipped, no time left" >&2
+    return 0
+  fi
+  echo "== $name (limit ${t}s)" >&2
+  t0=$(date +%s)
+  if [ "$out" = "$err" ]; then
+    timeout --kill-after=10 "$t" "$@" > "$out" 2>&1
+  else
+    timeout --kill-after=10 "$t" "$@" > "$out" 2> "$err"
+  fi
+  STEP_RC=$?
+  secs=$(($(date +%s) - t0))
+  if ((STEP_RC == 0)); then
+    status=ok
+  elif ((STEP_RC == 124 || STEP_RC == 137)); then
+    status="TIMEOUT(${t}s)"
+    FAILED=1
+  else
+    status="FAIL(rc=$STEP_RC)"
+    FAILED=1
+  fi
+  LAST_STATUS=$status
+  LAST_SECS=$secs
+  if [ "$status" != ok ]; then
+    echo "-- $name failed ($status); last lines of $(basename "$err"):" >&2
+    tail -n 30 "$err" | sed 's/^/   | /' >&2
+  fi
+  return 0
+}
+
+summary_add() { # NAME DETAIL
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' "$1" "${LAST_STATUS:-?}" "${LAST_SECS:--}" "$2")")
+}
+
+# Minimum times kept for later steps: test 60, bench 90, peers 90, results 20.
+LAST_STATUS=""; LAST_SECS=""
+step env 30 370 "$LOGS/env.log" "$LOGS/env.log" -- bash -c '
+  echo "date: $(date -u)"; echo "host: $(hostname)"; uname -a
+  nvidia-smi || true
+  command -v nvcc > /dev/null && nvcc --version
+  gcc --version | head -1; echo "meson $(meson --version)"; echo "ninja $(ninja --version)"
+  echo "pkg-config: ${PKG_CONFIG:-$(command -v pkg-config)}"; python3 --version
+  "${PKG_CONFIG:-pkg-config}" --cflags --libs libxxhash cmocka 2>&1 || true
+  python3 -c "import torch; print(\"torch\", torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))" 2>&1
+  ldconfig -p | grep -E "libcuda\.so|libnvrtc" || true
+  env | grep -E "^(PATH|LD_LIBRARY_PATH|LIBRARY_PATH|CPATH|PKG_CONFIG.*|CUDA.*|CKJIT.*)=" | sort'
+summary_add env ""
+
+if [ -f "$BUILD/build.ninja" ]; then
+  step configure 90 320 "$LOGS/configure.log" "$LOGS/configure.log" -- meson setup --reconfigure "$BUILD"
+  if ((STEP_RC != 0)); then
+    step configure 90 320 "$LOGS/configure.log" "$LOGS/configure.log" -- meson setup --wipe "$BUILD" --buildtype=release
+  fi
+else
+  rm -rf "$BUILD"
+  step configure 90 320 "$LOGS/configure.log" "$LOGS/configure.log" -- meson setup "$BUILD" --buildtype=release
+fi
+summary_add configure ""
+CONFIGURED=$STEP_RC
+
+BUILT=1
+if ((CONFIGURED == 0)); then
+  step build 240 260 "$LOGS/build.log" "$LOGS/build.log" -- meson compile -C "$BUILD"
+  BUILT=$STEP_RC
+  summary_add build "$(grep -c 'warning:' "$LOGS/build.log") compiler warnings"
+else
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' build SKIPPED - "configure failed")")
+fi
+
+if ((BUILT == 0)); then
+  step test 180 200 "$LOGS/test.log" "$LOGS/test.log" -- meson test -C "$BUILD" --print-errorlogs
+  cp "$BUILD/meson-logs/testlog.txt" "$LOGS/testlog.txt" 2> /dev/null
+  cp "$BUILD/meson-logs/testlog.json" "$LOGS/testlog.json" 2> /dev/null
+  counts=$(grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout): ' "$LOGS/test.log" \
+    | awk -F: '{gsub(/ /, "", $2); printf "%s %s, ", $1, $2}')
+  failing=$(grep -E '^ *[0-9]+/[0-9]+ .* (FAIL|TIMEOUT|ERROR) ' "$LOGS/test.log" \
+    | sed -E 's#^ *[0-9]+/[0-9]+ +(.*[^ ]) +(FAIL|TIMEOUT|ERROR) .*#\1#; s# / #/#' \
+    | head -8 | tr '\n' ' ')
+  summary_add test "${counts%, }${failing:+ | failing: $failing}"
+else
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' test SKIPPED - "no build")")
+fi
+
+BENCH_BIN=$BUILD/bench/bench_ckjit
+if ((BUILT == 0)) && [ -x "$BENCH_BIN" ]; then
+  # Fall back to --quick when little time is left.
+  left=$((DEADLINE - $(date +%s) - 110))
+  read -ra bench_args <<< "${BENCH_ARGS:-}"
+  if ((left < 120)); then
+    bench_args+=(--quick)
+    NOTES+=("bench_ckjit ran with --quick (only ${left}s left for it)")
+  fi
+  step bench 200 110 "$LOGS/bench-ckjit.jsonl" "$LOGS/bench-ckjit.log" -- "$BENCH_BIN" "${bench_args[@]}"
+  summary_add bench "$(grep -c '^{' "$LOGS/bench-ckjit.jsonl") records${bench_args[*]:+ (${bench_args[*]})}"
+else
+  : > "$LOGS/bench-ckjit.jsonl"
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "no bench_ckjit (build failed or no cuda.h/libcuda)")")
+  FAILED=1
+fi
+
+read -ra peers_args <<< "${PEERS_ARGS:-}"
+step peers 180 20 "$LOGS/peers.jsonl" "$LOGS/peers.log" -- python3 bench/peers.py "${peers_args[@]}"
+summary_add peers "$(grep -c '^{' "$LOGS/peers.jsonl") records"
+
+step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \
+  --ckjit "$LOGS/bench-ckjit.jsonl" --peers "$LOGS/peers.jsonl" \
+  --command "bash scripts/gpu-check.sh  ($BENCH_BIN ${bench_args[*]:-}; python3 bench/peers.py ${PEERS_ARGS:-})"
+summary_add results "$(tail -n 1 "$LOGS/make-results.log")"
+
+# ---- collect -----------------------------------------------------------------
+cp bench/results.json bench/RESULTS.md "$OUT"/ 2> /dev/null
+{
+  echo "ckjit gpu-check $(date -u '+%Y-%m-%d %H:%M UTC'), $(($(date +%s) - START)) s"
+  echo
+  printf '%-10s %-16s %5s  %s\n' step status secs detail
+  printf '%s\n' "${SUMMARY[@]}"
+  if ((${#NOTES[@]})); then
+    echo
+    printf 'note: %s\n' "${NOTES[@]}"
+  fi
+  grep -h '"kind": *"note"' "$LOGS/bench-ckjit.jsonl" "$LOGS/peers.jsonl" 2> /dev/null \
+    | python3 -c 'import json,sys
+for l in sys.stdin:
+    r = json.loads(l); print("note: %s: %s" % (r.get("impl"), r.get("note")))' 2> /dev/null
+  if [ -f bench/results.json ]; then
+    echo
+    python3 - "$LOGS/bench-ckjit.jsonl" "$LOGS/peers.jsonl" << 'EOF'
+import json, sys
+res = json.load(open('bench/results.json'))
+def f(v):
+    return '-' if v is None else ('%.4g' % v if isinstance(v, float) else str(v))
+print('%-44s %10s %10s %-6s %7s' % ('metric', 'ckjit', 'peer', 'unit', 'ratio'))
+for r in res:
+    m = r['metric']
+    if m.startswith('cold compile') and not m.startswith('cold compile all'):
+        continue
+    print('%-44s %10s %10s %-6s %7s' % (m[:44], f(r['ckjit']), f(r['peer']), r['unit'] or '',
+                                        f(r['ratio'])))
+EOF
+  fi
+} > "$LOGS/summary.txt" 2>&1
+cp "$LOGS/summary.txt" "$OUT/summary.txt"
+tar -czf "$OUT/gpu-logs.tar.gz" -C "$LOGS" . 2> /dev/null
+rm -rf "$TMP" "$LOGS"
+
+echo
+cat "$OUT/summary.txt"
+echo
+echo "files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+exit $FAILED
