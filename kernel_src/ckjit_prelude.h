@@ -84,10 +84,10 @@ template <int BYTES> struct ckjit_word;
 template <> struct ckjit_word<1> { typedef unsigned char type; };
 template <> struct ckjit_word<2> { typedef unsigned short type; };
 template <> struct ckjit_word<4> { typedef unsigned int type; };
-struct alignas(8) ckjit_u32x2 { unsigned int x, y; };
-struct alignas(16) ckjit_u32x4 { unsigned int x, y, z, w; };
-template <> struct ckjit_word<8> { typedef ckjit_u32x2 type; };
-template <> struct ckjit_word<16> { typedef ckjit_u32x4 type; };
+// The compilers' own vector types: a plain struct of four words is stored
+// as four 4-byte stores, uint4 as one 16-byte store.
+template <> struct ckjit_word<8> { typedef uint2 type; };
+template <> struct ckjit_word<16> { typedef uint4 type; };
 
 template <typename T, int VEC> struct alignas(sizeof(T) * VEC) ckjit_vec {
   T v[VEC];

@@ -19,10 +19,10 @@ typedef @DTYPE@ T;
 
 // Ops are small structs: their arity says whether b is read at all.
 #define UNARY_OP(NAME, EXPR) \
-  struct NAME { static constexpr int arity = 1; \
+  struct NAME { enum { arity = 1 }; \
                 static CKJIT_INLINE float apply(float x, float) { return EXPR; } };
 #define BINARY_OP(NAME, EXPR) \
-  struct NAME { static constexpr int arity = 2; \
+  struct NAME { enum { arity = 2 }; \
                 static CKJIT_INLINE float apply(float a, float b) { return EXPR; } };
 UNARY_OP(op_identity, x)
 UNARY_OP(op_relu, x < 0.0f ? 0.0f : x) // NaN stays NaN, as in torch.relu
@@ -79,9 +79,11 @@ ckjit_elementwise(const T *__restrict__ a, long long lda, const T *__restrict__ 
           ckjit_store<T, VEC>(yr + base + (long long)u * THREADS * VEC, out);
         }
       } else {
-        // Row tail: whole vectors while they fit, then single elements.
-        for (int u = 0; u < UNROLL; u++) {
-          const long long c = base + (long long)u * THREADS * VEC;
+        // Row tail (at most one chunk per row): whole vectors while they
+        // fit, then single elements.  Not unrolled: it keeps the code, the
+        // compile and the module load small.
+#pragma unroll 1
+        for (long long c = base; c < cols; c += (long long)THREADS * VEC) {
           if (c + VEC <= cols) {
             ckjit_vec<T, VEC> va1 = ckjit_load<T, VEC>(ar + c), vb1 = va1, out;
             if (ARITY == 2) vb1 = ckjit_load<T, VEC>(br + c);
@@ -92,7 +94,8 @@ ckjit_elementwise(const T *__restrict__ a, long long lda, const T *__restrict__ 
                                                    scale, bias));
             ckjit_store<T, VEC>(yr + c, out);
           } else {
-            for (long long e = c; e < cols && e < c + VEC; e++)
+#pragma unroll 1
+            for (long long e = c; e < cols; e++)
               yr[e] = ckjit_from_float<T>(apply(ckjit_to_float(ar[e]),
                                                 ARITY == 2 ? ckjit_to_float(br[e]) : 0.0f, scale,
                                                 bias));

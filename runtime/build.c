@@ -81,6 +81,7 @@ static void append_offending_lines(const char *log, const char *source_name, con
 
 ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
                           ckjit_build_result *out) {
+  double t_start = ckjit__now_ms();
   memset(out, 0, sizeof *out);
   const ckjit_family *fam = ckjit__family_get(spec->family);
   if (!fam) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "unknown kernel family %u", spec->family);
@@ -91,6 +92,7 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
   if (vendor == CKJIT_BACKEND_AUTO) return ckjit__arch_validate(arch, 0, 0);
   const ckjit_compiler *c;
   if ((st = ckjit__compiler_get(vendor, &c))) return st;
+  CKJIT_DEBUG("build: compiler identified after %.3f ms", ckjit__now_ms() - t_start);
   if ((st = ckjit__arch_validate(arch, c->major, c->minor))) return st;
 
   ckjit_buffer source = {0}, log = {0};
@@ -124,6 +126,7 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
   char hex[33];
   ckjit__key_hex(&out->key, hex);
 
+  CKJIT_DEBUG("build %s: source and key ready after %.3f ms", hex, ckjit__now_ms() - t_start);
   if (rt->disk_enabled) {
     void *payload;
     size_t size;
@@ -134,7 +137,8 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
         out->code.size = out->code.cap = size;
         out->from_disk = 1;
         ckjit__buf_free(&source);
-        CKJIT_DEBUG("disk hit %s (%s, %s)", hex, fam->kernel, arch);
+        CKJIT_DEBUG("disk hit %s (%s, %s) after %.3f ms", hex, fam->kernel, arch,
+                    ckjit__now_ms() - t_start);
         return CKJIT_SUCCESS;
       }
       free(payload); /* same key, other metadata: impossible unless tampered */

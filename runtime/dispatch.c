@@ -18,9 +18,11 @@ static ckjit_status build_kernel(ckjit_runtime *rt, ckjit_kernel *k) {
                        "code for another arch cannot be launched here",
                        rt->arch, rt->device.arch, rt->device.name);
   ckjit_build_result built;
+  double t_build = ckjit__now_ms();
   ckjit_status st = ckjit__build(rt, &k->spec, rt->arch, &built);
   if (st) return st;
   double t0 = ckjit__now_ms();
+  t_build = t0 - t_build;
   st = rt->device.module_load(&rt->device, built.code.data, built.code.size, &k->module);
   ckjit__buf_free(&built.code);
   if (st == CKJIT_SUCCESS) {
@@ -32,7 +34,12 @@ static ckjit_status build_kernel(ckjit_runtime *rt, ckjit_kernel *k) {
     }
   }
   ckjit__stat_add(st ? CKJIT_STAT_LOAD_FAILURES : CKJIT_STAT_LOADS, 1);
-  if (st == CKJIT_SUCCESS) ckjit__stat_add_load_ms(ckjit__now_ms() - t0);
+  if (st == CKJIT_SUCCESS) {
+    double load_ms = ckjit__now_ms() - t0;
+    ckjit__stat_add_load_ms(load_ms);
+    CKJIT_INFO("kernel ready: %s %.3f ms + load %.3f ms", built.from_disk ? "disk hit" : "compile",
+               t_build, load_ms);
+  }
   return st;
 }
 

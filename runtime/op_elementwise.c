@@ -27,7 +27,7 @@ static const ckjit_param_desc params[P_COUNT] = {
     [P_EPILOGUE] = {"epilogue", epilogue_names, epilogue_tokens, 0, 0, 0},
     [P_VEC] = {"vec", NULL, NULL, 1, 16, 4},
     [P_THREADS] = {"threads", NULL, NULL, 32, 1024, 256},
-    [P_UNROLL] = {"unroll", NULL, NULL, 1, 8, 4},
+    [P_UNROLL] = {"unroll", NULL, NULL, 1, 8, 2},
 };
 
 static const size_t dtype_size[] = {4, 2, 2};
@@ -60,7 +60,7 @@ static int default_spec(size_t index, ckjit_spec *out) {
   out->value[P_EPILOGUE] = 0;
   out->value[P_VEC] = (int32_t)(16 / dtype_size[dtype]);
   out->value[P_THREADS] = 256;
-  out->value[P_UNROLL] = 4;
+  out->value[P_UNROLL] = 2;
   return 1;
 }
 
@@ -141,7 +141,9 @@ ckjit_status ckjit__elementwise(const char *api, int ew_op, ckjit_dtype dtype, i
   const void *ptrs[3] = {a, b, y};
   int64_t strides[3] = {ld_a, ld_b, ld_y};
   int vec = ckjit__pick_vec(es, ptrs, 3, strides, rows > 1 ? 3 : 0, 16);
-  const int threads = 256, unroll = 4;
+  /* Two 16-byte vectors per thread in flight cover the memory latency (see
+   * bench/NOTES.md); more unrolling only slows the compile. */
+  const int threads = 256, unroll = 2;
   ckjit_spec spec;
   memset(&spec, 0, sizeof spec);
   spec.family = CKJIT_FAMILY_ELEMENTWISE;

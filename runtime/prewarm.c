@@ -47,8 +47,8 @@ ckjit_status ckjit_compile_spec(const char *spec_text, const char *arch,
   if (st) return st;
   ckjit_runtime *rt;
   if ((st = ckjit__runtime_get(&rt))) return st;
-  if (!arch || !*arch) arch = rt->arch;
-  if (!*arch)
+  if (!arch) arch = rt->arch; /* "" stays: it is a malformed name, not "the default" */
+  if (arch == rt->arch && !*arch)
     return ckjit__fail(CKJIT_ERROR_NO_DEVICE, "ckjit_compile_spec: no arch given, no GPU present "
                        "and CKJIT_ARCH unset");
   ckjit_build_result built;

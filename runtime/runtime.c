@@ -99,6 +99,12 @@ static ckjit_status initialize(const ckjit_options *opts) {
                "launched",
                rt->arch, rt->device.arch);
 
+  /* Identify the compiler now (file lookups, no loading) so that the first
+   * op call, served from the disk cache, does not pay for it. */
+  const ckjit_compiler *compiler;
+  if (rt->backend == CKJIT_BACKEND_CUDA || rt->backend == CKJIT_BACKEND_HIP)
+    (void)ckjit__compiler_get(rt->backend, &compiler);
+
   int disk = opts->disk_cache;
   if (disk < 0) disk = !env_flag("CKJIT_CACHE_DISABLE");
   if (disk) {
