@@ -4,6 +4,7 @@
 //           each tensor with its own row stride (elements); math in f32.
 // Policy:   THREADS threads per block; each thread keeps UNROLL vectors of
 //           VEC elements in flight (loads first, then math, then stores).
+//           The host picks VEC from the pointers' and strides' alignment.
 //           blockIdx.x walks column chunks of THREADS*VEC*UNROLL, blockIdx.y
 //           rows (grid-stride in both, 64-bit indices throughout).
 // Kernel arguments (in this order, for anyone launching it by hand):
@@ -60,46 +61,40 @@ ckjit_elementwise(const T *__restrict__ a, long long lda, const T *__restrict__ 
     T *yr = y + r * ldy;
     for (long long ch = blockIdx.x; ch < n_chunks; ch += gridDim.x) {
       const long long base = ch * chunk + (long long)threadIdx.x * VEC;
-      if (base + (long long)(UNROLL - 1) * THREADS * VEC + VEC <= cols) {
-        // Whole chunk in range: UNROLL independent vector loads in flight.
-        ckjit_vec<T, VEC> va[UNROLL], vb[UNROLL];
+      // Loads first (UNROLL independent vectors in flight), then math, then
+      // stores.  A vector that crosses the row end is read and written
+      // element by element; only the last chunk of a row has one, so the
+      // branch is uniform elsewhere.  One code path keeps the compile small.
+      ckjit_vec<T, VEC> va[UNROLL], vb[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-          va[u] = ckjit_load<T, VEC>(ar + base + (long long)u * THREADS * VEC);
-          if (ARITY == 2) vb[u] = ckjit_load<T, VEC>(br + base + (long long)u * THREADS * VEC);
+      for (int u = 0; u < UNROLL; u++) {
+        const long long c = base + (long long)u * THREADS * VEC;
+        if (c + VEC <= cols) {
+          va[u] = ckjit_load<T, VEC>(ar + c);
+          if (ARITY == 2) vb[u] = ckjit_load<T, VEC>(br + c);
+        } else {
+#pragma unroll
+          for (int k = 0; k < VEC; k++) {
+            va[u].v[k] = c + k < cols ? ar[c + k] : T{};
+            if (ARITY == 2) vb[u].v[k] = c + k < cols ? br[c + k] : T{};
+          }
         }
+      }
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-          ckjit_vec<T, VEC> out;
+      for (int u = 0; u < UNROLL; u++) {
+        const long long c = base + (long long)u * THREADS * VEC;
+        ckjit_vec<T, VEC> out;
+#pragma unroll
+        for (int k = 0; k < VEC; k++)
+          out.v[k] = ckjit_from_float<T>(apply(ckjit_to_float(va[u].v[k]),
+                                               ARITY == 2 ? ckjit_to_float(vb[u].v[k]) : 0.0f,
+                                               scale, bias));
+        if (c + VEC <= cols) {
+          ckjit_store<T, VEC>(yr + c, out);
+        } else {
 #pragma unroll
           for (int k = 0; k < VEC; k++)
-            out.v[k] = ckjit_from_float<T>(apply(ckjit_to_float(va[u].v[k]),
-                                                 ARITY == 2 ? ckjit_to_float(vb[u].v[k]) : 0.0f,
-                                                 scale, bias));
-          ckjit_store<T, VEC>(yr + base + (long long)u * THREADS * VEC, out);
-        }
-      } else {
-        // Row tail (at most one chunk per row): whole vectors while they
-        // fit, then single elements.  Not unrolled: it keeps the code, the
-        // compile and the module load small.
-#pragma unroll 1
-        for (long long c = base; c < cols; c += (long long)THREADS * VEC) {
-          if (c + VEC <= cols) {
-            ckjit_vec<T, VEC> va1 = ckjit_load<T, VEC>(ar + c), vb1 = va1, out;
-            if (ARITY == 2) vb1 = ckjit_load<T, VEC>(br + c);
-#pragma unroll
-            for (int k = 0; k < VEC; k++)
-              out.v[k] = ckjit_from_float<T>(apply(ckjit_to_float(va1.v[k]),
-                                                   ARITY == 2 ? ckjit_to_float(vb1.v[k]) : 0.0f,
-                                                   scale, bias));
-            ckjit_store<T, VEC>(yr + c, out);
-          } else {
-#pragma unroll 1
-            for (long long e = c; e < cols; e++)
-              yr[e] = ckjit_from_float<T>(apply(ckjit_to_float(ar[e]),
-                                                ARITY == 2 ? ckjit_to_float(br[e]) : 0.0f, scale,
-                                                bias));
-          }
+            if (c + k < cols) yr[c + k] = out.v[k];
         }
       }
     }

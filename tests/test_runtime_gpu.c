@@ -1,0 +1,106 @@
+/* GPU suite, runtime behaviour (public API only).  Exits 77 (skip) with the
+ * reason when there is no GPU.
+ *  - in-process single flight: many threads making the first call of one new
+ *    specialization compile it once;
+ *  - a later call is a memory hit (no compile, no disk);
+ *  - kernels compiled for another arch (CKJIT_ARCH) are refused at launch
+ *    with CKJIT_ERROR_UNSUPPORTED, not launched. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckjit/ckjit.h"
+
+#define SKIP_CODE 77
+#define THREADS 16
+
+static void *g_x, *g_y;
+static int g_failures;
+
+#define CHECK(cond, ...)                                          \
+  do {                                                            \
+    if (!(cond)) {                                                \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
+      fprintf(stderr, __VA_ARGS__);                               \
+      fprintf(stderr, " (last error: %s)\n", ckjit_last_error()); \
+      g_failures++;                                               \
+    }                                                             \
+  } while (0)
+
+static void *first_call(void *arg) {
+  (void)arg;
+  ckjit_epilogue epi = {.scale = 3.0f, .bias = -1.0f};
+  ckjit_status st = ckjit_unary(CKJIT_UNARY_SILU, CKJIT_F32, 7, 33, g_x, 40, g_y, 40, &epi, NULL);
+  return (void *)(intptr_t)st;
+}
+
+int main(void) {
+  char dir[] = "/tmp/ckjit-test-runtime-XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  ckjit_options opts;
+  ckjit_options_init(&opts);
+  opts.cache_dir = dir; /* empty cache: the first call must compile */
+  if (ckjit_init(&opts)) {
+    fprintf(stderr, "ckjit_init: %s\n", ckjit_last_error());
+    return 1;
+  }
+  ckjit_device_info info;
+  ckjit_get_device_info(&info);
+  if (!info.has_device) {
+    printf("SKIP: no GPU: %s\n", ckjit_last_error());
+    return SKIP_CODE;
+  }
+  printf("device %s (%s)\n", info.name, info.device_arch);
+  CHECK(ckjit_malloc(&g_x, 7 * 40 * 4) == CKJIT_SUCCESS, "malloc");
+  CHECK(ckjit_malloc(&g_y, 7 * 40 * 4) == CKJIT_SUCCESS, "malloc");
+  ckjit_memset(g_x, 0, 7 * 40 * 4);
+
+  /* Single flight: THREADS threads ask for one new specialization at once. */
+  ckjit_reset_stats();
+  pthread_t t[THREADS];
+  for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, first_call, NULL);
+  for (int i = 0; i < THREADS; i++) {
+    void *ret;
+    pthread_join(t[i], &ret);
+    CHECK((intptr_t)ret == CKJIT_SUCCESS, "thread %d: status %d", i, (int)(intptr_t)ret);
+  }
+  ckjit_stats s;
+  ckjit_get_stats(&s);
+  CHECK(s.compiles == 1, "%llu compiles for one specialization asked by %d threads",
+        (unsigned long long)s.compiles, THREADS);
+  CHECK(s.loads == 1, "%llu module loads", (unsigned long long)s.loads);
+
+  /* A repeated call is a memory hit. */
+  ckjit_reset_stats();
+  CHECK(first_call(NULL) == (void *)(intptr_t)CKJIT_SUCCESS, "repeat");
+  ckjit_get_stats(&s);
+  CHECK(s.memory_hits == 1 && s.compiles == 0 && s.disk_hits == 0 && s.disk_misses == 0,
+        "repeat: memory_hits %llu compiles %llu disk_hits %llu", (unsigned long long)s.memory_hits,
+        (unsigned long long)s.compiles, (unsigned long long)s.disk_hits);
+  CHECK(ckjit_synchronize(NULL) == CKJIT_SUCCESS, "synchronize");
+  ckjit_free(g_x);
+  ckjit_free(g_y);
+  ckjit_shutdown();
+
+  /* Another arch than the device's: compiled fine, refused at launch. */
+  const char *other = info.backend == CKJIT_BACKEND_CUDA ? (strcmp(info.device_arch, "sm_80") ? "sm_80" : "sm_90")
+                                                         : "gfx1030";
+  setenv("CKJIT_ARCH", other, 1);
+  void *x = NULL;
+  CHECK(ckjit_malloc(&x, 4096) == CKJIT_SUCCESS, "malloc after re-init");
+  ckjit_status st = ckjit_copy2d(CKJIT_F32, 1, 16, x, 16, x, 16, NULL);
+  CHECK(st == CKJIT_ERROR_UNSUPPORTED, "launch with CKJIT_ARCH=%s on %s gave %s", other,
+        info.device_arch, ckjit_status_string(st));
+  CHECK(strstr(ckjit_last_error(), other) != NULL, "message names the arch: %s", ckjit_last_error());
+  printf("CKJIT_ARCH=%s on %s: %s\n", other, info.device_arch, ckjit_last_error());
+  ckjit_free(x);
+  ckjit_shutdown();
+
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
+  else printf("all runtime checks passed\n");
+  return g_failures ? 1 : 0;
+}
