@@ -57,6 +57,8 @@ typedef struct ckjit_device {
   ckjit_status (*mem_copy)(void *dst, const void *src, size_t bytes, ckjit_copy_kind kind);
   ckjit_status (*mem_set)(void *ptr, int value, size_t bytes);
   ckjit_status (*synchronize)(void *stream);
+  /* Releases what open took (ckjit_shutdown). */
+  void (*close)(const struct ckjit_device *d);
 } ckjit_device;
 
 /* Opens device `ordinal` of `vendor`.  CKJIT_ERROR_BACKEND_UNAVAILABLE when

@@ -3,6 +3,7 @@
  * libckjit needs no CUDA headers and runs on hosts without CUDA. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +157,7 @@ static struct {
   CUresult (*device_attribute)(int *, int, CUdevice);
   CUresult (*device_name)(char *, int, CUdevice);
   CUresult (*primary_retain)(CUcontext *, CUdevice);
+  CUresult (*primary_release)(CUdevice);
   CUresult (*ctx_set_current)(CUcontext);
   CUresult (*ctx_synchronize)(void);
   CUresult (*module_load_data)(void **, const void *);
@@ -174,8 +176,12 @@ static struct {
   CUresult (*error_string)(CUresult, const char **);
 } cu;
 
-static CUcontext cuda_context; /* the device's primary context, retained for the process */
-static _Thread_local CUcontext bound_context;
+static CUcontext cuda_context; /* the device's primary context, retained while open */
+static CUdevice cuda_device;
+/* Bumped by every open, so a thread's memory of having bound the context
+ * never outlives a shutdown and re-initialization. */
+static _Atomic unsigned cuda_generation;
+static _Thread_local unsigned bound_generation;
 
 enum { CUDA_ERROR_OUT_OF_MEMORY = 2, CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_NO_BINARY_FOR_GPU = 209 };
 
@@ -189,11 +195,19 @@ static ckjit_status cuda_fail(ckjit_status st, CUresult r, const char *what) {
 
 static ckjit_status cuda_bind(const ckjit_device *d) {
   (void)d;
-  if (bound_context == cuda_context) return CKJIT_SUCCESS;
+  unsigned gen = atomic_load_explicit(&cuda_generation, memory_order_relaxed);
+  if (bound_generation == gen) return CKJIT_SUCCESS;
   CUresult r = cu.ctx_set_current(cuda_context);
   if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxSetCurrent");
-  bound_context = cuda_context;
+  bound_generation = gen;
   return CKJIT_SUCCESS;
+}
+
+static void cuda_close(const ckjit_device *d) {
+  (void)d;
+  if (cu.primary_release) cu.primary_release(cuda_device);
+  cuda_context = NULL;
+  atomic_fetch_add(&cuda_generation, 1);
 }
 
 static ckjit_status cuda_module_load(const ckjit_device *d, const void *code, size_t size,
@@ -279,6 +293,7 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   SYM(device_attribute, "cuDeviceGetAttribute");
   SYM(device_name, "cuDeviceGetName");
   SYM(primary_retain, "cuDevicePrimaryCtxRetain");
+  SYM(primary_release, "cuDevicePrimaryCtxRelease_v2");
   SYM(ctx_set_current, "cuCtxSetCurrent");
   SYM(ctx_synchronize, "cuCtxSynchronize");
   SYM(module_load_data, "cuModuleLoadData");
@@ -312,7 +327,8 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   cu.device_attribute(&sms, 16, dev);   /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
   if ((r = cu.primary_retain(&cuda_context, dev)))
     return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDevicePrimaryCtxRetain");
-  bound_context = NULL;
+  cuda_device = dev;
+  atomic_fetch_add(&cuda_generation, 1);
   memset(out, 0, sizeof *out);
   out->vendor = CKJIT_BACKEND_CUDA;
   out->ordinal = ordinal;
@@ -329,5 +345,6 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   out->mem_copy = cuda_mem_copy;
   out->mem_set = cuda_mem_set;
   out->synchronize = cuda_synchronize;
+  out->close = cuda_close;
   return CKJIT_SUCCESS;
 }

@@ -6,6 +6,7 @@
 #include "buffer.h"
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +181,8 @@ ckjit_status ckjit__hip_compiler_find(ckjit_compiler *out) {
 }
 
 /* ---- HIP runtime ---------------------------------------------------------- */
+static _Atomic unsigned hip_generation; /* see cuda_generation */
+static _Thread_local unsigned bound_generation;
 static _Thread_local int bound_ordinal = -1;
 
 static ckjit_status hip_fail(ckjit_status st, hip_error r, const char *what) {
@@ -189,11 +192,18 @@ static ckjit_status hip_fail(ckjit_status st, hip_error r, const char *what) {
 }
 
 static ckjit_status hip_bind(const ckjit_device *d) {
-  if (bound_ordinal == d->ordinal) return CKJIT_SUCCESS;
+  unsigned gen = atomic_load_explicit(&hip_generation, memory_order_relaxed);
+  if (bound_ordinal == d->ordinal && bound_generation == gen) return CKJIT_SUCCESS;
   hip_error r = hip.set_device(d->ordinal);
   if (r) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipSetDevice");
   bound_ordinal = d->ordinal;
+  bound_generation = gen;
   return CKJIT_SUCCESS;
+}
+
+static void hip_close(const ckjit_device *d) {
+  (void)d;
+  atomic_fetch_add(&hip_generation, 1);
 }
 
 static ckjit_status hip_module_load(const ckjit_device *d, const void *code, size_t size,
@@ -303,7 +313,7 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   memset(out, 0, sizeof *out);
   out->vendor = CKJIT_BACKEND_HIP;
   out->ordinal = ordinal;
-  bound_ordinal = -1;
+  atomic_fetch_add(&hip_generation, 1);
   static unsigned char props[16384]; /* far larger than any hipDeviceProp_t */
   memset(props, 0, sizeof props);
   if ((r = hip.device_properties(props, ordinal)))
@@ -325,5 +335,6 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   out->mem_copy = hip_mem_copy;
   out->mem_set = hip_mem_set;
   out->synchronize = hip_synchronize;
+  out->close = hip_close;
   return CKJIT_SUCCESS;
 }

@@ -10,8 +10,6 @@
 
 enum { P_DTYPE, P_OP, P_EPILOGUE, P_VEC, P_THREADS, P_UNROLL, P_COUNT };
 
-static const char *const dtype_names[] = {"f32", "f16", "bf16", NULL};
-static const char *const dtype_tokens[] = {"float", "ckjit_half", "ckjit_bf16"};
 static const char *const op_names[] = {"identity", "relu", "gelu_tanh", "gelu_erf", "silu",
                                        "sigmoid",  "add",  "sub",       "mul",      "div",
                                        "max",      "min",  NULL};
@@ -22,7 +20,7 @@ static const char *const epilogue_names[] = {"none", "scale_bias", NULL};
 static const char *const epilogue_tokens[] = {"0", "1"};
 
 static const ckjit_param_desc params[P_COUNT] = {
-    [P_DTYPE] = {"dtype", dtype_names, dtype_tokens, 0, 0, 0},
+    [P_DTYPE] = CKJIT_DTYPE_PARAM,
     [P_OP] = {"op", op_names, op_tokens, 0, 0, 0},
     [P_EPILOGUE] = {"epilogue", epilogue_names, epilogue_tokens, 0, 0, 0},
     [P_VEC] = {"vec", NULL, NULL, 1, 16, 4},
@@ -30,13 +28,12 @@ static const ckjit_param_desc params[P_COUNT] = {
     [P_UNROLL] = {"unroll", NULL, NULL, 1, 8, 2},
 };
 
-static const size_t dtype_size[] = {4, 2, 2};
 
 static int is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static ckjit_status check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  if (!is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * dtype_size[v[P_DTYPE]] > 16)
+  if (!is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * ckjit__dtype_param_size(v[P_DTYPE]) > 16)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: elementwise vec=%d must be a power of two of at most 16 bytes",
                        v[P_VEC]);
@@ -58,7 +55,7 @@ static int default_spec(size_t index, ckjit_spec *out) {
   out->value[P_DTYPE] = dtype;
   out->value[P_OP] = op;
   out->value[P_EPILOGUE] = 0;
-  out->value[P_VEC] = (int32_t)(16 / dtype_size[dtype]);
+  out->value[P_VEC] = (int32_t)(16 / ckjit__dtype_param_size(dtype));
   out->value[P_THREADS] = 256;
   out->value[P_UNROLL] = 2;
   return 1;
@@ -147,7 +144,7 @@ ckjit_status ckjit__elementwise(const char *api, int ew_op, ckjit_dtype dtype, i
   ckjit_spec spec;
   memset(&spec, 0, sizeof spec);
   spec.family = CKJIT_FAMILY_ELEMENTWISE;
-  spec.value[P_DTYPE] = dtype == CKJIT_F32 ? 0 : dtype == CKJIT_F16 ? 1 : 2;
+  spec.value[P_DTYPE] = ckjit__dtype_param_value(dtype);
   spec.value[P_OP] = ew_op;
   spec.value[P_EPILOGUE] = epilogue != NULL;
   spec.value[P_VEC] = vec;

@@ -9,12 +9,9 @@
 
 enum { P_DTYPE, P_TILE, P_VEC, P_THREADS, P_COUNT };
 
-static const char *const dtype_names[] = {"f32", "f16", "bf16", NULL};
-static const char *const dtype_tokens[] = {"float", "ckjit_half", "ckjit_bf16"};
-static const size_t dtype_size[] = {4, 2, 2};
 
 static const ckjit_param_desc params[P_COUNT] = {
-    [P_DTYPE] = {"dtype", dtype_names, dtype_tokens, 0, 0, 0},
+    [P_DTYPE] = CKJIT_DTYPE_PARAM,
     [P_TILE] = {"tile", NULL, NULL, 16, 128, 64},
     [P_VEC] = {"vec", NULL, NULL, 1, 8, 4},
     [P_THREADS] = {"threads", NULL, NULL, 32, 1024, 256},
@@ -23,7 +20,7 @@ static const ckjit_param_desc params[P_COUNT] = {
 static ckjit_status check(const ckjit_spec *s) {
   const int32_t *v = s->value;
   int vec = v[P_VEC], tile = v[P_TILE];
-  if ((vec & (vec - 1)) || (size_t)vec * dtype_size[v[P_DTYPE]] > 16 || tile % vec)
+  if ((vec & (vec - 1)) || (size_t)vec * ckjit__dtype_param_size(v[P_DTYPE]) > 16 || tile % vec)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: transpose vec=%d must be a power of two of at most 16 bytes dividing "
                        "tile=%d",
@@ -31,7 +28,7 @@ static ckjit_status check(const ckjit_spec *s) {
   if (v[P_THREADS] % 32)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: threads=%d is not a multiple of 32",
                        v[P_THREADS]);
-  if ((size_t)tile * (size_t)(tile + 1) * dtype_size[v[P_DTYPE]] > 48 * 1024)
+  if ((size_t)tile * (size_t)(tile + 1) * ckjit__dtype_param_size(v[P_DTYPE]) > 48 * 1024)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: transpose tile=%d needs more than 48 KiB "
                        "of shared memory", tile);
   return CKJIT_SUCCESS;
@@ -45,7 +42,8 @@ static int default_spec(size_t index, ckjit_spec *out) {
   int dtype = (int)(index / 2);
   out->value[P_DTYPE] = dtype;
   out->value[P_TILE] = 64;
-  out->value[P_VEC] = index % 2 ? 1 : (int32_t)(16 / dtype_size[dtype] > 8 ? 8 : 16 / dtype_size[dtype]);
+  int32_t widest = (int32_t)(16 / ckjit__dtype_param_size(dtype));
+  out->value[P_VEC] = index % 2 ? 1 : widest > 8 ? 8 : widest;
   out->value[P_THREADS] = 256;
   return 1;
 }
@@ -91,7 +89,7 @@ ckjit_status ckjit_transpose(ckjit_dtype dtype, int64_t batch, int64_t rows, int
   ckjit_spec spec;
   memset(&spec, 0, sizeof spec);
   spec.family = CKJIT_FAMILY_TRANSPOSE;
-  spec.value[P_DTYPE] = dtype == CKJIT_F32 ? 0 : dtype == CKJIT_F16 ? 1 : 2;
+  spec.value[P_DTYPE] = ckjit__dtype_param_value(dtype);
   spec.value[P_TILE] = tile;
   spec.value[P_VEC] = vec;
   spec.value[P_THREADS] = threads;

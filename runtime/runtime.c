@@ -178,6 +178,7 @@ void ckjit_shutdown(void) {
   pthread_mutex_lock(&init_lock);
   if (atomic_load(&initialized)) {
     ckjit__memcache_clear(runtime.has_device ? unload_kernel : NULL);
+    if (runtime.has_device) runtime.device.close(&runtime.device);
     atomic_store(&initialized, 0);
     memset(&runtime, 0, sizeof runtime);
   }

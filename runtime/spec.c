@@ -16,6 +16,15 @@ static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_TRANSPOSE] = &ckjit__family_transpose,
 };
 
+const char *const ckjit__dtype_names[] = {"f32", "f16", "bf16", NULL};
+const char *const ckjit__dtype_tokens[] = {"float", "ckjit_half", "ckjit_bf16"};
+
+int32_t ckjit__dtype_param_value(ckjit_dtype dtype) {
+  return dtype == CKJIT_F32 ? 0 : dtype == CKJIT_F16 ? 1 : 2;
+}
+
+size_t ckjit__dtype_param_size(int32_t value) { return value == 0 ? 4 : 2; }
+
 const ckjit_family *ckjit__family_get(uint32_t id) {
   return id < CKJIT_FAMILY_COUNT_ ? families[id] : NULL;
 }

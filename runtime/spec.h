@@ -45,6 +45,13 @@ typedef struct ckjit_family {
   int (*default_spec)(size_t index, ckjit_spec *out);
 } ckjit_family;
 
+/* The dtype parameter every family shares: f32, f16, bf16 (value 0, 1, 2). */
+extern const char *const ckjit__dtype_names[];
+extern const char *const ckjit__dtype_tokens[];
+#define CKJIT_DTYPE_PARAM {"dtype", ckjit__dtype_names, ckjit__dtype_tokens, 0, 0, 0}
+int32_t ckjit__dtype_param_value(ckjit_dtype dtype); /* for f32, f16 or bf16 only */
+size_t ckjit__dtype_param_size(int32_t value);        /* element bytes */
+
 extern const ckjit_family ckjit__family_elementwise; /* runtime/op_elementwise.c */
 extern const ckjit_family ckjit__family_transpose;   /* runtime/op_transpose.c */
 
