@@ -64,10 +64,10 @@ extern char **environ;
  *   ckjit_copy2d(CKJIT_F32, 1, 1024, src, 1024, dst, 1024, stream)
  * launches with 16-byte aligned pointers (ckjit_malloc): the identity op of
  * the elementwise family, vec = 16 bytes / 4, threads 256, unroll 4. */
-#define COPY_SPEC "elementwise:dtype=f32,op=identity,epilogue=none,vec=4,threads=256,unroll=2"
+#define COPY_SPEC "elementwise:dtype=f32,op=identity,epilogue=none,vec=4,threads=256,unroll=1"
 #define COPY_THREADS 256 /* must match COPY_SPEC */
 #define COPY_VEC 4
-#define COPY_UNROLL 2
+#define COPY_UNROLL 1
 
 /* A raw launch: grid, block, dynamic shared memory and the kernel parameter
  * array for cuLaunchKernel.  params[i] points at slot[i]. */

@@ -25,7 +25,7 @@ static const ckjit_param_desc params[P_COUNT] = {
     [P_EPILOGUE] = {"epilogue", epilogue_names, epilogue_tokens, 0, 0, 0},
     [P_VEC] = {"vec", NULL, NULL, 1, 16, 4},
     [P_THREADS] = {"threads", NULL, NULL, 32, 1024, 256},
-    [P_UNROLL] = {"unroll", NULL, NULL, 1, 8, 2},
+    [P_UNROLL] = {"unroll", NULL, NULL, 1, 8, 1},
 };
 
 
@@ -57,7 +57,7 @@ static int default_spec(size_t index, ckjit_spec *out) {
   out->value[P_EPILOGUE] = 0;
   out->value[P_VEC] = (int32_t)(16 / ckjit__dtype_param_size(dtype));
   out->value[P_THREADS] = 256;
-  out->value[P_UNROLL] = 2;
+  out->value[P_UNROLL] = 1;
   return 1;
 }
 
@@ -138,9 +138,10 @@ ckjit_status ckjit__elementwise(const char *api, int ew_op, ckjit_dtype dtype, i
   const void *ptrs[3] = {a, b, y};
   int64_t strides[3] = {ld_a, ld_b, ld_y};
   int vec = ckjit__pick_vec(es, ptrs, 3, strides, rows > 1 ? 3 : 0, 16);
-  /* Two 16-byte vectors per thread in flight cover the memory latency (see
-   * bench/NOTES.md); more unrolling only slows the compile. */
-  const int threads = 256, unroll = 2;
+  /* One 16-byte vector per thread (2048 threads per SM: 32 KB in flight)
+   * already covers the memory latency: unroll 2 and 4 measured no faster
+   * (bench/NOTES.md) and only slow the compile. */
+  const int threads = 256, unroll = 1;
   ckjit_spec spec;
   memset(&spec, 0, sizeof spec);
   spec.family = CKJIT_FAMILY_ELEMENTWISE;
