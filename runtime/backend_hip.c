@@ -110,6 +110,9 @@ static void rtc_load(void) {
   hip.runtime_version(&hip_version);
 }
 
+static ckjit_status hiprtc_compile_locked(const ckjit_compile_input *in, ckjit_buffer *code,
+                                          ckjit_buffer *log);
+
 static ckjit_status hiprtc_compile(const ckjit_compiler *c, const ckjit_compile_input *in,
                                    ckjit_buffer *code, ckjit_buffer *log) {
   (void)c;
@@ -119,6 +122,18 @@ static ckjit_status hiprtc_compile(const ckjit_compiler *c, const ckjit_compile_
    * Checked again because a wrong guess would let hipRTC abort the process. */
   ckjit_status st = ckjit__arch_validate(in->arch, hip_version / 10000000, (hip_version / 100000) % 100);
   if (st) return st;
+  /* hipRTC (comgr underneath) is not safe to call from several threads at
+   * once in the ROCm releases we support: compiles are serialized. */
+  static pthread_mutex_t rtc_lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&rtc_lock);
+  st = hiprtc_compile_locked(in, code, log);
+  pthread_mutex_unlock(&rtc_lock);
+  return st;
+}
+
+static ckjit_status hiprtc_compile_locked(const ckjit_compile_input *in, ckjit_buffer *code,
+                                          ckjit_buffer *log) {
+  ckjit_status st = CKJIT_SUCCESS;
   hiprtc_program prog = NULL;
   int r = rtc.create(&prog, in->source, in->source_name, in->n_headers, in->header_sources,
                      in->header_names);

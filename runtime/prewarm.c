@@ -1,8 +1,11 @@
 /* Ahead-of-time compilation and access to kernels by spec text. */
 #include "buffer.h"
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "build.h"
 #include "dispatch.h"
 #include "error.h"
@@ -38,10 +41,49 @@ ckjit_status ckjit_default_spec(size_t index, char *buf, size_t len) {
   return ckjit__spec_format(&s, buf, len);
 }
 
+/* Single flight for compile-only requests: threads asking for the same
+ * (spec, arch) at once share one build and its result.  Entries live only
+ * while a build runs; later requests go through the disk cache again, so a
+ * prewarm always leaves the entry on disk. */
+typedef struct inflight {
+  ckjit_spec spec;
+  char arch[CKJIT_ARCH_MAX];
+  int done, refs;
+  ckjit_status status;
+  char *error;
+  ckjit_compile_result result;
+  struct inflight *next;
+} inflight;
+
+static pthread_mutex_t inflight_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t inflight_cond = PTHREAD_COND_INITIALIZER;
+static inflight *inflight_list;
+
+static ckjit_status build_for(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
+                              ckjit_compile_result *result) {
+  ckjit_build_result built;
+  ckjit_status st = ckjit__build(rt, spec, arch, &built);
+  if (st) return st;
+  result->cached = built.from_disk;
+  result->code_size = built.code.size;
+  ckjit__key_hex(&built.key, result->key);
+  ckjit__copy_str(result->kernel, sizeof result->kernel, ckjit__family_get(spec->family)->kernel);
+  ckjit__buf_free(&built.code);
+  return CKJIT_SUCCESS;
+}
+
+static void release(inflight *f) {
+  if (--f->refs) return;
+  free(f->error);
+  free(f);
+}
+
 ckjit_status ckjit_compile_spec(const char *spec_text, const char *arch,
                                 ckjit_compile_result *result) {
   double t0 = ckjit__now_ms();
-  if (result) memset(result, 0, sizeof *result);
+  ckjit_compile_result local;
+  if (!result) result = &local;
+  memset(result, 0, sizeof *result);
   ckjit_spec spec;
   ckjit_status st = ckjit__spec_parse(spec_text, &spec);
   if (st) return st;
@@ -51,17 +93,56 @@ ckjit_status ckjit_compile_spec(const char *spec_text, const char *arch,
   if (arch == rt->arch && !*arch)
     return ckjit__fail(CKJIT_ERROR_NO_DEVICE, "ckjit_compile_spec: no arch given, no GPU present "
                        "and CKJIT_ARCH unset");
-  ckjit_build_result built;
-  if ((st = ckjit__build(rt, &spec, arch, &built))) return st;
-  if (result) {
-    result->cached = built.from_disk;
-    result->code_size = built.code.size;
-    ckjit__key_hex(&built.key, result->key);
-    ckjit__copy_str(result->kernel, sizeof result->kernel, ckjit__family_get(spec.family)->kernel);
+  if (strlen(arch) >= CKJIT_ARCH_MAX) return ckjit__arch_validate(arch, 0, 0);
+
+  pthread_mutex_lock(&inflight_lock);
+  inflight *f = inflight_list;
+  while (f && !(ckjit__spec_equal(&f->spec, &spec) && !strcmp(f->arch, arch))) f = f->next;
+  if (f) {
+    /* Someone is building it: wait and share the result. */
+    f->refs++;
+    while (!f->done) pthread_cond_wait(&inflight_cond, &inflight_lock);
+    st = f->status;
+    if (st == CKJIT_SUCCESS) {
+      *result = f->result;
+      result->cached = 1; /* nothing was compiled for this call */
+    } else {
+      ckjit__fail(st, "%s", f->error ? f->error : "build failed");
+    }
+    release(f);
+    pthread_mutex_unlock(&inflight_lock);
     result->ms = ckjit__now_ms() - t0;
+    return st;
   }
-  ckjit__buf_free(&built.code);
-  return CKJIT_SUCCESS;
+  f = calloc(1, sizeof *f);
+  if (!f) {
+    pthread_mutex_unlock(&inflight_lock);
+    return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "ckjit_compile_spec: out of memory");
+  }
+  f->spec = spec;
+  ckjit__copy_str(f->arch, sizeof f->arch, arch);
+  f->refs = 1;
+  f->next = inflight_list;
+  inflight_list = f;
+  pthread_mutex_unlock(&inflight_lock);
+
+  st = build_for(rt, &spec, arch, result);
+
+  pthread_mutex_lock(&inflight_lock);
+  for (inflight **p = &inflight_list; *p; p = &(*p)->next)
+    if (*p == f) {
+      *p = f->next;
+      break;
+    }
+  f->status = st;
+  f->result = *result;
+  if (st) f->error = strdup(ckjit_last_error());
+  f->done = 1;
+  pthread_cond_broadcast(&inflight_cond);
+  release(f);
+  pthread_mutex_unlock(&inflight_lock);
+  result->ms = ckjit__now_ms() - t0;
+  return st;
 }
 
 ckjit_status ckjit_get_function(const char *spec_text, void **function) {

@@ -170,7 +170,9 @@ CKJIT_API size_t ckjit_default_spec_count(void);
 CKJIT_API ckjit_status ckjit_default_spec(size_t index, char *buf, size_t len);
 
 typedef struct ckjit_compile_result {
-  int cached;           /* 1 when the entry was already in a disk cache */
+  int cached;           /* 1 when nothing was compiled for this call: the entry
+                           was in a disk cache, or another thread of this
+                           process was compiling it at the same time */
   double ms;            /* wall time of this request */
   size_t code_size;     /* bytes of the code object */
   char key[33];         /* cache key, 32 hex digits */
@@ -178,7 +180,8 @@ typedef struct ckjit_compile_result {
 } ckjit_compile_result;
 
 /* Compiles `spec` for `arch` ("sm_90", "gfx90a", ...; NULL: the configured
- * arch) into the disk cache without a GPU.  `result` may be NULL. */
+ * arch) into the disk cache without a GPU.  Thread-safe; threads asking for
+ * the same (spec, arch) at once share one compile.  `result` may be NULL. */
 CKJIT_API ckjit_status ckjit_compile_spec(const char *spec, const char *arch,
                                           ckjit_compile_result *result);
 
