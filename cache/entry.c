@@ -66,6 +66,12 @@ int ckjit__entry_decode(const uint8_t *buf, size_t size, const ckjit_key *expect
     reason = "header checksum mismatch";
     goto bad;
   }
+  /* Names are text: a NUL inside one would decode to a shorter name that
+   * re-encodes to other bytes (entries must be canonical). */
+  if (memchr(buf + CKJIT_ENTRY_FIXED_SIZE, 0, (size_t)arch_len + name_len)) {
+    reason = "malformed header";
+    goto bad;
+  }
   uint64_t psize = get_u64(buf + 32);
   if (psize > CKJIT_ENTRY_MAX_PAYLOAD || psize != size - header) {
     reason = psize < size - header ? "trailing bytes" : "file too short";

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cache/comgr_policy.h"
 #include "arch.h"
 #include "backend.h"
 #include "error.h"
@@ -84,6 +85,7 @@ static char rtc_error[512];
 static int hip_version; /* hipRuntimeGetVersion, e.g. 50221153 */
 
 static void rtc_load(void) {
+  ckjit__comgr_cache_policy(); /* before comgr reads its environment */
   void *h = dlopen(hip_path, RTLD_NOW | RTLD_LOCAL);
   void *r = rtc_path[0] ? dlopen(rtc_path, RTLD_NOW | RTLD_LOCAL) : h;
   if (!h || !r) {

@@ -9,6 +9,7 @@
 #include "build.h"
 #include "error.h"
 #include "log.h"
+#include "record.h"
 #include "stats.h"
 
 static ckjit_status build_kernel(ckjit_runtime *rt, ckjit_kernel *k) {
@@ -74,6 +75,7 @@ static ckjit_status get_slow(ckjit_runtime *rt, const ckjit_spec *spec, uint64_t
     return st;
   }
   ckjit__memcache_publish(k, CKJIT_ENTRY_READY);
+  ckjit__record(&k->spec, rt->arch); /* CKJIT_RECORD: first build in this process */
   *out = k;
   return CKJIT_SUCCESS;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../cache/memory_cache.h"
+#include "../cache/settings.h"
 #include "error.h"
 #include "log.h"
 
@@ -113,8 +114,10 @@ static ckjit_status initialize(const ckjit_options *opts) {
       CKJIT_WARN("no cache directory (set CKJIT_CACHE_DIR or HOME); using the in-memory cache only");
     } else {
       ckjit__disk_open(&rt->disk, dir);
-      rt->disk_enabled = rt->disk.usable;
     }
+    /* CKJIT_CACHE_MAX_SIZE, CKJIT_CACHE_MAX_ENTRIES, CKJIT_CACHE_PATH layers */
+    ckjit__disk_configure_env(&rt->disk);
+    rt->disk_enabled = rt->disk.usable || rt->disk.n_layers > 0;
   }
   if ((env = getenv("CKJIT_DUMP_DIR")) && *env)
     ckjit__copy_str(rt->dump_dir, sizeof rt->dump_dir, env);
@@ -203,6 +206,7 @@ ckjit_status ckjit_get_device_info(ckjit_device_info *info) {
   const ckjit_compiler *c;
   if (rt->backend != CKJIT_BACKEND_AUTO && ckjit__compiler_get(rt->backend, &c) == CKJIT_SUCCESS)
     ckjit__copy_str(info->compiler, sizeof info->compiler, c->fingerprint);
-  if (rt->disk_enabled) ckjit__copy_str(info->cache_dir, sizeof info->cache_dir, rt->disk.dir);
+  if (rt->disk_enabled && rt->disk.usable)
+    ckjit__copy_str(info->cache_dir, sizeof info->cache_dir, rt->disk.dir);
   return CKJIT_SUCCESS;
 }

@@ -4,8 +4,9 @@
 set -euo pipefail
 
 packages=(build-essential meson ninja-build pkg-config python3
-          libxxhash-dev libcmocka-dev
-          libamdhip64-dev libhiprtc-builtins5 libamd-comgr-dev rocm-device-libs)
+          libxxhash-dev libcmocka-dev libelf-dev libmsgpack-dev
+          libamdhip64-dev libhiprtc-builtins5 libamd-comgr-dev rocm-device-libs
+          clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -11,48 +11,18 @@
 
 #include "cache/entry.h"
 #include "cache/key.h"
+#include "cache/layout.h"
 
 /* The largest file an entry can be: payload limit plus the largest header. */
 #define CACHE_MAX_FILE_SIZE \
   ((uint64_t)CKJIT_ENTRY_MAX_PAYLOAD + CKJIT_ENTRY_FIXED_SIZE + 2u * 0xFFFFu + 8u)
 
-static int is_lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
-
-int cache_name_is_subdir(const char *name) {
-  return is_lower_hex(name[0]) && is_lower_hex(name[1]) && name[2] == '\0';
-}
-
+/* The names are the library's own (cache/layout.h). */
+int cache_name_is_subdir(const char *name) { return ckjit__cache_name_is_subdir(name); }
 int cache_name_is_entry(const char *name, char key_hex[33]) {
-  for (int i = 0; i < 32; i++)
-    if (!is_lower_hex(name[i])) return 0;
-  if (strcmp(name + 32, ".ckjit") != 0) return 0;
-  if (key_hex) {
-    memcpy(key_hex, name, 32);
-    key_hex[32] = '\0';
-  }
-  return 1;
+  return ckjit__cache_name_is_entry(name, key_hex);
 }
-
-/* Accepts 1+ characters of [0-9] (digits) or [0-9a-f] (hex); returns the end. */
-static const char *skip_run(const char *p, int hex) {
-  const char *b = p;
-  while (hex ? is_lower_hex(*p) : (*p >= '0' && *p <= '9')) p++;
-  return p > b ? p : NULL;
-}
-
-int cache_name_is_temp(const char *name) {
-  /* The writer's temporary files (cache/disk_cache.c, ckjit__disk_store):
-   * ".tmp-<32 hex key>-<pid>-<thread id in hex>-<counter>". */
-  if (strncmp(name, ".tmp-", 5) != 0) return 0;
-  const char *p = name + 5;
-  for (int i = 0; i < 32; i++)
-    if (!is_lower_hex(p[i])) return 0;
-  p += 32;
-  if (*p++ != '-' || !(p = skip_run(p, 0))) return 0;
-  if (*p++ != '-' || !(p = skip_run(p, 1))) return 0;
-  if (*p++ != '-' || !(p = skip_run(p, 0))) return 0;
-  return *p == '\0';
-}
+int cache_name_is_temp(const char *name) { return ckjit__cache_name_is_temp(name); }
 
 static void copy_str(char *dst, size_t len, const char *src) {
   size_t n = strlen(src);
@@ -211,6 +181,9 @@ static int scan_subdir(cache_listing *l, int root, const char *subdir, int decod
     }
     if (kind == CACHE_ITEM_ENTRY) {
       copy_str(it->key, sizeof it->key, key);
+      struct statx sx;
+      if (statx(sub, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME))
+        it->btime = (int64_t)sx.stx_btime.tv_sec;
       if (S_ISREG(st.st_mode)) {
         l->entries++;
         l->entry_bytes += it->size;
@@ -363,18 +336,22 @@ void cache_listing_print_entries(FILE *out, const cache_listing *l, int64_t now)
     fprintf(out, "(no entries)\n");
     return;
   }
-  fprintf(out, "%-32s  %-*s  %-*s  %10s  %5s\n", "KEY", wk, "KERNEL", wa, "ARCH", "SIZE", "AGE");
+  fprintf(out, "%-32s  %-*s  %-*s  %10s  %5s  %8s\n", "KEY", wk, "KERNEL", wa, "ARCH", "SIZE",
+          "AGE", "LAST USE");
   for (size_t i = 0; i < l->count; i++) {
     const cache_item *it = &l->items[i];
     if (it->kind != CACHE_ITEM_ENTRY) continue;
-    char size[32], age[32];
+    char size[32], age[32], used[40];
     cache_format_size(it->size, size, sizeof size);
-    cache_format_age(now - it->mtime, age, sizeof age);
+    if (it->btime) cache_format_age(now - it->btime, age, sizeof age);
+    else snprintf(age, sizeof age, "-");
+    cache_format_age(now - it->mtime, used, sizeof used - 4);
+    strcat(used, " ago");
     if (it->bad)
-      fprintf(out, "%-32s  BAD: %s (%s, %s old)\n", it->key, it->why, size, age);
+      fprintf(out, "%-32s  BAD: %s (%s, last used %s)\n", it->key, it->why, size, used);
     else
-      fprintf(out, "%-32s  %-*s  %-*s  %10s  %5s\n", it->key, wk,
-              it->decoded ? it->kernel : "?", wa, it->decoded ? it->arch : "?", size, age);
+      fprintf(out, "%-32s  %-*s  %-*s  %10s  %5s  %8s\n", it->key, wk,
+              it->decoded ? it->kernel : "?", wa, it->decoded ? it->arch : "?", size, age, used);
   }
 }
 
@@ -394,7 +371,16 @@ void cache_listing_json_item_fields(json_writer *w, const cache_item *it, int64_
   }
   json_uint(w, "size", it->size);
   json_int(w, "mtime", it->mtime);
-  json_int(w, "age_s", now - it->mtime > 0 ? now - it->mtime : 0);
+  /* An entry's mtime is its last use (cache/disk_cache.h); its age is since
+   * its file was created, where the file system records it. */
+  if (it->kind == CACHE_ITEM_ENTRY) {
+    json_int(w, "last_use", it->mtime);
+    json_int(w, "last_use_s", now - it->mtime > 0 ? now - it->mtime : 0);
+    if (it->btime) json_int(w, "created", it->btime);
+    else json_null(w, "created");
+  }
+  int64_t born = it->btime ? it->btime : it->mtime;
+  json_int(w, "age_s", now - born > 0 ? now - born : 0);
   json_bool(w, "ok", !it->bad);
   if (it->bad) json_string(w, "why", it->why);
 }

@@ -1,5 +1,5 @@
 /* Listing the on-disk cache: walks <dir>/xx/ (two lowercase hex digits) and
- * classifies every name by the cache's own naming, without ever following a
+ * classifies every name by the cache's own naming (cache/layout.h), without ever following a
  * symbolic link (lstat/fstatat with AT_SYMLINK_NOFOLLOW, O_NOFOLLOW opens
  * relative to directory descriptors).  Optionally reads and verifies every
  * entry with ckjit__entry_decode.  Shared by ckjit-cache and ckjit-demo. */
@@ -25,7 +25,8 @@ typedef struct cache_item {
   char name[256];
   char type;       /* 'f' regular file, 'l' symlink, 'd' directory, '?' other */
   uint64_t size;   /* st_size (of the link itself for a symlink) */
-  int64_t mtime;   /* seconds since the epoch */
+  int64_t mtime;   /* seconds since the epoch (an entry's last use) */
+  int64_t btime;   /* entries: creation (statx birth time), 0 when unknown */
   uint64_t dev, ino; /* identity when listed (checked again before removal) */
   int bad;         /* fails verification; `why` says why */
   char why[160];
@@ -71,8 +72,9 @@ void cache_format_size(uint64_t bytes, char *buf, size_t len);
 /* "12s", "5m", "3h", "2d" (negative ages, from clock skew, print as "0s"). */
 void cache_format_age(int64_t seconds, char *buf, size_t len);
 
-/* One line per entry-named item: key, kernel, arch, size, age; bad ones are
- * marked with why.  `now` is time(NULL). */
+/* One line per entry-named item: key, kernel, arch, size, age (since the
+ * file was created, "-" when the file system does not record it), last use
+ * (its mtime); bad ones are marked with why.  `now` is time(NULL). */
 void cache_listing_print_entries(FILE *out, const cache_listing *l, int64_t now);
 /* The same as a JSON array member named `key`. */
 void cache_listing_json_entries(json_writer *w, const char *key, const cache_listing *l,

@@ -1,6 +1,8 @@
 /* ckjit-cache: inspect and maintain the on-disk kernel cache.
  *
- *   ckjit-cache [--cache-dir DIR] [--json] info|ls|verify [--fix]|clear
+ *   ckjit-cache [--cache-dir DIR] [--json] COMMAND [ARGS]
+ *   commands: info, ls, verify [--fix], prune [--max-size N] [--max-entries N],
+ *             clear, export FILE, import FILE
  *
  * Never follows a symbolic link and never touches a file whose name is not
  * one of the cache's own (entries, the writer's temporary files). */
@@ -13,42 +15,109 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache/archive.h"
 #include "cache/disk_cache.h"
+#include "cache/eviction.h"
+#include "cache/layers.h"
+#include "cache/scan.h"
+#include "cache/settings.h"
 #include "cache_listing.h"
 #include "ckjit/ckjit.h"
 #include "json_writer.h"
 
+static const char common_help[] =
+    "options (any command):\n"
+    "  --cache-dir DIR  the writable cache directory (default: the one the library\n"
+    "                   uses: CKJIT_CACHE_DIR, XDG_CACHE_HOME/ckjit, ~/.cache/ckjit)\n"
+    "  --json           machine-readable output on stdout\n"
+    "  -h, --help       help (of the command, after one)\n"
+    "\n"
+    "Symbolic links are never followed; one inside the cache is reported as bad.\n"
+    "Exit status: 0 full success, 1 failure (or bad entries), 2 usage error.\n";
+
 static void usage(FILE *out) {
   fputs(
-      "usage: ckjit-cache [options] COMMAND\n"
+      "usage: ckjit-cache [options] COMMAND [ARGS]\n"
       "\n"
       "Inspects and maintains the ckjit on-disk kernel cache\n"
       "(<cache-dir>/xx/<32-hex-key>.ckjit).\n"
       "\n"
       "commands:\n"
-      "  info       cache directory, number of entries, total bytes\n"
-      "  ls         one line per entry: key, kernel, arch, size, age\n"
-      "  verify     read and verify every entry (header, checksums, key = file name);\n"
-      "             prints the bad ones; exits 1 if there are any\n"
-      "  clear      removes every entry and leftover temporary file (nothing else)\n"
+      "  info         cache directory, read-only layers (CKJIT_CACHE_PATH), entries,\n"
+      "               bytes, limits\n"
+      "  ls           one line per entry: key, kernel, arch, size, age, last use\n"
+      "  verify       read and verify every entry; --fix deletes the bad ones\n"
+      "  prune        remove least recently used entries down to the limits\n"
+      "  clear        remove every entry and leftover temporary file (nothing else)\n"
+      "  export FILE  write every verified entry into one archive file (- = stdout)\n"
+      "  import FILE  verify and store every entry of an archive (- = stdin)\n"
       "\n"
-      "options:\n"
-      "  --cache-dir DIR  the cache directory (default: the one the library uses:\n"
-      "                   CKJIT_CACHE_DIR, XDG_CACHE_HOME/ckjit, ~/.cache/ckjit)\n"
-      "  --fix            with verify: delete the bad entries\n"
-      "  --json           machine-readable output on stdout\n"
-      "  -h, --help       this help\n"
-      "\n"
-      "Symbolic links are never followed; one inside the cache is reported as bad.\n"
-      "Exit status: 0 success, 1 failure (or bad entries found by verify), 2 usage error.\n",
+      "'ckjit-cache COMMAND --help' describes a command.\n"
+      "\n",
       out);
+  fputs(common_help, out);
+}
+
+typedef struct command_help {
+  const char *name;
+  const char *text;
+} command_help;
+
+static const command_help helps[] = {
+    {"info",
+     "usage: ckjit-cache [options] info\n\n"
+     "Prints the writable cache directory, its entries and bytes, its limits\n"
+     "(CKJIT_CACHE_MAX_SIZE, CKJIT_CACHE_MAX_ENTRIES) and each read-only layer of\n"
+     "CKJIT_CACHE_PATH with its entries, or why the library skips it.\n"},
+    {"ls",
+     "usage: ckjit-cache [options] ls\n\n"
+     "One line per entry of the writable cache: key, kernel, arch, size, age (since\n"
+     "the file was created, '-' where the file system does not record it) and last\n"
+     "use (the entry file's mtime, which the library sets on every use).\n"},
+    {"verify",
+     "usage: ckjit-cache [options] verify [--fix]\n\n"
+     "Reads and verifies every entry (header, checksums, header key = file name,\n"
+     "right subdirectory) and prints the bad ones; exits 1 if there are any.\n"
+     "  --fix  delete the bad entries (never a file that is not the cache's own)\n"},
+    {"prune",
+     "usage: ckjit-cache [options] prune [--max-size N[K|M|G|T]] [--max-entries N]\n\n"
+     "Removes entries, least recently used first, until the cache holds at most\n"
+     "the limits (default: CKJIT_CACHE_MAX_SIZE, else 1G; CKJIT_CACHE_MAX_ENTRIES,\n"
+     "else 50000; 0 = no limit), and temporary files left over for over an hour.\n"
+     "Exits 1 when the cache is still over a limit (entries in use, removal errors).\n"},
+    {"clear",
+     "usage: ckjit-cache [options] clear\n\n"
+     "Removes every entry and leftover temporary file, and the subdirectories left\n"
+     "empty; never anything else.\n"},
+    {"export",
+     "usage: ckjit-cache [options] export FILE\n\n"
+     "Writes every verified entry of the writable cache into the archive FILE\n"
+     "(- = stdout), e.g. to ship a prewarmed cache; bad entries are reported and\n"
+     "left out (exit 1).  FILE is written to a temporary name and renamed.\n"},
+    {"import",
+     "usage: ckjit-cache [options] import FILE\n\n"
+     "Reads the archive FILE (- = stdin), verifies every entry (checksums, key) and\n"
+     "stores it into the writable cache like the library does (atomically).  Bad\n"
+     "entries are reported and skipped (exit 1).  Nothing is evicted meanwhile;\n"
+     "run 'prune' afterwards if the cache is over its limits.\n"
+     "A directory meant as a read-only layer for other users (CKJIT_CACHE_PATH)\n"
+     "needs 'chmod -R go+rX,go-w DIR' afterwards (entries are written 0600).\n"},
+};
+
+static const char *command_help_text(const char *name) {
+  for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++)
+    if (strcmp(helps[i].name, name) == 0) return helps[i].text;
+  return NULL;
 }
 
 typedef struct options {
   const char *cache_dir;
   const char *command;
+  const char *file; /* export/import */
   int json;
   int fix;
+  const char *max_size;    /* prune */
+  const char *max_entries; /* prune */
 } options;
 
 /* The cache directory: --cache-dir, else the library's, else the default
@@ -127,6 +196,43 @@ static const char *remove_error(int e) {
 }
 
 /* ---- info ----------------------------------------------------------------- */
+typedef struct layer_info {
+  char dir[CKJIT_PATH_MAX];
+  int ok;
+  char why[256];
+  uint64_t entries, bytes;
+} layer_info;
+
+/* The layers of CKJIT_CACHE_PATH as the library would take them. */
+static size_t read_layers(layer_info *out, size_t max) {
+  const char *list = getenv("CKJIT_CACHE_PATH");
+  size_t n = 0;
+  while (list && *list && n < max) {
+    const char *end = strchr(list, ':');
+    size_t len = end ? (size_t)(end - list) : strlen(list);
+    if (len > 0) {
+      layer_info *li = &out[n++];
+      memset(li, 0, sizeof *li);
+      snprintf(li->dir, sizeof li->dir, "%.*s", (int)(len < sizeof li->dir ? len : sizeof li->dir - 1),
+               list);
+      li->ok = ckjit__layer_check(li->dir, li->why, sizeof li->why) == 0;
+      ckjit_scan scan;
+      if (li->ok && ckjit__cache_scan(li->dir, 0, &scan) == 0) {
+        li->entries = scan.count;
+        li->bytes = scan.bytes;
+        ckjit__cache_scan_free(&scan);
+      }
+    }
+    if (!end) break;
+    list = end + 1;
+  }
+  return n;
+}
+
+static double percent_of(uint64_t v, uint64_t bound) {
+  return bound ? 100.0 * (double)v / (double)bound : 0.0;
+}
+
 static int cmd_info(const options *o, const char *dir) {
   cache_listing l;
   char err[1200];
@@ -134,6 +240,10 @@ static int cmd_info(const options *o, const char *dir) {
     fprintf(stderr, "ckjit-cache: %s\n", err);
     return 1;
   }
+  uint64_t max_bytes, max_entries;
+  ckjit__disk_env_limits(&max_bytes, &max_entries);
+  layer_info layers[CKJIT_DISK_MAX_LAYERS * 2];
+  size_t n_layers = read_layers(layers, sizeof layers / sizeof layers[0]);
   if (o->json) {
     json_writer w;
     json_init(&w, stdout);
@@ -142,21 +252,57 @@ static int cmd_info(const options *o, const char *dir) {
     json_bool(&w, "exists", l.exists);
     json_uint(&w, "entries", l.entries);
     json_uint(&w, "bytes", l.entry_bytes);
+    json_uint(&w, "max_bytes", max_bytes);
+    json_uint(&w, "max_entries", max_entries);
     json_uint(&w, "temp_files", l.temps);
     json_uint(&w, "temp_bytes", l.temp_bytes);
     json_uint(&w, "other_files", l.foreign);
     json_uint(&w, "problems", l.bad);
+    json_begin_array(&w, "layers");
+    for (size_t i = 0; i < n_layers; i++) {
+      json_begin_object(&w, NULL);
+      json_string(&w, "dir", layers[i].dir);
+      json_bool(&w, "usable", layers[i].ok);
+      if (layers[i].ok) {
+        json_uint(&w, "entries", layers[i].entries);
+        json_uint(&w, "bytes", layers[i].bytes);
+      } else {
+        json_string(&w, "why", layers[i].why);
+      }
+      json_end_object(&w);
+    }
+    json_end_array(&w);
     json_string(&w, "library_version", ckjit_version_string());
     json_end_object(&w);
     json_finish(&w);
   } else {
-    char size[32], tsize[32];
+    char size[32], tsize[32], msize[32];
     cache_format_size(l.entry_bytes, size, sizeof size);
     cache_format_size(l.temp_bytes, tsize, sizeof tsize);
+    cache_format_size(max_bytes, msize, sizeof msize);
     printf("cache dir:    %s%s\n", dir, l.exists ? "" : " (does not exist yet)");
-    printf("entries:      %zu\n", l.entries);
-    printf("total bytes:  %llu (%s)\n", (unsigned long long)l.entry_bytes, size);
-    if (l.temps) printf("temp files:   %zu (%s; 'clear' removes them)\n", l.temps, tsize);
+    printf("entries:      %zu", l.entries);
+    if (max_entries) printf(" (%.1f%% of %llu)", percent_of(l.entries, max_entries),
+                            (unsigned long long)max_entries);
+    printf("\ntotal bytes:  %llu (%s", (unsigned long long)l.entry_bytes, size);
+    if (max_bytes) printf(", %.1f%% of %s", percent_of(l.entry_bytes, max_bytes), msize);
+    printf(")\n");
+    char lim_entries[48];
+    if (max_entries) snprintf(lim_entries, sizeof lim_entries, "%llu entries", (unsigned long long)max_entries);
+    else snprintf(lim_entries, sizeof lim_entries, "no entry limit");
+    printf("limits:       %s, %s\n", max_bytes ? msize : "no size limit", lim_entries);
+    if (!n_layers) printf("layers:       none (CKJIT_CACHE_PATH)\n");
+    for (size_t i = 0; i < n_layers; i++) {
+      char lsize[32];
+      cache_format_size(layers[i].bytes, lsize, sizeof lsize);
+      if (layers[i].ok)
+        printf("%s %s: %llu entries, %s (read-only)\n", i ? "             " : "layers:      ",
+               layers[i].dir, (unsigned long long)layers[i].entries, lsize);
+      else
+        printf("%s %s: skipped (%s)\n", i ? "             " : "layers:      ", layers[i].dir,
+               layers[i].why);
+    }
+    if (l.temps) printf("temp files:   %zu (%s; 'clear' or 'prune' removes them)\n", l.temps, tsize);
     if (l.foreign) printf("other files:  %zu (not ckjit's; never touched)\n", l.foreign);
     if (l.bad)
       printf("problems:     %zu (symlinks, misplaced or odd files; run 'ckjit-cache verify')\n",
@@ -353,51 +499,326 @@ static int cmd_clear(const options *o, const char *dir) {
   return failed ? 1 : 0;
 }
 
+/* ---- prune --------------------------------------------------------------- */
+/* The limits: --max-size / --max-entries, else the library's (environment). */
+static int prune_limits(const options *o, uint64_t *max_bytes, uint64_t *max_entries) {
+  ckjit__disk_env_limits(max_bytes, max_entries);
+  if (o->max_size && ckjit__parse_size(o->max_size, max_bytes) != 0) {
+    fprintf(stderr, "ckjit-cache: --max-size %s: expected bytes or a number with K, M, G or T\n",
+            o->max_size);
+    return -1;
+  }
+  if (o->max_entries && ckjit__parse_count(o->max_entries, max_entries) != 0) {
+    fprintf(stderr, "ckjit-cache: --max-entries %s: expected a number\n", o->max_entries);
+    return -1;
+  }
+  return 0;
+}
+
+static int cmd_prune(const options *o, const char *dir) {
+  uint64_t max_bytes, max_entries;
+  if (prune_limits(o, &max_bytes, &max_entries) != 0) return 2;
+  ckjit_evict_report r;
+  if (ckjit__disk_evict(dir, max_bytes, max_entries, 100, &r) != 0) {
+    fprintf(stderr, "ckjit-cache: cannot scan %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  int over = (max_bytes && r.bytes_after > max_bytes) || (max_entries && r.entries_after > max_entries);
+  if (o->json) {
+    json_writer w;
+    json_init(&w, stdout);
+    json_begin_object(&w, NULL);
+    json_string(&w, "cache_dir", dir);
+    json_uint(&w, "max_bytes", max_bytes);
+    json_uint(&w, "max_entries", max_entries);
+    json_uint(&w, "entries_before", r.entries_before);
+    json_uint(&w, "bytes_before", r.bytes_before);
+    json_uint(&w, "removed_entries", r.removed);
+    json_uint(&w, "removed_bytes", r.removed_bytes);
+    json_uint(&w, "removed_temp_files", r.temps_removed);
+    json_uint(&w, "skipped_in_use", r.skipped);
+    json_uint(&w, "remove_failed", r.failed);
+    if (r.failed) json_string(&w, "error", strerror(r.first_errno));
+    json_uint(&w, "entries", r.entries_after);
+    json_uint(&w, "bytes", r.bytes_after);
+    json_bool(&w, "within_limits", !over);
+    json_end_object(&w);
+    json_finish(&w);
+  } else {
+    char removed[32], left[32];
+    cache_format_size(r.removed_bytes, removed, sizeof removed);
+    cache_format_size(r.bytes_after, left, sizeof left);
+    printf("removed %llu entr%s (%s) and %llu stale temporary file%s; %llu entries, %s left in %s\n",
+           (unsigned long long)r.removed, r.removed == 1 ? "y" : "ies", removed,
+           (unsigned long long)r.temps_removed, r.temps_removed == 1 ? "" : "s",
+           (unsigned long long)r.entries_after, left, dir);
+    if (r.skipped)
+      printf("%llu entr%s used or replaced while pruning were kept\n", (unsigned long long)r.skipped,
+             r.skipped == 1 ? "y" : "ies");
+    if (r.failed)
+      fprintf(stderr, "ckjit-cache: %llu entr%s could not be removed: %s\n",
+              (unsigned long long)r.failed, r.failed == 1 ? "y" : "ies", strerror(r.first_errno));
+    if (over) fprintf(stderr, "ckjit-cache: the cache is still over its limits\n");
+  }
+  return r.failed || over ? 1 : 0;
+}
+
+/* ---- export / import -------------------------------------------------------- */
+typedef struct archive_ctx {
+  const options *o;
+  json_writer *w; /* the "bad" array, with --json */
+  const char *verb;
+} archive_ctx;
+
+static void archive_report(void *p, const char *key_hex, const ckjit_entry_meta *meta,
+                           uint64_t size, const char *problem) {
+  archive_ctx *ctx = p;
+  if (!problem) return;
+  if (ctx->w) {
+    json_begin_object(ctx->w, NULL);
+    json_string(ctx->w, "key", key_hex);
+    if (meta) json_string(ctx->w, "kernel", meta->kernel);
+    json_uint(ctx->w, "size", size);
+    json_string(ctx->w, "why", problem);
+    json_end_object(ctx->w);
+  } else {
+    fprintf(stderr, "BAD  %s: %s (not %s)\n", key_hex, problem, ctx->verb);
+  }
+}
+
+static void archive_summary_json(json_writer *w, const ckjit_archive_summary *s) {
+  json_uint(w, "ok", s->ok);
+  json_uint(w, "bad_count", s->bad);
+  json_uint(w, "store_failed", s->failed);
+  json_uint(w, "bytes", s->bytes);
+  if (s->error[0]) json_string(w, "error", s->error);
+  else json_null(w, "error");
+}
+
+static int cmd_export(const options *o, const char *dir) {
+  int to_stdout = strcmp(o->file, "-") == 0;
+  if (to_stdout && o->json) {
+    fprintf(stderr, "ckjit-cache: export to stdout cannot be combined with --json\n");
+    return 2;
+  }
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "ckjit-cache: %s: no cache directory there\n", dir);
+    return 1;
+  }
+  char tmp[CKJIT_PATH_MAX + 32];
+  FILE *out = stdout;
+  if (!to_stdout) {
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", o->file) >= (int)sizeof tmp) {
+      fprintf(stderr, "ckjit-cache: %s: path too long\n", o->file);
+      return 1;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0 || !(out = fdopen(fd, "wb"))) {
+      fprintf(stderr, "ckjit-cache: cannot create %s: %s\n", tmp, strerror(errno));
+      if (fd >= 0) {
+        close(fd);
+        unlink(tmp);
+      }
+      return 1;
+    }
+  }
+  json_writer w;
+  archive_ctx ctx = {o, NULL, "exported"};
+  if (o->json) {
+    json_init(&w, stdout);
+    json_begin_object(&w, NULL);
+    json_string(&w, "cache_dir", dir);
+    json_string(&w, "file", o->file);
+    json_begin_array(&w, "bad");
+    ctx.w = &w;
+  }
+  ckjit_archive_summary s;
+  int rc = ckjit__archive_export(dir, out, archive_report, &ctx, &s);
+  if (!to_stdout) {
+    if (fsync(fileno(out)) != 0 && rc >= 0) {
+      snprintf(s.error, sizeof s.error, "cannot write %s: %s", tmp, strerror(errno));
+      rc = -1;
+    }
+    if (fclose(out) != 0 && rc >= 0) {
+      snprintf(s.error, sizeof s.error, "cannot write %s: %s", tmp, strerror(errno));
+      rc = -1;
+    }
+    if (rc >= 0 && rename(tmp, o->file) != 0) {
+      snprintf(s.error, sizeof s.error, "cannot rename %s to %s: %s", tmp, o->file, strerror(errno));
+      rc = -1;
+    }
+    if (rc < 0) unlink(tmp);
+  }
+  if (o->json) {
+    json_end_array(&w);
+    archive_summary_json(&w, &s);
+    json_end_object(&w);
+    json_finish(&w);
+  } else {
+    char size[32];
+    cache_format_size(s.bytes, size, sizeof size);
+    if (rc < 0) fprintf(stderr, "ckjit-cache: %s\n", s.error);
+    else
+      fprintf(to_stdout ? stderr : stdout, "exported %llu entr%s (%s) from %s to %s%s\n",
+              (unsigned long long)s.ok, s.ok == 1 ? "y" : "ies", size, dir,
+              to_stdout ? "stdout" : o->file,
+              s.bad ? "; bad entries were left out (run 'ckjit-cache verify')" : "");
+  }
+  return rc == 0 ? 0 : 1;
+}
+
+static int cmd_import(const options *o, const char *dir) {
+  FILE *in = stdin;
+  if (strcmp(o->file, "-") != 0 && !(in = fopen(o->file, "rb"))) {
+    fprintf(stderr, "ckjit-cache: cannot open %s: %s\n", o->file, strerror(errno));
+    return 1;
+  }
+  ckjit_disk_cache *c = malloc(sizeof *c);
+  if (!c) {
+    fprintf(stderr, "ckjit-cache: out of memory\n");
+    if (in != stdin) fclose(in);
+    return 1;
+  }
+  ckjit__disk_open(c, dir);
+  if (!c->usable || !c->writable) {
+    fprintf(stderr, "ckjit-cache: %s is not a usable, writable cache directory (see the warning "
+                    "above)\n",
+            dir);
+    free(c);
+    if (in != stdin) fclose(in);
+    return 1;
+  }
+  c->max_bytes = c->max_entries = 0; /* no eviction of what is being imported */
+  json_writer w;
+  archive_ctx ctx = {o, NULL, "imported"};
+  if (o->json) {
+    json_init(&w, stdout);
+    json_begin_object(&w, NULL);
+    json_string(&w, "cache_dir", dir);
+    json_string(&w, "file", o->file);
+    json_begin_array(&w, "bad");
+    ctx.w = &w;
+  }
+  ckjit_archive_summary s;
+  int rc = ckjit__archive_import(c, in, archive_report, &ctx, &s);
+  if (in != stdin) fclose(in);
+  free(c);
+  uint64_t max_bytes, max_entries;
+  ckjit__disk_env_limits(&max_bytes, &max_entries);
+  ckjit_scan scan;
+  int over = 0;
+  if (ckjit__cache_scan(dir, 0, &scan) == 0) {
+    over = (max_bytes && scan.bytes > max_bytes) || (max_entries && scan.count > max_entries);
+    ckjit__cache_scan_free(&scan);
+  }
+  if (o->json) {
+    json_end_array(&w);
+    archive_summary_json(&w, &s);
+    json_bool(&w, "over_limits", over);
+    json_end_object(&w);
+    json_finish(&w);
+  } else {
+    char size[32];
+    cache_format_size(s.bytes, size, sizeof size);
+    if (rc < 0) fprintf(stderr, "ckjit-cache: %s: %s\n", o->file, s.error);
+    printf("imported %llu entr%s (%s) into %s", (unsigned long long)s.ok, s.ok == 1 ? "y" : "ies",
+           size, dir);
+    if (s.bad) printf("; %llu bad entr%s skipped", (unsigned long long)s.bad, s.bad == 1 ? "y" : "ies");
+    if (s.failed) printf("; %llu could not be stored", (unsigned long long)s.failed);
+    printf("\n");
+    if (over)
+      printf("the cache is now over its limits; the library evicts the least recently used "
+             "entries on its next store ('ckjit-cache prune' does it now)\n");
+  }
+  return rc == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
+  int help = 0, no_more_options = 0;
+  const char *extra = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout);
-      return 0;
+    if (no_more_options || a[0] != '-' || strcmp(a, "-") == 0) {
+      if (!o.command) o.command = a;
+      else if (!o.file) o.file = a;
+      else if (!extra) extra = a;
+      continue;
+    }
+    if (strcmp(a, "--") == 0) {
+      no_more_options = 1;
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      help = 1;
     } else if (strcmp(a, "--json") == 0) {
       o.json = 1;
     } else if (strcmp(a, "--fix") == 0) {
       o.fix = 1;
-    } else if (strcmp(a, "--cache-dir") == 0) {
+    } else if (strcmp(a, "--cache-dir") == 0 || strcmp(a, "--max-size") == 0 ||
+               strcmp(a, "--max-entries") == 0) {
       if (i + 1 >= argc) {
-        fprintf(stderr, "ckjit-cache: --cache-dir needs a directory\n");
+        fprintf(stderr, "ckjit-cache: %s needs a value\n", a);
         return 2;
       }
-      o.cache_dir = argv[++i];
+      const char **dst = a[2] == 'c' ? &o.cache_dir : a[6] == 's' ? &o.max_size : &o.max_entries;
+      *dst = argv[++i];
     } else if (strncmp(a, "--cache-dir=", 12) == 0) {
       o.cache_dir = a + 12;
-    } else if (a[0] == '-' && a[1] != '\0') {
+    } else if (strncmp(a, "--max-size=", 11) == 0) {
+      o.max_size = a + 11;
+    } else if (strncmp(a, "--max-entries=", 14) == 0) {
+      o.max_entries = a + 14;
+    } else {
       fprintf(stderr, "ckjit-cache: unknown option '%s' (see --help)\n", a);
       return 2;
-    } else if (!o.command) {
-      o.command = a;
-    } else {
-      fprintf(stderr, "ckjit-cache: unexpected argument '%s' (see --help)\n", a);
-      return 2;
     }
+  }
+  if (help) {
+    const char *text = o.command ? command_help_text(o.command) : NULL;
+    if (text) {
+      fputs(text, stdout);
+      fputs("\n", stdout);
+      fputs(common_help, stdout);
+    } else {
+      usage(stdout);
+    }
+    return 0;
   }
   if (!o.command) {
     usage(stderr);
     return 2;
   }
   int (*cmd)(const options *, const char *) = NULL;
+  int takes_file = 0;
   if (strcmp(o.command, "info") == 0) cmd = cmd_info;
   else if (strcmp(o.command, "ls") == 0) cmd = cmd_ls;
   else if (strcmp(o.command, "verify") == 0) cmd = cmd_verify;
+  else if (strcmp(o.command, "prune") == 0) cmd = cmd_prune;
   else if (strcmp(o.command, "clear") == 0) cmd = cmd_clear;
+  else if (strcmp(o.command, "export") == 0) cmd = cmd_export, takes_file = 1;
+  else if (strcmp(o.command, "import") == 0) cmd = cmd_import, takes_file = 1;
   else {
-    fprintf(stderr, "ckjit-cache: unknown command '%s' (info, ls, verify, clear)\n", o.command);
+    fprintf(stderr,
+            "ckjit-cache: unknown command '%s' (info, ls, verify, prune, clear, export, import)\n",
+            o.command);
+    return 2;
+  }
+  if (takes_file && !o.file) {
+    fprintf(stderr, "ckjit-cache: %s needs a FILE (- for %s)\n", o.command,
+            cmd == cmd_export ? "stdout" : "stdin");
+    return 2;
+  }
+  if ((!takes_file && o.file) || extra) {
+    fprintf(stderr, "ckjit-cache: unexpected argument '%s' (see --help)\n", extra ? extra : o.file);
     return 2;
   }
   if (o.fix && cmd != cmd_verify) {
     fprintf(stderr, "ckjit-cache: --fix only applies to 'verify'\n");
+    return 2;
+  }
+  if ((o.max_size || o.max_entries) && cmd != cmd_prune) {
+    fprintf(stderr, "ckjit-cache: --max-size and --max-entries only apply to 'prune'\n");
     return 2;
   }
   char dir[CKJIT_PATH_MAX];

@@ -1,44 +1,71 @@
 /* ckjit-prewarm: compile kernel specializations into the disk cache ahead of
  * time, so that the first op call at run time loads instead of compiling.
  *
- *   ckjit-prewarm [--arch LIST] [--cache-dir DIR] [--json] (--all | SPEC...)
+ *   ckjit-prewarm [options] (SPEC... | --all | --manifest FILE)
  *
- * No GPU is needed: every (spec, arch) pair goes through ckjit_compile_spec.
- * A bad spec or arch fails only its own items. */
+ * No GPU is needed.  The (spec, arch) pairs are compiled by worker
+ * processes (tools/worker_pool.h): the parent only plans, hands out jobs and
+ * reports, so a compiler crash or hang fails its own item and the run goes
+ * on.  A bad spec, arch or manifest line fails only its own items. */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "ckjit/ckjit.h"
 #include "json_writer.h"
+#include "manifest.h"
 #include "prewarm_job.h"
+#include "runtime/arch.h"
+#include "runtime/spec.h"
 #include "str_list.h"
 #include "wall_clock.h"
+#include "worker_pool.h"
+
+#define DEFAULT_TIMEOUT_S 300.0
+#define MAX_JOBS 1024
 
 static void usage(FILE *out) {
   fputs(
       "usage: ckjit-prewarm [options] SPEC...\n"
       "       ckjit-prewarm [options] --all\n"
+      "       ckjit-prewarm [options] --manifest FILE\n"
       "\n"
       "Compiles kernel specializations into the ckjit disk cache ahead of time\n"
-      "(no GPU needed).  A SPEC is \"family:key=value,...\"; omitted keys take\n"
-      "their defaults, e.g.\n"
-      "  elementwise:dtype=bf16,op=gelu_tanh,arity=1\n"
+      "(no GPU needed), in parallel worker processes.  A SPEC is\n"
+      "\"family:key=value,...\"; omitted keys take their defaults, e.g.\n"
+      "  elementwise:dtype=bf16,op=gelu_tanh\n"
       "  transpose:dtype=f32\n"
+      "SPECs, --all and --manifest can be combined; a pair given twice compiles once.\n"
       "\n"
       "options:\n"
       "  --all             every default specialization (ckjit_default_spec)\n"
+      "  --manifest FILE   the specializations listed in FILE ('-': stdin), e.g. one\n"
+      "                    written by an application run with CKJIT_RECORD=FILE.\n"
+      "                    Lines: 'ckjit-spec 1 ARCH SPEC', 'ARCH SPEC' or 'SPEC';\n"
+      "                    '#' comments.  A line's own ARCH is used for it; other\n"
+      "                    lines get the --arch list.  May be repeated.\n"
       "  --arch LIST       comma-separated target archs, both vendors allowed,\n"
       "                    e.g. gfx90a,gfx1030,sm_90 (default: the configured arch:\n"
       "                    CKJIT_ARCH or the GPU's)\n"
+      "  -j, --jobs N      worker processes (default: the number of online CPUs)\n"
+      "  --timeout SEC     time limit per kernel; the worker is killed past it and\n"
+      "                    the item fails (default 300; 0: none)\n"
       "  --cache-dir DIR   cache directory (default: CKJIT_CACHE_DIR,\n"
       "                    XDG_CACHE_HOME/ckjit, ~/.cache/ckjit); the disk cache is\n"
       "                    always on for prewarm\n"
       "  --json            machine-readable output on stdout (no progress lines)\n"
-      "  -q, --quiet       print only failures and the summary\n"
+      "  -q, --quiet       print only failures and the summary (no progress bar)\n"
       "  -v, --verbose     print the complete error (compiler log) of failures\n"
-      "  --list            print the (spec, arch) pairs and exit without compiling\n"
+      "  --list            print the (arch, spec) pairs and exit without compiling\n"
       "  -h, --help        this help\n"
+      "\n"
+      "On a terminal a progress bar is drawn on stderr; otherwise one line per\n"
+      "kernel is printed.  The summary gives the kernels compiled, already cached\n"
+      "and failed, the wall time and the number of workers.\n"
       "\n"
       "Exit status: 0 when every item compiled or was cached, 1 when any failed,\n"
       "2 on a usage error.\n",
@@ -46,46 +73,301 @@ static void usage(FILE *out) {
 }
 
 typedef struct options {
-  str_list specs;
-  str_list archs;
+  str_list specs;     /* from the command line, in order */
+  str_list archs;     /* --arch */
+  str_list manifests; /* --manifest */
   const char *cache_dir;
   int all, json, quiet, verbose, list;
+  int jobs;
+  double timeout_s;
 } options;
 
-/* Collects results as they complete (in any order, for a later worker model). */
+/* An item that failed while planning (bad spec, arch or manifest line). */
+typedef struct early_failure {
+  prewarm_job job; /* strings owned */
+  prewarm_result *result;
+} early_failure;
+
 typedef struct run_state {
   const options *opt;
-  const prewarm_plan *plan;
+  prewarm_plan plan;
+  early_failure *early;
+  size_t n_early, cap_early;
+  size_t total;   /* plan.count + n_early */
+  size_t done;
   prewarm_summary summary;
   json_writer *json;
-  size_t done;
-  char (*failures)[300]; /* per plan index: first error line, "" if none */
+  str_list failure_lines; /* "arch spec: STATUS: first line" */
+  /* progress display */
+  int bar;        /* a progress bar on stderr */
+  int bar_drawn;
+  int item_lines; /* one line per item on stdout (else only failures) */
+  size_t workers;
+  double t0;
 } run_state;
 
-static void on_result(void *ctx, size_t index, const prewarm_result *r) {
-  run_state *s = ctx;
-  const prewarm_job *job = &s->plan->jobs[index];
+/* ---- reporting ----------------------------------------------------------- */
+
+static int term_width(void) {
+  struct winsize ws;
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
+  return 80;
+}
+
+static void bar_clear(run_state *s) {
+  if (!s->bar_drawn) return;
+  fputs("\r\033[K", stderr);
+  fflush(stderr);
+  s->bar_drawn = 0;
+}
+
+static void bar_draw(run_state *s) {
+  if (!s->bar) return;
+  char text[160];
+  snprintf(text, sizeof text, " %zu/%zu  compiled %zu  cached %zu  failed %zu  %zu worker%s  %.1f s",
+           s->done, s->total, s->summary.compiled, s->summary.cached, s->summary.failed,
+           s->workers, s->workers == 1 ? "" : "s", (wall_clock_ms() - s->t0) / 1e3);
+  /* A fixed width, so the bar does not jump as the counts grow. */
+  int width = term_width() - 72;
+  if (width > 40) width = 40;
+  if (width < 10) width = 10;
+  int filled = s->total ? (int)((double)width * (double)s->done / (double)s->total) : width;
+  char bar[64];
+  for (int i = 0; i < width; i++) bar[i] = i < filled ? '#' : '.';
+  bar[width] = '\0';
+  fprintf(stderr, "\r[%s]%s\033[K", bar, text);
+  fflush(stderr);
+  s->bar_drawn = 1;
+}
+
+static void on_tick(void *ctx) { bar_draw(ctx); }
+
+static void report(run_state *s, const prewarm_job *job, const prewarm_result *r) {
   prewarm_summary_add(&s->summary, r);
   s->done++;
-  if (r->status != CKJIT_SUCCESS && s->failures) {
-    char line[256];
-    prewarm_error_first_line(r, line, sizeof line);
-    snprintf(s->failures[index], sizeof s->failures[index], "%s: %s",
-             ckjit_status_string((ckjit_status)r->status), line);
+  if (r->status != CKJIT_SUCCESS) {
+    char first[300], line[800];
+    prewarm_error_first_line(r, first, sizeof first);
+    snprintf(line, sizeof line, "%s %s: %s%s%s: %s", job->arch[0] ? job->arch : "-", job->spec,
+             job->origin ? job->origin : "", job->origin ? ": " : "",
+             ckjit_status_string((ckjit_status)r->status), first);
+    str_list_add_unique(&s->failure_lines, line);
   }
   if (s->json) {
     prewarm_json_result(s->json, job, r);
-  } else if (!s->opt->quiet || r->status != CKJIT_SUCCESS) {
+  } else if (r->status != CKJIT_SUCCESS || (!s->opt->quiet && s->item_lines)) {
     /* The counter shows completions, so it stays monotonic with workers. */
-    prewarm_print_line(stdout, s->done - 1, s->plan->count, job, r, s->opt->verbose);
+    bar_clear(s);
+    prewarm_print_line(stdout, s->done - 1, s->total, job, r, s->opt->verbose);
     fflush(stdout);
   }
+  bar_draw(s);
+}
+
+static void on_result(void *ctx, size_t index, const prewarm_result *r) {
+  run_state *s = ctx;
+  report(s, &s->plan.jobs[index], r);
+}
+
+/* ---- planning ------------------------------------------------------------ */
+
+static int add_early(run_state *s, const char *arch, const char *spec, const char *origin,
+                     ckjit_status st, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int add_early(run_state *s, const char *arch, const char *spec, const char *origin,
+                     ckjit_status st, const char *fmt, ...) {
+  if (s->n_early == s->cap_early) {
+    size_t cap = s->cap_early ? s->cap_early * 2 : 16;
+    early_failure *e = realloc(s->early, cap * sizeof *e);
+    if (!e) return -1;
+    s->early = e;
+    s->cap_early = cap;
+  }
+  early_failure *e = &s->early[s->n_early];
+  memset(e, 0, sizeof *e);
+  e->result = calloc(1, sizeof *e->result);
+  e->job.arch = strdup(arch ? arch : "");
+  e->job.spec = strdup(spec ? spec : "");
+  e->job.origin = origin ? strdup(origin) : NULL;
+  if (!e->result || !e->job.arch || !e->job.spec || (origin && !e->job.origin)) {
+    free(e->result);
+    free((char *)e->job.arch);
+    free((char *)e->job.spec);
+    free((char *)e->job.origin);
+    return -1;
+  }
+  e->result->status = (int)st;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->result->error, sizeof e->result->error, fmt, ap);
+  va_end(ap);
+  s->n_early++;
+  return 0;
+}
+
+typedef struct planner {
+  run_state *s;
+  str_list archs;        /* --arch in order (valid or not), or the configured arch */
+  char **arch_error;     /* per arch: why it is invalid, or NULL */
+  int oom;
+  int need_default_arch; /* a spec without an arch met an empty arch list */
+} planner;
+
+/* Whether an early failure (arch, spec) without an origin was reported. */
+static int early_seen(const run_state *s, const char *arch, const char *spec) {
+  for (size_t i = 0; i < s->n_early; i++)
+    if (!s->early[i].job.origin && !strcmp(s->early[i].job.arch, arch) &&
+        !strcmp(s->early[i].job.spec, spec))
+      return 1;
+  return 0;
+}
+
+/* Adds `spec_text` for `arch`, or for every arch of the list (arch NULL).
+ * Each (spec, arch) pair is one item: a bad spec or arch fails its pairs,
+ * named as given. */
+static int plan_spec(planner *pl, const char *arch, const char *spec_text, const char *origin) {
+  run_state *s = pl->s;
+  ckjit_spec spec;
+  char canon[CKJIT_SPEC_TEXT_MAX], spec_err[1024] = "";
+  ckjit_status spec_st = ckjit__spec_parse(spec_text, &spec);
+  if (spec_st == CKJIT_SUCCESS) spec_st = ckjit__spec_format(&spec, canon, sizeof canon);
+  if (spec_st != CKJIT_SUCCESS) snprintf(spec_err, sizeof spec_err, "%s", ckjit_last_error());
+
+  size_t n = arch ? 1 : pl->archs.count;
+  if (n == 0) {
+    pl->need_default_arch = 1;
+    return 0;
+  }
+  for (size_t a = 0; a < n; a++) {
+    const char *ar = arch ? arch : pl->archs.items[a];
+    char arch_err[1024] = "";
+    ckjit_status arch_st = CKJIT_SUCCESS;
+    if (arch) {
+      arch_st = ckjit__arch_validate(arch, 0, 0);
+      if (arch_st) snprintf(arch_err, sizeof arch_err, "%s", ckjit_last_error());
+    } else if (pl->arch_error[a]) {
+      arch_st = CKJIT_ERROR_UNSUPPORTED;
+      snprintf(arch_err, sizeof arch_err, "%s", pl->arch_error[a]);
+    }
+    int rc;
+    if (spec_st != CKJIT_SUCCESS || arch_st != CKJIT_SUCCESS) {
+      if (!origin && early_seen(s, ar, spec_text)) {
+        s->summary.duplicates++;
+        continue;
+      }
+      rc = spec_st != CKJIT_SUCCESS
+               ? add_early(s, ar, spec_text, origin, spec_st, "%s", spec_err)
+               : add_early(s, ar, spec_text, origin, arch_st, "%s", arch_err);
+      if (rc) return -1;
+      continue;
+    }
+    rc = prewarm_plan_add(&s->plan, ar, spec_text, canon, origin);
+    if (rc < 0) return -1;
+    if (rc == 0) s->summary.duplicates++;
+  }
+  return 0;
+}
+
+typedef struct manifest_ctx {
+  planner *pl;
+  const char *name;
+} manifest_ctx;
+
+static int on_manifest_line(void *ctx, const manifest_entry *e) {
+  manifest_ctx *m = ctx;
+  char origin[600], arch[MANIFEST_MAX_FIELD + 1], spec[MANIFEST_MAX_FIELD + 1];
+  snprintf(origin, sizeof origin, "%s:%zu", m->name, e->line);
+  if (e->error) {
+    /* The raw text, cut short, stands for the spec. */
+    char text[200];
+    size_t n = e->text_len < sizeof text - 1 ? e->text_len : sizeof text - 1;
+    for (size_t i = 0; i < n; i++) {
+      unsigned char c = (unsigned char)e->text[i];
+      text[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    text[n] = '\0';
+    if (add_early(m->pl->s, "", text, origin, CKJIT_ERROR_INVALID_ARGUMENT,
+                  "malformed manifest line: %s", e->error) != 0)
+      return (m->pl->oom = 1);
+    return 0;
+  }
+  memcpy(spec, e->spec, e->spec_len);
+  spec[e->spec_len] = '\0';
+  if (e->arch) {
+    memcpy(arch, e->arch, e->arch_len);
+    arch[e->arch_len] = '\0';
+  }
+  if (plan_spec(m->pl, e->arch ? arch : NULL, spec, origin) != 0) return (m->pl->oom = 1);
+  return 0;
+}
+
+/* Reads a whole file ("-": stdin) into a malloc'ed buffer. */
+static char *read_all(const char *path, size_t *len, int *err) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  if (!f) {
+    *err = errno;
+    return NULL;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    if (n == cap) {
+      char *b = realloc(buf, cap * 2);
+      if (!b) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = b;
+      cap *= 2;
+    }
+    size_t r = fread(buf + n, 1, cap - n, f);
+    n += r;
+    if (r == 0) break;
+  }
+  *err = buf ? (ferror(f) ? EIO : 0) : ENOMEM;
+  if (f != stdin) fclose(f);
+  if (*err) {
+    free(buf);
+    return NULL;
+  }
+  *len = n;
+  return buf;
+}
+
+static int plan_manifest(planner *pl, const char *path) {
+  size_t len = 0;
+  int err = 0;
+  char *text = read_all(path, &len, &err);
+  const char *name = strcmp(path, "-") ? path : "<stdin>";
+  if (!text)
+    return add_early(pl->s, "", "", name, CKJIT_ERROR_INVALID_ARGUMENT,
+                     "cannot read the manifest %s: %s", name, strerror(err));
+  manifest_ctx m = {pl, name};
+  manifest_parse(text, len, on_manifest_line, &m);
+  free(text);
+  return pl->oom ? -1 : 0;
+}
+
+/* ---- arguments ----------------------------------------------------------- */
+
+/* The value of option `name` given as "--name VALUE" or "--name=VALUE" (or
+ * "-jN" for short options); NULL when `a` is not that option. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n)) return NULL;
+  if (a[n] == '=' && name[1] == '-') return a + n + 1;
+  if (a[n] != '\0') return name[1] == '-' ? NULL : a + n; /* -j4 */
+  if (*i + 1 < argc) return argv[++*i];
+  *missing = 1;
+  return NULL;
 }
 
 static int parse_args(int argc, char **argv, options *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    const char *value = NULL;
+    const char *v;
+    int missing = 0;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       exit(0);
@@ -99,62 +381,111 @@ static int parse_args(int argc, char **argv, options *o) {
       o->verbose = 1;
     } else if (strcmp(a, "--list") == 0) {
       o->list = 1;
-    } else if (strcmp(a, "--arch") == 0 || strncmp(a, "--arch=", 7) == 0) {
-      if (a[6] == '=') value = a + 7;
-      else if (i + 1 < argc) value = argv[++i];
-      else {
+    } else if ((v = option_value(argc, argv, &i, "--arch", &missing)) || missing) {
+      if (missing) {
         fprintf(stderr, "ckjit-prewarm: --arch needs a list, e.g. --arch sm_90,gfx90a\n");
         return -1;
       }
-      int n = str_list_add_csv(&o->archs, value);
-      if (n < 0) {
-        fprintf(stderr, "ckjit-prewarm: out of memory\n");
-        return -1;
-      }
+      int n = str_list_add_csv(&o->archs, v);
+      if (n < 0) goto oom;
       if (n == 0) {
-        fprintf(stderr, "ckjit-prewarm: --arch '%s' names no arch\n", value);
+        fprintf(stderr, "ckjit-prewarm: --arch '%s' names no arch\n", v);
         return -1;
       }
-    } else if (strcmp(a, "--cache-dir") == 0 || strncmp(a, "--cache-dir=", 12) == 0) {
-      if (a[11] == '=') value = a + 12;
-      else if (i + 1 < argc) value = argv[++i];
-      else {
+    } else if ((v = option_value(argc, argv, &i, "--cache-dir", &missing)) || missing) {
+      if (missing || !*v) {
         fprintf(stderr, "ckjit-prewarm: --cache-dir needs a directory\n");
         return -1;
       }
-      if (!*value) {
-        fprintf(stderr, "ckjit-prewarm: --cache-dir must not be empty\n");
+      o->cache_dir = v;
+    } else if ((v = option_value(argc, argv, &i, "--manifest", &missing)) || missing) {
+      if (missing || !*v) {
+        fprintf(stderr, "ckjit-prewarm: --manifest needs a file ('-' for stdin)\n");
         return -1;
       }
-      o->cache_dir = value;
+      if (str_list_add_unique(&o->manifests, v) != 0) goto oom;
+    } else if ((v = option_value(argc, argv, &i, "--jobs", &missing)) ||
+               (!missing && (v = option_value(argc, argv, &i, "-j", &missing))) || missing) {
+      char *end;
+      long n = missing ? 0 : strtol(v, &end, 10);
+      if (missing || !*v || *end || n < 1 || n > MAX_JOBS) {
+        fprintf(stderr, "ckjit-prewarm: -j needs a number of workers from 1 to %d\n", MAX_JOBS);
+        return -1;
+      }
+      o->jobs = (int)n;
+    } else if ((v = option_value(argc, argv, &i, "--timeout", &missing)) || missing) {
+      char *end;
+      double t = missing ? -1 : strtod(v, &end);
+      if (missing || !*v || *end || !(t >= 0) || t > 1e6) {
+        fprintf(stderr, "ckjit-prewarm: --timeout needs seconds (0: no limit)\n");
+        return -1;
+      }
+      o->timeout_s = t;
     } else if (strcmp(a, "--") == 0) {
       for (i++; i < argc; i++)
-        if (str_list_add_unique(&o->specs, argv[i]) != 0) return -1;
+        if (str_list_add_unique(&o->specs, argv[i]) != 0) goto oom;
     } else if (a[0] == '-' && a[1] != '\0') {
       fprintf(stderr, "ckjit-prewarm: unknown option '%s' (see --help)\n", a);
       return -1;
     } else if (str_list_add_unique(&o->specs, a) != 0) {
-      fprintf(stderr, "ckjit-prewarm: out of memory\n");
-      return -1;
+      goto oom;
     }
   }
-  if (!o->all && o->specs.count == 0) {
-    fprintf(stderr, "ckjit-prewarm: give specs to compile or --all (see --help)\n");
+  if (!o->all && o->specs.count == 0 && o->manifests.count == 0) {
+    fprintf(stderr, "ckjit-prewarm: give specs to compile, --all or --manifest FILE (see --help)\n");
     return -1;
   }
   return 0;
+oom:
+  fprintf(stderr, "ckjit-prewarm: out of memory\n");
+  return -1;
+}
+
+static int online_cpus(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > MAX_JOBS ? MAX_JOBS : (int)n;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static int worker_mode(int argc, char **argv) {
+  const char *cache_dir = NULL;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc) cache_dir = argv[++i];
+    else {
+      fprintf(stderr, "ckjit-prewarm: %s is internal; unexpected '%s'\n", POOL_WORKER_FLAG, argv[i]);
+      return 2;
+    }
+  }
+  return prewarm_worker_main(cache_dir);
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], POOL_WORKER_FLAG) == 0) return worker_mode(argc, argv);
+
   options o;
   memset(&o, 0, sizeof o);
+  o.jobs = 0;
+  o.timeout_s = DEFAULT_TIMEOUT_S;
   if (parse_args(argc, argv, &o) != 0) return 2;
+  if (o.jobs == 0) o.jobs = online_cpus();
 
   int rc = 1;
-  prewarm_plan plan = {0};
-  run_state state;
-  memset(&state, 0, sizeof state);
+  run_state s;
+  memset(&s, 0, sizeof s);
+  s.opt = &o;
+  str_list valid_archs = {0};
+  planner pl;
+  memset(&pl, 0, sizeof pl);
+  char *exe = NULL;
+  json_writer w;
 
+  /* The parent never compiles: with every arch given it needs no GPU either,
+   * so it does not open one (the workers never do). */
+  if (o.archs.count) {
+    setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
+    setenv("HIP_VISIBLE_DEVICES", "-1", 1);
+  }
   ckjit_options opts;
   ckjit_options_init(&opts);
   opts.cache_dir = o.cache_dir;
@@ -180,93 +511,153 @@ int main(int argc, char **argv) {
             o.cache_dir ? ": " : "", o.cache_dir ? o.cache_dir : "");
     goto out;
   }
-  if (o.archs.count == 0) {
-    if (!info.arch[0]) {
-      fprintf(stderr,
-              "ckjit-prewarm: no target arch: there is no GPU and CKJIT_ARCH is not set;\n"
-              "  pass --arch, e.g. --arch sm_90 or --arch gfx90a,gfx1030,sm_90\n");
-      rc = 2;
-      goto out;
-    }
-    if (str_list_add_unique(&o.archs, info.arch) != 0) goto oom;
-  }
-  if (o.all && prewarm_add_default_specs(&o.specs) != 0) goto out;
-  if (prewarm_plan_build(&plan, &o.specs, &o.archs) != 0) goto oom;
 
-  json_writer w;
+  /* The archs: --arch (each checked once, by syntax and the known-arch
+   * tables; the compiler version is checked again in the worker), else the
+   * configured one. */
+  pl.s = &s;
+  if (o.archs.count) {
+    pl.arch_error = calloc(o.archs.count, sizeof *pl.arch_error);
+    if (!pl.arch_error) goto oom;
+    for (size_t i = 0; i < o.archs.count; i++) {
+      if (str_list_add_unique(&pl.archs, o.archs.items[i]) != 0) goto oom;
+      if (ckjit__arch_validate(o.archs.items[i], 0, 0) != CKJIT_SUCCESS) {
+        if (!(pl.arch_error[i] = strdup(ckjit_last_error()))) goto oom;
+      } else if (str_list_add_unique(&valid_archs, o.archs.items[i]) != 0) {
+        goto oom;
+      }
+    }
+  } else if (info.arch[0]) {
+    if (str_list_add_unique(&pl.archs, info.arch) != 0 ||
+        str_list_add_unique(&valid_archs, info.arch) != 0)
+      goto oom;
+  }
+
+  for (size_t i = 0; i < o.specs.count; i++)
+    if (plan_spec(&pl, NULL, o.specs.items[i], NULL) != 0) goto oom;
+  if (o.all) {
+    size_t n = ckjit_default_spec_count();
+    for (size_t i = 0; i < n; i++) {
+      char buf[CKJIT_SPEC_TEXT_MAX];
+      if (ckjit_default_spec(i, buf, sizeof buf) != CKJIT_SUCCESS) {
+        fprintf(stderr, "ckjit-prewarm: ckjit_default_spec(%zu) failed: %s\n", i,
+                ckjit_last_error());
+        goto out;
+      }
+      if (plan_spec(&pl, NULL, buf, NULL) != 0) goto oom;
+    }
+  }
+  for (size_t i = 0; i < o.manifests.count; i++)
+    if (plan_manifest(&pl, o.manifests.items[i]) != 0) goto oom;
+  if (pl.need_default_arch) {
+    fprintf(stderr,
+            "ckjit-prewarm: no target arch: there is no GPU and CKJIT_ARCH is not set;\n"
+            "  pass --arch, e.g. --arch sm_90 or --arch gfx90a,gfx1030,sm_90\n");
+    rc = 2;
+    goto out;
+  }
+  s.total = s.plan.count + s.n_early;
+  s.workers = (size_t)o.jobs < s.plan.count ? (size_t)o.jobs : s.plan.count;
+
   if (o.list) {
+    for (size_t i = 0; i < s.n_early; i++) report(&s, &s.early[i].job, s.early[i].result);
     if (o.json) {
       json_init(&w, stdout);
       json_begin_array(&w, NULL);
-      for (size_t i = 0; i < plan.count; i++) {
+      for (size_t i = 0; i < s.plan.count; i++) {
         json_begin_object(&w, NULL);
-        json_string(&w, "arch", plan.jobs[i].arch);
-        json_string(&w, "spec", plan.jobs[i].spec);
+        json_string(&w, "arch", s.plan.jobs[i].arch);
+        json_string(&w, "spec", s.plan.jobs[i].spec);
+        if (s.plan.jobs[i].canonical) json_string(&w, "canonical", s.plan.jobs[i].canonical);
         json_end_object(&w);
       }
       json_end_array(&w);
       json_finish(&w);
     } else {
-      for (size_t i = 0; i < plan.count; i++)
-        printf("%s %s\n", plan.jobs[i].arch, plan.jobs[i].spec);
+      for (size_t i = 0; i < s.plan.count; i++)
+        printf("%s %s\n", s.plan.jobs[i].arch, s.plan.jobs[i].spec);
     }
-    rc = 0;
-    goto out;
+    rc = s.summary.failed ? 1 : 0;
+    goto failures;
   }
 
-  state.opt = &o;
-  state.plan = &plan;
-  state.failures = calloc(plan.count ? plan.count : 1, sizeof *state.failures);
-  if (!state.failures) goto oom;
+  s.bar = !o.quiet && isatty(STDERR_FILENO);
+  s.item_lines = !s.bar || !isatty(STDOUT_FILENO);
   if (o.json) {
     json_init(&w, stdout);
     json_begin_object(&w, NULL);
     json_string(&w, "cache_dir", info.cache_dir);
     json_begin_array(&w, "archs");
-    for (size_t i = 0; i < o.archs.count; i++) json_string(&w, NULL, o.archs.items[i]);
+    for (size_t i = 0; i < valid_archs.count; i++) json_string(&w, NULL, valid_archs.items[i]);
     json_end_array(&w);
-    json_uint(&w, "specs", o.specs.count);
+    json_uint(&w, "jobs", s.plan.count);
+    json_uint(&w, "workers", s.workers);
     json_begin_array(&w, "items");
-    state.json = &w;
+    s.json = &w;
   } else if (!o.quiet) {
-    printf("prewarming %zu spec%s x %zu arch%s (%zu kernels) into %s\n", o.specs.count,
-           o.specs.count == 1 ? "" : "s", o.archs.count, o.archs.count == 1 ? "" : "s",
-           plan.count, info.cache_dir);
+    printf("prewarming %zu kernel%s (%zu arch%s) into %s with %zu worker%s\n", s.plan.count,
+           s.plan.count == 1 ? "" : "s", valid_archs.count, valid_archs.count == 1 ? "" : "s",
+           info.cache_dir, s.workers, s.workers == 1 ? "" : "s");
     fflush(stdout);
   }
 
-  double t0 = wall_clock_ms();
-  prewarm_run_plan(&plan, on_result, &state);
-  state.summary.wall_ms = wall_clock_ms() - t0;
+  s.t0 = wall_clock_ms();
+  for (size_t i = 0; i < s.n_early; i++) report(&s, &s.early[i].job, s.early[i].result);
+  pool_stats ps;
+  memset(&ps, 0, sizeof ps);
+  if (s.plan.count) {
+    exe = pool_self_exe(argv[0]);
+    if (!exe) goto oom;
+    pool_options po = {o.jobs, o.timeout_s, exe, info.cache_dir, s.bar ? on_tick : NULL};
+    prewarm_pool_run(&s.plan, &po, on_result, &s, &ps);
+  }
+  bar_clear(&s);
+  s.bar = 0;
+  s.summary.wall_ms = wall_clock_ms() - s.t0;
+  s.summary.workers = s.workers;
 
   if (o.json) {
     json_end_array(&w);
-    prewarm_json_summary(&w, "summary", &state.summary);
+    prewarm_json_summary(&w, "summary", &s.summary);
+    json_uint(&w, "workers_started", ps.started);
+    json_uint(&w, "workers_replaced", ps.replaced);
     json_end_object(&w);
     json_finish(&w);
   } else {
-    prewarm_print_summary(stdout, &state.summary);
+    prewarm_print_summary(stdout, &s.summary);
   }
-  if (state.summary.failed) {
-    fprintf(stderr, "ckjit-prewarm: %zu of %zu failed:\n", state.summary.failed, plan.count);
-    for (size_t i = 0; i < plan.count; i++)
-      if (state.failures[i][0])
-        fprintf(stderr, "  %s %s: %s\n", plan.jobs[i].arch, plan.jobs[i].spec,
-                state.failures[i]);
-    if (!o.verbose && !o.json)
-      fprintf(stderr, "  (-v prints the complete errors)\n");
+  rc = s.summary.failed ? 1 : 0;
+failures:
+  fflush(stdout);
+  if (s.failure_lines.count) {
+    fprintf(stderr, "ckjit-prewarm: %zu of %zu failed:\n", s.summary.failed, s.total);
+    for (size_t i = 0; i < s.failure_lines.count; i++)
+      fprintf(stderr, "  %s\n", s.failure_lines.items[i]);
+    if (!o.verbose && !o.json && !o.list) fprintf(stderr, "  (-v prints the complete errors)\n");
   }
-  rc = state.summary.failed ? 1 : 0;
   goto out;
 
 oom:
   fprintf(stderr, "ckjit-prewarm: out of memory\n");
   rc = 1;
 out:
-  free(state.failures);
-  prewarm_plan_free(&plan);
+  free(exe);
+  for (size_t i = 0; i < s.n_early; i++) {
+    free(s.early[i].result);
+    free((char *)s.early[i].job.arch);
+    free((char *)s.early[i].job.spec);
+    free((char *)s.early[i].job.origin);
+  }
+  free(s.early);
+  for (size_t i = 0; pl.arch_error && i < pl.archs.count; i++) free(pl.arch_error[i]);
+  free(pl.arch_error);
+  str_list_free(&pl.archs);
+  prewarm_plan_free(&s.plan);
+  str_list_free(&s.failure_lines);
+  str_list_free(&valid_archs);
   str_list_free(&o.specs);
   str_list_free(&o.archs);
+  str_list_free(&o.manifests);
   ckjit_shutdown();
   return rc;
 }

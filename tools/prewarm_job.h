@@ -1,10 +1,11 @@
 /* Prewarm jobs: one (spec, arch) pair compiled into the disk cache with
  * ckjit_compile_spec, its result, and how results are reported.
  *
- * A result is a flat, fixed-size struct so that a later worker model (-j N:
- * jobs run in child processes) can send it back to the parent over a pipe
- * unchanged; prewarm_run_plan() is the one place that decides where jobs
- * run and reports each result through a callback as it completes. */
+ * A result is a flat, fixed-size struct, so that worker processes
+ * (tools/worker_pool.h, ckjit-prewarm -j N) send it back to the parent over
+ * a pipe unchanged.  prewarm_run_plan() runs a plan in this process;
+ * prewarm_pool_run() runs it in worker processes; both report each result
+ * through a callback as it completes. */
 #ifndef CKJIT_TOOLS_PREWARM_JOB_H
 #define CKJIT_TOOLS_PREWARM_JOB_H
 
@@ -16,8 +17,11 @@
 #include "str_list.h"
 
 typedef struct prewarm_job {
-  const char *spec; /* "family:key=value,..." (borrowed) */
-  const char *arch; /* "sm_90", "gfx90a", ... (borrowed) */
+  const char *spec;      /* "family:key=value,..." as given (borrowed or owned by the plan) */
+  const char *arch;      /* "sm_90", "gfx90a", ...; "" for an item that failed
+                            before an arch applied (a malformed manifest line) */
+  const char *origin;    /* "FILE:LINE" of a manifest line, or NULL */
+  const char *canonical; /* the spec's canonical text (what is compiled), or NULL: spec */
 } prewarm_job;
 
 typedef struct prewarm_result {
@@ -28,21 +32,48 @@ typedef struct prewarm_result {
   char key[33];       /* cache key (32 hex digits) */
   char kernel[64];    /* kernel function name */
   char error[4096];   /* ckjit_last_error() on failure (truncated) */
+  int signal;         /* the signal that killed the worker running it, or 0 */
+  int timed_out;      /* 1: killed after the per-job time limit */
 } prewarm_result;
 
 typedef struct prewarm_plan {
   prewarm_job *jobs;
   size_t count;
+  /* Private to prewarm_plan_add: capacity, owned strings, and an
+   * open-addressing index of (arch, spec) for duplicate detection. */
+  size_t cap_;
+  char **owned_;
+  size_t n_owned_, cap_owned_;
+  size_t *slots_; /* job index + 1, 0 = empty */
+  size_t n_slots_;
 } prewarm_plan;
 
 typedef struct prewarm_summary {
   size_t total, compiled, cached, failed;
-  double compile_ms; /* summed over the items that compiled */
-  double wall_ms;    /* of the whole run; set by the caller */
+  size_t crashed, timed_out; /* failures of those kinds (counted in failed too) */
+  size_t duplicates;         /* pairs given more than once, compiled once; set by the caller */
+  size_t workers;            /* worker processes used; 0: in this process; set by the caller */
+  double compile_ms;         /* summed over the items that compiled */
+  double wall_ms;            /* of the whole run; set by the caller */
 } prewarm_summary;
 
-/* Every (spec, arch) pair, arch-major.  Returns 0, or -1 out of memory. */
+/* Every (spec, arch) pair, arch-major (borrowing the strings).  Returns 0,
+ * or -1 out of memory. */
 int prewarm_plan_build(prewarm_plan *plan, const str_list *specs, const str_list *archs);
+
+/* Appends the pair (arch, spec) with copies of the strings, unless a job
+ * with the same arch and canonical spec is in the plan already.
+ * `canonical` (NULL: `spec`) is what identifies and compiles the spec;
+ * `origin` may be NULL.  Returns 1 when added, 0 for a duplicate, -1 out of
+ * memory.  (Do not mix with prewarm_plan_build on one plan.) */
+int prewarm_plan_add(prewarm_plan *plan, const char *arch, const char *spec,
+                     const char *canonical, const char *origin);
+
+/* The text a job compiles: its canonical spec, else the spec as given. */
+static inline const char *prewarm_job_spec(const prewarm_job *job) {
+  return job->canonical ? job->canonical : job->spec;
+}
+
 void prewarm_plan_free(prewarm_plan *plan);
 
 /* Appends every default spec (ckjit_default_spec) to `specs`.  Returns 0, or

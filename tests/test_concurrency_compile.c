@@ -1,0 +1,632 @@
+/* 8 processes x 4 threads ask ckjit_compile_spec for one overlapping set of
+ * 24 default specializations at once, into one empty cache directory, for
+ * sm_90 (NVRTC) and gfx90a (hipRTC); a vendor whose compiler is missing is
+ * skipped with a message.
+ *
+ * Each child process (this program run again with --child) waits until all
+ * are started, then its 4 threads walk the spec set, each in a different
+ * rotation and direction.  Afterwards the child checks:
+ *   - every call succeeded, and all its threads got one key per spec;
+ *   - ckjit_get_stats(): compiles <= distinct specs (at most one compile per
+ *     spec per process), no compile failure, no rejected entry (a reader
+ *     never saw a partial or corrupt entry), no failed write;
+ *   - per-spec compile counts from its CKJIT_LOG=info lines, reported by
+ *     spec when one was compiled more than once;
+ *   - for each spec, <cache>/xx/<key>.ckjit exists and decodes to that key,
+ *     the arch asked for, the spec's kernel and the reported code size.
+ * The parent then checks that every process got the same key and code size
+ * per spec, runs `ckjit-cache verify --json` (its path is argv[1], given by
+ * meson) and decodes every file in the cache itself: exactly one valid entry
+ * per spec, nothing else (no temporary file left).  The parent kills every
+ * child after a bounded time (CKJIT_TEST_DEADLINE_S, default 300 s per arch)
+ * and fails: no hang. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache/entry.h"
+#include "cache/key.h"
+#include "ckjit/ckjit.h"
+#include "test_util.h"
+
+enum { NPROC = 8, NTHREAD = 4, NSPEC = 24 };
+
+/* Under AddressSanitizer: LLVM inside hipRTC (comgr) replaces a thread's
+ * alternate signal stack with one of its own (malloc'ed), and ASan then
+ * fails to munmap it when the thread exits ("unable to unmap", a CHECK in
+ * UnsetAlternateSignalStack).  Without ASan's own alternate stacks the two
+ * do not meet.  Ignored in a build without ASan. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "use_sigaltstack=0"; }
+
+static const char *g_tool; /* ckjit-cache */
+static char *g_base;
+
+/* ---- the spec set (computed the same way in parent and children) ------- */
+
+static char g_specs[NSPEC][256];
+static char g_kernels[NSPEC][64]; /* expected kernel name per spec (child fills) */
+
+static int pick_specs(void) {
+  size_t n = ckjit_default_spec_count();
+  if (n < NSPEC) {
+    fprintf(stderr, "only %zu default specs (< %d)\n", n, NSPEC);
+    return -1;
+  }
+  /* Spread over the whole default set, so both families are in. */
+  for (size_t k = 0; k < NSPEC; k++)
+    if (ckjit_default_spec(k * n / NSPEC, g_specs[k], sizeof g_specs[k]) != CKJIT_SUCCESS) return -1;
+  return 0;
+}
+
+/* ---- child --------------------------------------------------------------- */
+
+typedef struct thread_job {
+  int global; /* process * NTHREAD + thread */
+  const char *arch;
+  pthread_barrier_t *barrier;
+  ckjit_status status[NSPEC];
+  ckjit_compile_result result[NSPEC];
+  char error[NSPEC][300];
+} thread_job;
+
+static void *child_thread(void *p) {
+  thread_job *j = p;
+  pthread_barrier_wait(j->barrier);
+  /* Different start and direction per thread: every spec is asked for by
+   * several threads of several processes at nearly the same moment. */
+  int start = (j->global * 5) % NSPEC, step = (j->global & 1) ? NSPEC - 1 : 1;
+  for (int k = 0; k < NSPEC; k++) {
+    int s = (start + k * step) % NSPEC;
+    j->status[s] = ckjit_compile_spec(g_specs[s], j->arch, &j->result[s]);
+    if (j->status[s] != CKJIT_SUCCESS) snprintf(j->error[s], sizeof j->error[s], "%s", ckjit_last_error());
+  }
+  return NULL;
+}
+
+/* Reads the "compiled <kernel> for <arch> in N ms (key K)" info lines of this
+ * process's stderr file and counts them per key. */
+static int count_compiles_in_log(const char *log_path, const char keys[NSPEC][33],
+                                 unsigned counts[NSPEC], unsigned *other) {
+  size_t size = 0;
+  char *text = tu_read_file(log_path, &size);
+  if (!text) return -1;
+  unsigned total = 0;
+  *other = 0;
+  for (char *line = text; line && *line;) {
+    char *end = strchr(line, '\n');
+    if (end) *end = 0;
+    const char *k;
+    if (strstr(line, ": info: compiled ") && (k = strstr(line, "(key "))) {
+      int found = 0;
+      for (int s = 0; s < NSPEC; s++)
+        if (!strncmp(k + 5, keys[s], 32)) {
+          counts[s]++;
+          found = 1;
+        }
+      if (!found) (*other)++;
+      total++;
+    }
+    line = end ? end + 1 : NULL;
+  }
+  free(text);
+  return (int)total;
+}
+
+/* Checks <cache>/xx/<key>.ckjit: decodes with that key, right arch, kernel
+ * and size.  Returns NULL or what is wrong. */
+static const char *check_entry_file(const char *cache, const char *hex, const char *arch,
+                                    const char *kernel, size_t code_size, char *why, size_t len) {
+  char path[2048];
+  tu_fmt(path, sizeof path, "%s/%.2s/%s.ckjit", cache, hex, hex);
+  size_t size = 0;
+  uint8_t *buf = tu_read_file(path, &size);
+  if (!buf) {
+    snprintf(why, len, "%s: cannot read (%s)", path, strerror(errno));
+    return why;
+  }
+  ckjit_key key;
+  ckjit_entry_meta meta;
+  const uint8_t *payload;
+  size_t psize;
+  const char *r = NULL;
+  if (ckjit__key_parse(hex, &key)) {
+    snprintf(why, len, "key '%s' is not 32 hex digits", hex);
+  } else if (ckjit__entry_decode(buf, size, &key, &meta, &payload, &psize, &r)) {
+    snprintf(why, len, "%s does not decode to key %s: %s", path, hex, r);
+  } else if (strcmp(meta.arch, arch)) {
+    snprintf(why, len, "%s: arch '%s', expected '%s'", path, meta.arch, arch);
+  } else if (strcmp(meta.kernel, kernel)) {
+    snprintf(why, len, "%s: kernel '%s', expected '%s'", path, meta.kernel, kernel);
+  } else if (psize != code_size) {
+    snprintf(why, len, "%s: payload %zu bytes, compile result said %zu", path, psize, code_size);
+  } else if (psize < 4 || memcmp(payload, "\177ELF", 4)) {
+    snprintf(why, len, "%s: payload is not an ELF code object", path);
+  } else {
+    free(buf);
+    return NULL;
+  }
+  free(buf);
+  return why;
+}
+
+/* argv: self --child ARCH CACHE INDEX RESULT_FILE LOG_FILE GO_FD */
+static int child_main(char **argv) {
+  const char *arch = argv[2], *cache = argv[3], *result_file = argv[5], *log_file = argv[6];
+  int index = atoi(argv[4]), go_fd = atoi(argv[7]);
+  if (pick_specs()) return 1;
+  /* Wait until the parent has started every child (it closes the pipe). */
+  char c;
+  while (read(go_fd, &c, 1) > 0) {
+  }
+  close(go_fd);
+
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, NULL, NTHREAD);
+  thread_job *jobs = calloc(NTHREAD, sizeof *jobs);
+  pthread_t t[NTHREAD];
+  if (!jobs) return 1;
+  for (int i = 0; i < NTHREAD; i++) {
+    jobs[i].global = index * NTHREAD + i;
+    jobs[i].arch = arch;
+    jobs[i].barrier = &barrier;
+    if (pthread_create(&t[i], NULL, child_thread, &jobs[i])) return 1;
+  }
+  for (int i = 0; i < NTHREAD; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&barrier);
+
+  /* Progress and problems go to stdout (stderr is the library's log). */
+  int bad = 0, unavailable = 0, calls = 0;
+  for (int i = 0; i < NTHREAD; i++)
+    for (int s = 0; s < NSPEC; s++) {
+      calls++;
+      if (jobs[i].status[s] == CKJIT_ERROR_BACKEND_UNAVAILABLE) unavailable++;
+    }
+  if (unavailable == calls) {
+    printf("compiler for %s unavailable: %s\n", arch, jobs[0].error[0]);
+    return 77;
+  }
+  char keys[NSPEC][33];
+  for (int s = 0; s < NSPEC; s++) {
+    for (int i = 0; i < NTHREAD; i++) {
+      const ckjit_compile_result *r = &jobs[i].result[s];
+      if (jobs[i].status[s] != CKJIT_SUCCESS) {
+        printf("FAIL process %d thread %d %s: %s: %s\n", index, i, g_specs[s],
+               ckjit_status_string(jobs[i].status[s]), jobs[i].error[s]);
+        bad++;
+        continue;
+      }
+      const ckjit_compile_result *r0 = &jobs[0].result[s];
+      if (strlen(r->key) != 32 || strcmp(r->key, r0->key) || r->code_size != r0->code_size ||
+          strcmp(r->kernel, r0->kernel) || r->code_size == 0) {
+        printf("FAIL process %d thread %d %s: key %s size %zu kernel %s, thread 0 got key %s "
+               "size %zu kernel %s\n",
+               index, i, g_specs[s], r->key, r->code_size, r->kernel, r0->key, r0->code_size,
+               r0->kernel);
+        bad++;
+      }
+    }
+    snprintf(keys[s], sizeof keys[s], "%s", jobs[0].result[s].key);
+    snprintf(g_kernels[s], sizeof g_kernels[s], "%s", jobs[0].result[s].kernel);
+  }
+  if (bad) return 1;
+
+  /* Distinct specs asked for (the set could hold duplicates in principle). */
+  int distinct = 0;
+  for (int s = 0; s < NSPEC; s++) {
+    int dup = 0;
+    for (int u = 0; u < s; u++) dup |= !strcmp(keys[u], keys[s]);
+    distinct += !dup;
+  }
+  ckjit_stats st;
+  ckjit_get_stats(&st);
+  printf("process %d (%s): %d calls, %llu compiles, %llu disk hits, %llu disk misses, "
+         "%llu writes\n",
+         index, arch, calls, (unsigned long long)st.compiles, (unsigned long long)st.disk_hits,
+         (unsigned long long)st.disk_misses, (unsigned long long)st.disk_writes);
+  unsigned counts[NSPEC] = {0}, other = 0;
+  fflush(stderr);
+  int logged = count_compiles_in_log(log_file, (const char(*)[33])keys, counts, &other);
+  if (logged >= 0 && (uint64_t)logged == st.compiles) {
+    for (int s = 0; s < NSPEC; s++)
+      if (counts[s] > 1) {
+        printf("FAIL process %d: %s (key %s) compiled %u times in this process\n", index,
+               g_specs[s], keys[s], counts[s]);
+        bad++;
+      }
+    if (other) {
+      printf("FAIL process %d: %u compiles of keys nobody asked for\n", index, other);
+      bad++;
+    }
+  } else {
+    printf("note: process %d: %d compile lines in the log, %llu compiles counted; per-spec "
+           "counts unavailable (log format?)\n",
+           index, logged, (unsigned long long)st.compiles);
+  }
+  if (st.compiles > (uint64_t)distinct) {
+    printf("FAIL process %d: %llu compiles for %d distinct specs (single flight: at most one "
+           "compile per spec per process)\n",
+           index, (unsigned long long)st.compiles, distinct);
+    bad++;
+  }
+  if (st.compile_failures || st.disk_rejects || st.disk_write_errors) {
+    printf("FAIL process %d: %llu compile failures, %llu rejected entries (corrupt or partial "
+           "entry seen), %llu failed writes\n",
+           index, (unsigned long long)st.compile_failures, (unsigned long long)st.disk_rejects,
+           (unsigned long long)st.disk_write_errors);
+    bad++;
+  }
+  /* Every answer is the code object on disk under its key. */
+  for (int s = 0; s < NSPEC; s++) {
+    char why[2400];
+    if (check_entry_file(cache, keys[s], arch, g_kernels[s], jobs[0].result[s].code_size, why,
+                         sizeof why)) {
+      printf("FAIL process %d %s: %s\n", index, g_specs[s], why);
+      bad++;
+    }
+  }
+
+  FILE *f = fopen(result_file, "w");
+  if (!f) return 1;
+  for (int s = 0; s < NSPEC; s++)
+    fprintf(f, "%s %zu %s %u\n", keys[s], jobs[0].result[s].code_size, g_kernels[s], counts[s]);
+  fprintf(f, "compiles %llu\n", (unsigned long long)st.compiles);
+  if (fclose(f)) return 1;
+  free(jobs);
+  ckjit_shutdown();
+  return bad ? 1 : 0;
+}
+
+/* ---- parent -------------------------------------------------------------- */
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Prints a child's stdout and the warnings/errors of its log. */
+static void show_child(const char *dir, int i) {
+  char path[1200];
+  tu_fmt(path, sizeof path, "%s/out-%d", dir, i);
+  char *out = tu_read_file(path, NULL);
+  if (out && *out) printf("--- process %d stdout:\n%s", i, out);
+  free(out);
+  tu_fmt(path, sizeof path, "%s/log-%d", dir, i);
+  char *log = tu_read_file(path, NULL);
+  if (log) {
+    for (char *line = log; line && *line;) {
+      char *end = strchr(line, '\n');
+      if (end) *end = 0;
+      if (!strstr(line, ": info: ") && !strstr(line, ": debug: "))
+        printf("--- process %d stderr: %s\n", i, line);
+      line = end ? end + 1 : NULL;
+    }
+  }
+  free(log);
+}
+
+/* Value of a top-level unsigned JSON member "name" (first occurrence); -1
+ * when missing. */
+static long long json_uint_member(const char *json, const char *name) {
+  char pat[64];
+  tu_fmt(pat, sizeof pat, "\"%s\"", name);
+  const char *p = strstr(json, pat);
+  if (!p) return -1;
+  p += strlen(pat);
+  while (*p == ' ' || *p == ':' || *p == '\n') p++;
+  if (*p < '0' || *p > '9') return -1;
+  return strtoll(p, NULL, 10);
+}
+
+/* Runs `ckjit-cache --cache-dir DIR --json verify`; returns its exit status
+ * (-1 when it could not run) and its stdout in *out. */
+static int run_verify(const char *cache, const char *work, char **out) {
+  char out_path[1200];
+  tu_fmt(out_path, sizeof out_path, "%s/verify.json", work);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    FILE *o = freopen(out_path, "w", stdout);
+    if (!o) _exit(126);
+    execl(g_tool, g_tool, "--cache-dir", cache, "--json", "verify", (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  *out = tu_read_file(out_path, NULL);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+typedef struct child_result {
+  char key[NSPEC][33];
+  size_t size[NSPEC];
+  char kernel[NSPEC][64];
+  unsigned count[NSPEC];
+  unsigned long long compiles;
+} child_result;
+
+static int read_child_result(const char *path, child_result *r) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int ok = 1;
+  for (int s = 0; s < NSPEC && ok; s++)
+    ok = fscanf(f, "%32s %zu %63s %u", r->key[s], &r->size[s], r->kernel[s], &r->count[s]) == 4;
+  if (ok) ok = fscanf(f, " compiles %llu", &r->compiles) == 1;
+  fclose(f);
+  return ok ? 0 : -1;
+}
+
+/* Every file below the cache: a valid entry of one of `keys`, each present
+ * exactly once; nothing else.  Returns the number of problems (printed). */
+static int scan_cache(const char *cache, const char *arch, const child_result *r) {
+  int problems = 0, found[NSPEC] = {0};
+  DIR *root = opendir(cache);
+  if (!root) {
+    printf("FAIL: cannot open the cache %s: %s\n", cache, strerror(errno));
+    return 1;
+  }
+  struct dirent *de;
+  while ((de = readdir(root))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    char sub[1400];
+    tu_fmt(sub, sizeof sub, "%s/%s", cache, de->d_name);
+    struct stat st;
+    if (lstat(sub, &st) || !S_ISDIR(st.st_mode) || strlen(de->d_name) != 2) {
+      printf("FAIL: unexpected item in the cache root: %s\n", de->d_name);
+      problems++;
+      continue;
+    }
+    DIR *d = opendir(sub);
+    if (!d) {
+      problems++;
+      continue;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char hex[33] = "";
+      int s = -1;
+      if (strlen(e->d_name) == 38 && !strcmp(e->d_name + 32, ".ckjit")) {
+        memcpy(hex, e->d_name, 32);
+        hex[32] = 0;
+        for (int k = 0; k < NSPEC; k++)
+          if (!strcmp(r->key[k], hex)) s = k;
+      }
+      if (s < 0 || strncmp(de->d_name, hex, 2)) {
+        printf("FAIL: unexpected file %s/%s (a temporary file left behind, or an entry nobody "
+               "asked for)\n",
+               de->d_name, e->d_name);
+        problems++;
+        continue;
+      }
+      char why[2400];
+      if (check_entry_file(cache, hex, arch, r->kernel[s], r->size[s], why, sizeof why)) {
+        printf("FAIL: corrupt entry: %s\n", why);
+        problems++;
+      }
+      found[s]++;
+    }
+    closedir(d);
+  }
+  closedir(root);
+  for (int s = 0; s < NSPEC; s++) {
+    int dup = 0;
+    for (int u = 0; u < s; u++) dup |= !strcmp(r->key[u], r->key[s]);
+    if (!dup && found[s] != 1) {
+      printf("FAIL: %s (key %s): %d entries in the cache\n", g_specs[s], r->key[s], found[s]);
+      problems++;
+    }
+  }
+  return problems;
+}
+
+static void run_arch(const char *arch) {
+  char work[1200], cache[1300];
+  tu_fmt(work, sizeof work, "%s/%s", g_base, arch);
+  assert_int_equal(mkdir(work, 0700), 0);
+  tu_fmt(cache, sizeof cache, "%s/cache", work);
+  assert_int_equal(pick_specs(), 0);
+
+  int go[2];
+  assert_int_equal(pipe(go), 0);
+  pid_t pids[NPROC];
+  fflush(NULL);
+  for (int i = 0; i < NPROC; i++) {
+    char out[1300], log[1300], res[1300], idx[16], fd[16];
+    tu_fmt(out, sizeof out, "%s/out-%d", work, i);
+    tu_fmt(log, sizeof log, "%s/log-%d", work, i);
+    tu_fmt(res, sizeof res, "%s/result-%d", work, i);
+    tu_fmt(idx, sizeof idx, "%d", i);
+    tu_fmt(fd, sizeof fd, "%d", go[0]);
+    pids[i] = fork();
+    assert_true(pids[i] >= 0);
+    if (pids[i] == 0) {
+      close(go[1]);
+      if (!freopen(out, "w", stdout) || !freopen(log, "w", stderr)) _exit(126);
+      setvbuf(stdout, NULL, _IOLBF, 0);
+      setenv("CKJIT_CACHE_DIR", cache, 1);
+      setenv("CKJIT_LOG", "info", 1);
+      unsetenv("CKJIT_CACHE_DISABLE");
+      unsetenv("CKJIT_DUMP_DIR");
+      unsetenv("CKJIT_ARCH");
+      unsetenv("CKJIT_CACHE_PATH");
+      unsetenv("CKJIT_CACHE_MAX_SIZE");
+      unsetenv("CKJIT_CACHE_MAX_ENTRIES");
+      unsetenv("CKJIT_RECORD");
+      execl("/proc/self/exe", "test_concurrency_compile", "--child", arch, cache, idx, res, log,
+            fd, (char *)NULL);
+      _exit(127);
+    }
+  }
+  close(go[0]);
+  double t0 = now_s();
+  close(go[1]); /* go */
+
+  const char *d = getenv("CKJIT_TEST_DEADLINE_S");
+  double deadline = d && atof(d) > 0 ? atof(d) : 300.0;
+  int status[NPROC], done[NPROC] = {0}, remaining = NPROC, hung = 0;
+  while (remaining) {
+    for (int i = 0; i < NPROC; i++) {
+      if (done[i]) continue;
+      pid_t r = waitpid(pids[i], &status[i], WNOHANG);
+      if (r == pids[i]) {
+        done[i] = 1;
+        remaining--;
+      }
+    }
+    if (!remaining) break;
+    if (now_s() - t0 > deadline) {
+      hung = 1;
+      for (int i = 0; i < NPROC; i++)
+        if (!done[i]) kill(pids[i], SIGKILL);
+      for (int i = 0; i < NPROC; i++)
+        if (!done[i]) waitpid(pids[i], &status[i], 0);
+      break;
+    }
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  double wall = now_s() - t0;
+  if (hung) {
+    for (int i = 0; i < NPROC; i++) {
+      if (!done[i]) printf("FAIL: process %d still running after %.0f s: killed\n", i, deadline);
+      show_child(work, i);
+    }
+    fail_msg("%s: processes hung (deadline %.0f s; CKJIT_TEST_DEADLINE_S)", arch, deadline);
+  }
+
+  int skipped = 0, failed = 0;
+  for (int i = 0; i < NPROC; i++) {
+    if (WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 77) {
+      skipped++;
+    } else if (!WIFEXITED(status[i]) || WEXITSTATUS(status[i]) != 0) {
+      if (WIFSIGNALED(status[i]))
+        printf("FAIL: process %d killed by signal %d\n", i, WTERMSIG(status[i]));
+      else
+        printf("FAIL: process %d exited with %d\n", i, WEXITSTATUS(status[i]));
+      failed++;
+      show_child(work, i);
+    }
+  }
+  if (skipped == NPROC) {
+    char path[1300];
+    tu_fmt(path, sizeof path, "%s/out-0", work);
+    char *why = tu_read_file(path, NULL);
+    printf("SKIP %s: %s", arch, why ? why : "compiler unavailable\n");
+    free(why);
+    skip();
+  }
+  if (skipped) {
+    printf("FAIL: %d of %d processes found no compiler for %s\n", skipped, NPROC, arch);
+    failed++;
+  }
+  assert_int_equal(failed, 0);
+
+  /* Same answer in every process. */
+  child_result *r = calloc(NPROC, sizeof *r);
+  assert_non_null(r);
+  unsigned long long total = 0;
+  int mismatches = 0;
+  for (int i = 0; i < NPROC; i++) {
+    char path[1300];
+    tu_fmt(path, sizeof path, "%s/result-%d", work, i);
+    if (read_child_result(path, &r[i])) fail_msg("process %d: unreadable result file", i);
+    total += r[i].compiles;
+    for (int s = 0; s < NSPEC; s++)
+      if (strcmp(r[i].key[s], r[0].key[s]) || r[i].size[s] != r[0].size[s] ||
+          strcmp(r[i].kernel[s], r[0].kernel[s])) {
+        printf("FAIL: %s: process %d got key %s (%zu bytes, %s), process 0 got %s (%zu bytes, "
+               "%s)\n",
+               g_specs[s], i, r[i].key[s], r[i].size[s], r[i].kernel[s], r[0].key[s],
+               r[0].size[s], r[0].kernel[s]);
+        mismatches++;
+      }
+  }
+  printf("%s: %d processes x %d threads x %d specs in %.1f s, %llu compiles in all\n", arch,
+         NPROC, NTHREAD, NSPEC, wall, total);
+  assert_int_equal(mismatches, 0);
+
+  /* The library's own verification, through the tool. */
+  char *json = NULL;
+  int rc = run_verify(cache, work, &json);
+  if (rc != 0 || !json) printf("ckjit-cache verify exited %d:\n%s\n", rc, json ? json : "");
+  assert_int_equal(rc, 0);
+  assert_non_null(json);
+  long long bad = json_uint_member(json, "bad_count"), entries = json_uint_member(json, "entries"),
+            ok = json_uint_member(json, "ok"), temps = json_uint_member(json, "temp_files");
+  if (bad != 0 || entries != ok || temps != 0) printf("ckjit-cache verify --json:\n%s\n", json);
+  assert_int_equal(bad, 0);
+  assert_int_equal(entries, ok);
+  assert_int_equal(temps, 0);
+  free(json);
+
+  /* And every file, decoded here. */
+  int problems = scan_cache(cache, arch, &r[0]);
+  assert_int_equal(problems, 0);
+  int distinct = 0;
+  for (int s = 0; s < NSPEC; s++) {
+    int dup = 0;
+    for (int u = 0; u < s; u++) dup |= !strcmp(r[0].key[u], r[0].key[s]);
+    distinct += !dup;
+  }
+  assert_int_equal(entries, distinct);
+  free(r);
+}
+
+static void test_sm_90(void **state) {
+  (void)state;
+  run_arch("sm_90");
+}
+
+static void test_gfx90a(void **state) {
+  (void)state;
+  run_arch("gfx90a");
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  g_base = tu_mkdtemp("concurrency");
+  return g_base ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  if (!getenv("CKJIT_TEST_KEEP")) tu_rm_rf(g_base);
+  else printf("kept %s\n", g_base);
+  free(g_base);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 8 && !strcmp(argv[1], "--child")) return child_main(argv);
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s PATH-OF-ckjit-cache\n", argv[0]);
+    return 2;
+  }
+  g_tool = argv[1];
+  if (access(g_tool, X_OK)) {
+    fprintf(stderr, "%s: not executable: %s\n", g_tool, strerror(errno));
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sm_90),
+      cmocka_unit_test(test_gfx90a),
+  };
+  return cmocka_run_group_tests_name("concurrency_compile", tests, group_setup, group_teardown);
+}
