@@ -7,9 +7,9 @@
  *
  * Uses the first compiler present: NVRTC (sm_90), else hipRTC (gfx90a)
  * (CKJIT_TEST_FAULT_ARCH overrides); skips with a message when neither is.
- * The hook cases need ckjit__disk_fault_hook (declared weak: they skip until
- * cache/disk_cache.c defines it); the real tmpfs cases need mount permission
- * (root) and skip with the reason otherwise. */
+ * Write failures and crashes are injected with ckjit__disk_fault_hook
+ * (cache/disk_cache.h); the real tmpfs cases need mount permission (root)
+ * and skip with the reason otherwise. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,15 +27,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache/disk_cache.h" /* ckjit__disk_fault_hook */
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "ckjit/ckjit.h"
 #include "entry_format.h"
 #include "test_util.h"
 
-extern int (*ckjit__disk_fault_hook)(const char *stage, const char *path);
-#pragma weak ckjit__disk_fault_hook
-#define HAVE_HOOK (&ckjit__disk_fault_hook != NULL)
 
 static const char *const stages[] = {"open-temp", "write", "fsync", "rename"};
 enum { NSTAGES = 4, NSPEC = 2 };
@@ -76,7 +74,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *f = *state;
-  if (HAVE_HOOK) ckjit__disk_fault_hook = NULL;
+  ckjit__disk_fault_hook = NULL;
   ckjit_shutdown();
   if (f->mnt[0]) umount2(f->mnt, MNT_DETACH);
   free(f);
@@ -324,10 +322,6 @@ static int hook(const char *stage, const char *path) {
 
 static void test_write_errors(void **state) {
   fixture *f = *state;
-  if (!HAVE_HOOK) {
-    printf("SKIP: cache/disk_cache.c does not define ckjit__disk_fault_hook yet\n");
-    skip();
-  }
   const int errs[] = {ENOSPC, EROFS};
   for (int st = 0; st < NSTAGES; st++)
     for (int e = 0; e < 2; e++) {
@@ -366,10 +360,6 @@ static void test_write_errors(void **state) {
 
 static void test_sigkill_mid_write(void **state) {
   fixture *f = *state;
-  if (!HAVE_HOOK) {
-    printf("SKIP: cache/disk_cache.c does not define ckjit__disk_fault_hook yet\n");
-    skip();
-  }
   for (int st = 0; st < NSTAGES; st++) {
     char dir[1300];
     tu_fmt(dir, sizeof dir, "%s/kill-%s", f->base, stages[st]);

@@ -18,8 +18,7 @@
  *     tmpfs remounted read-only, both before and after the cache was opened),
  *     when this process may mount (root); otherwise skipped with the reason.
  *
- * The hook is declared weak: until the library defines it, the hook tests
- * skip with a message naming it. */
+ * The hook is ckjit__disk_fault_hook (cache/disk_cache.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,21 +41,6 @@
 #include "cache/key.h"
 #include "ckjit/ckjit.h"
 #include "test_util.h"
-
-/* Defined by cache/disk_cache.c (test hook); weak so this test links, and
- * skips, before it exists. */
-extern int (*ckjit__disk_fault_hook)(const char *stage, const char *path);
-#pragma weak ckjit__disk_fault_hook
-
-#define HAVE_HOOK (&ckjit__disk_fault_hook != NULL)
-#define NEED_HOOK()                                                                         \
-  do {                                                                                      \
-    if (!HAVE_HOOK) {                                                                       \
-      printf("SKIP: cache/disk_cache.c does not define ckjit__disk_fault_hook yet "         \
-             "(int (*)(const char *stage, const char *path))\n");                           \
-      skip();                                                                               \
-    }                                                                                       \
-  } while (0)
 
 static const char *const stages[] = {"open-temp", "write", "fsync", "rename"};
 enum { NSTAGES = 4 };
@@ -85,7 +69,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *f = *state;
-  if (HAVE_HOOK) ckjit__disk_fault_hook = NULL;
+  ckjit__disk_fault_hook = NULL;
   if (f->mnt[0]) umount2(f->mnt, MNT_DETACH);
   tu_rm_rf(f->base);
   free(f->base);
@@ -241,7 +225,6 @@ static void hook_set(const char *stage, int err, int kill) {
  * directory (several "write" calls are fine). */
 static void test_hook_stages(void **state) {
   fixture *f = *state;
-  NEED_HOOK();
   ckjit__disk_open(&f->c, f->dir);
   assert_int_equal(f->c.writable, 1);
   hook_set(NULL, 0, 0);
@@ -305,7 +288,6 @@ static void check_failed_store(fixture *f, const char *stage, int err) {
 
 static void test_errors_at_every_stage(void **state) {
   fixture *f = *state;
-  NEED_HOOK();
   const int errs[] = {ENOSPC, EROFS, EIO, EDQUOT};
   ckjit__disk_open(&f->c, f->dir);
   store_ok(&f->c, 1, 0);
@@ -317,7 +299,6 @@ static void test_errors_at_every_stage(void **state) {
  * (valid) entry. */
 static void test_failed_replace_keeps_old_entry(void **state) {
   fixture *f = *state;
-  NEED_HOOK();
   ckjit__disk_open(&f->c, f->dir);
   store_ok(&f->c, 4, 0);
   for (int s = 0; s < NSTAGES; s++) {
@@ -353,7 +334,6 @@ static int store_killed(fixture *f, int id, const char *stage) {
 
 static void test_sigkill_mid_write(void **state) {
   fixture *f = *state;
-  NEED_HOOK();
   ckjit__disk_open(&f->c, f->dir);
   for (int s = 0; s < NSTAGES; s++) {
     for (int replace = 0; replace < 2; replace++) {

@@ -19,6 +19,7 @@ output parsed and checked against the cache directory itself:
     compiles nothing (the imported entries are used);
   * prune to a number of entries and to a size;
   * prewarm -j N (worker processes) giving the serial run's keys;
+  * three prewarms filling one empty cache at once;
   * prewarm --manifest (with a malformed line reported by line number), and
     a CKJIT_RECORD file replayed as a manifest;
   * ckjit-inspect, when built.
@@ -431,6 +432,32 @@ def t_parallel_prewarm(t):
     check("nosuch" in p.stderr, f"-j: the bad spec is not named on stderr:\n{p.stderr}")
 
 
+def t_concurrent_prewarms(t):
+    """Three ckjit-prewarm processes (with workers when -j exists) filling one
+    empty cache at once: all succeed with the same keys; the cache verifies,
+    holds one entry per pair and no temporary file."""
+    d = os.path.join(t.work, "concurrent")
+    extra = ["-j", "2"] if re.search(r"(^|[\s,])-j\b", t.prewarm_help, re.M) else []
+    e = dict(t.env)
+    procs = []
+    for i in range(3):
+        specs = SPECS[i:] + SPECS[:i]  # different orders
+        argv = [t.prewarm_tool, "--cache-dir", d, "--arch", ",".join(t.archs), "--json"] + extra + specs
+        procs.append(subprocess.Popen(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    keys = None
+    for i, pr in enumerate(procs):
+        out, err = pr.communicate(timeout=600)
+        check(pr.returncode == 0, f"concurrent prewarm {i}: exit {pr.returncode}\n{err[-3000:]}")
+        items = {(it["spec"], it["arch"]): it["key"] for it in json.loads(out)["items"]}
+        check(keys is None or items == keys, f"concurrent prewarm {i}: other keys than prewarm 0")
+        keys = items
+    p = t.cache(d, "verify")
+    n = len(SPECS) * len(t.archs)
+    check(p.json["bad_count"] == 0 and p.json["ok"] == n and p.json["temp_files"] == 0,
+          f"verify after concurrent prewarms: {p.json}")
+    check(set(entry_files(d)) == set(keys.values()), "entries on disk != the prewarmed keys")
+
+
 def t_manifest(t):
     t.need_prewarm_option("--manifest")
     d = os.path.join(t.work, "manifest")
@@ -584,6 +611,7 @@ def main():
         part("export -> clear -> import -> verify", t_export_import)
         part("prune", t_prune)
         part("prewarm -j", t_parallel_prewarm)
+        part("three prewarms into one cache at once", t_concurrent_prewarms)
         part("prewarm --manifest", t_manifest)
         part("a CKJIT_RECORD file replayed with --manifest", t_record_replay)
         part("ckjit-inspect", t_inspect)

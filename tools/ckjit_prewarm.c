@@ -102,6 +102,7 @@ typedef struct run_state {
   int bar;        /* a progress bar on stderr */
   int bar_drawn;
   int item_lines; /* one line per item on stdout (else only failures) */
+  int listing;    /* --list: failures go to the closing list on stderr only */
   size_t workers;
   double t0;
 } run_state;
@@ -153,7 +154,9 @@ static void report(run_state *s, const prewarm_job *job, const prewarm_result *r
              ckjit_status_string((ckjit_status)r->status), first);
     str_list_add_unique(&s->failure_lines, line);
   }
-  if (s->json) {
+  if (s->listing) {
+    return;
+  } else if (s->json) {
     prewarm_json_result(s->json, job, r);
   } else if (r->status != CKJIT_SUCCESS || (!s->opt->quiet && s->item_lines)) {
     /* The counter shows completions, so it stays monotonic with workers. */
@@ -560,6 +563,7 @@ int main(int argc, char **argv) {
   s.workers = (size_t)o.jobs < s.plan.count ? (size_t)o.jobs : s.plan.count;
 
   if (o.list) {
+    s.listing = 1;
     for (size_t i = 0; i < s.n_early; i++) report(&s, &s.early[i].job, s.early[i].result);
     if (o.json) {
       json_init(&w, stdout);

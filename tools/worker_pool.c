@@ -103,6 +103,7 @@ int prewarm_worker_main(const char *cache_dir) {
    * worker would cost device memory and start-up time). */
   setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
   setenv("HIP_VISIBLE_DEVICES", "-1", 1);
+  unsetenv("CKJIT_DEVICE"); /* an ordinal means nothing without devices */
 
   ckjit_options opts;
   ckjit_options_init(&opts);
