@@ -178,6 +178,11 @@ def build(ck, peers, card):
                 elif kind == 'first_call_compile':
                     metric = 'first call with cold compile'
                 out.append(record(metric, card, r['value'], None, None, r.get('unit')))
+    # Host-side tool numbers (prewarm scaling, verify): their own "card".
+    for r in ck:
+        if r.get('kind') == 'tool' and r.get('value') is not None:
+            out.append(record(r['metric'], r.get('card', card), r['value'], None, None,
+                              r.get('unit')))
     return out
 
 

@@ -2,6 +2,7 @@
 # Downloads the Debian packages that the GPU machine lacks and unpacks them
 # (no install) under .deps/root, for scripts/gpu-check.sh to use there:
 #   libxxhash-dev libxxhash0 libcmocka-dev libcmocka0   (build and tests)
+#   libelf-dev libelf1 libmsgpack-dev libmsgpackc2 zlib1g-dev (ckjit-inspect)
 #   pkgconf-bin libpkgconf3                              (a pkg-config, used
 #                                                         only where none is installed)
 # Run it on this (Debian) machine in the repository; .deps/ is not committed
@@ -10,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEPS=${CKJIT_DEPS_DIR:-.deps}
-PKGS=(libxxhash-dev libxxhash0 libcmocka-dev libcmocka0 pkgconf-bin libpkgconf3)
+PKGS=(libxxhash-dev libxxhash0 libcmocka-dev libcmocka0 libelf-dev libelf1 libmsgpack-dev libmsgpackc2 zlib1g-dev pkgconf-bin libpkgconf3)
 
 mkdir -p "$DEPS/debs"
 rm -rf "$DEPS/root"

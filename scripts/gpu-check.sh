@@ -165,7 +165,8 @@ else
 fi
 
 if ((BUILT == 0)); then
-  step test 180 200 "$LOGS/test.log" "$LOGS/test.log" -- meson test -C "$BUILD" --print-errorlogs
+  read -ra test_args <<< "${GPU_CHECK_TEST_ARGS:-}"
+  step test 180 200 "$LOGS/test.log" "$LOGS/test.log" -- meson test -C "$BUILD" --print-errorlogs "${test_args[@]}"
   cp "$BUILD/meson-logs/testlog.txt" "$LOGS/testlog.txt" 2> /dev/null
   cp "$BUILD/meson-logs/testlog.json" "$LOGS/testlog.json" 2> /dev/null
   counts=$(grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout): ' "$LOGS/test.log" \
@@ -193,6 +194,22 @@ else
   : > "$LOGS/bench-ckjit.jsonl"
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "no bench_ckjit (build failed or no cuda.h/libcuda)")")
   FAILED=1
+fi
+
+# Host-side tool numbers (CPU only): prewarm scaling over this host's cores
+# and verify of 1,000 entries, tagged with the host instead of the card.
+if ((BUILT == 0)); then
+  step tools 90 130 "$LOGS/bench-tools.jsonl" "$LOGS/bench-tools.log" -- bash -c '
+    host="GPU host CPU ($(nproc) cores)"
+    { bench/bench_prewarm.sh "$1/tools/ckjit-prewarm"; bench/bench_verify.sh "$1/tools/ckjit-cache"; } |
+      python3 -c "
+import json, sys
+for line in sys.stdin:
+    if line.startswith(\"{\"):
+        r = json.loads(line); r.update(kind=\"tool\", impl=\"ckjit\", card=sys.argv[1]); print(json.dumps(r))
+" "$host"' _ "$BUILD"
+  cat "$LOGS/bench-tools.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  summary_add tools "$(grep -c '^{' "$LOGS/bench-tools.jsonl") records"
 fi
 
 read -ra peers_args <<< "${PEERS_ARGS:-}"
