@@ -3,6 +3,7 @@
  *  - in-process single flight: many threads making the first call of one new
  *    specialization compile it once;
  *  - a later call is a memory hit (no compile, no disk);
+ *  - CKJIT_RECORD gets exactly one line for that specialization;
  *  - kernels compiled for another arch (CKJIT_ARCH) are refused at launch
  *    with CKJIT_ERROR_UNSUPPORTED, not launched. */
 #include <pthread.h>
@@ -38,6 +39,9 @@ static void *first_call(void *arg) {
 int main(void) {
   char dir[] = "/tmp/ckjit-test-runtime-XXXXXX";
   if (!mkdtemp(dir)) return 1;
+  char record[sizeof dir + 16];
+  snprintf(record, sizeof record, "%s/record.txt", dir);
+  setenv("CKJIT_RECORD", record, 1);
   ckjit_options opts;
   ckjit_options_init(&opts);
   opts.cache_dir = dir; /* empty cache: the first call must compile */
@@ -79,6 +83,22 @@ int main(void) {
         "repeat: memory_hits %llu compiles %llu disk_hits %llu", (unsigned long long)s.memory_hits,
         (unsigned long long)s.compiles, (unsigned long long)s.disk_hits);
   CHECK(ckjit_synchronize(NULL) == CKJIT_SUCCESS, "synchronize");
+
+  /* The record file: one line, for the one specialization used. */
+  char line[512] = "", extra[512];
+  FILE *f = fopen(record, "r");
+  CHECK(f != NULL, "CKJIT_RECORD file %s missing", record);
+  if (f) {
+    CHECK(fgets(line, sizeof line, f) != NULL, "empty record file");
+    CHECK(fgets(extra, sizeof extra, f) == NULL, "more than one record line: %s", extra);
+    fclose(f);
+  }
+  char want[128];
+  snprintf(want, sizeof want, "ckjit-spec 1 %s elementwise:dtype=f32,op=silu,epilogue=scale_bias,",
+           info.arch);
+  CHECK(!strncmp(line, want, strlen(want)), "record line '%s' does not start with '%s'", line, want);
+  printf("recorded: %s", line);
+  unsetenv("CKJIT_RECORD");
   ckjit_free(g_x);
   ckjit_free(g_y);
   ckjit_shutdown();
