@@ -1,5 +1,7 @@
 #include "archive.h"
 
+#include "byte_order.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -8,18 +10,6 @@
 #include "../runtime/error.h"
 #include "scan.h"
 
-static void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint32_t get_u32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-static uint64_t get_u64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
 
 static int fatal(ckjit_archive_summary *s, const char *fmt, ...) CKJIT_PRINTF(2, 3);
 static int fatal(ckjit_archive_summary *s, const char *fmt, ...) {
@@ -39,8 +29,8 @@ int ckjit__archive_export(const char *dir, FILE *out, ckjit_archive_cb cb, void 
   if (ckjit__cache_scan(dir, 0, &scan) != 0) return fatal(s, "cannot read %s: %s", dir, strerror(errno));
   uint8_t head[16];
   memcpy(head, CKJIT_ARCHIVE_MAGIC, 8);
-  put_u32(head + 8, CKJIT_ARCHIVE_VERSION);
-  put_u32(head + 12, 0);
+  ckjit__put_u32(head + 8, CKJIT_ARCHIVE_VERSION);
+  ckjit__put_u32(head + 12, 0);
   int rc = write_bytes(out, head, sizeof head);
   for (size_t i = 0; rc == 0 && i < scan.count; i++) {
     const ckjit_key *key = &scan.entries[i].key;
@@ -58,7 +48,7 @@ int ckjit__archive_export(const char *dir, FILE *out, ckjit_archive_cb cb, void 
       continue;
     }
     uint8_t rec[24];
-    put_u64(rec, size);
+    ckjit__put_u64(rec, size);
     memcpy(rec + 8, key->bytes, 16);
     rc = write_bytes(out, rec, sizeof rec) || write_bytes(out, file, size) ? -1 : 0;
     free(file);
@@ -70,8 +60,8 @@ int ckjit__archive_export(const char *dir, FILE *out, ckjit_archive_cb cb, void 
   }
   ckjit__cache_scan_free(&scan);
   uint8_t end[16];
-  put_u64(end, 0);
-  put_u64(end + 8, s->ok);
+  ckjit__put_u64(end, 0);
+  ckjit__put_u64(end + 8, s->ok);
   if (rc == 0) rc = write_bytes(out, end, sizeof end);
   if (rc == 0 && fflush(out) != 0) rc = -1;
   if (rc != 0 || ferror(out)) return fatal(s, "cannot write the archive: %s", strerror(errno));
@@ -91,20 +81,20 @@ int ckjit__archive_import(ckjit_disk_cache *c, FILE *in, ckjit_archive_cb cb, vo
   uint8_t head[16];
   if (read_bytes(in, head, sizeof head) != 0) return fatal(s, "not a ckjit cache archive (too short)");
   if (memcmp(head, CKJIT_ARCHIVE_MAGIC, 8) != 0) return fatal(s, "not a ckjit cache archive (bad magic)");
-  if (get_u32(head + 8) != CKJIT_ARCHIVE_VERSION || get_u32(head + 12) != 0)
-    return fatal(s, "unsupported archive version %u", get_u32(head + 8));
+  if (ckjit__get_u32(head + 8) != CKJIT_ARCHIVE_VERSION || ckjit__get_u32(head + 12) != 0)
+    return fatal(s, "unsupported archive version %u", ckjit__get_u32(head + 8));
   uint64_t records = 0;
   for (;;) {
     uint8_t rec[24];
     if (read_bytes(in, rec, 8) != 0) return fatal(s, "archive truncated after %llu records",
                                                   (unsigned long long)records);
-    uint64_t n = get_u64(rec);
+    uint64_t n = ckjit__get_u64(rec);
     if (n == 0) {
       if (read_bytes(in, rec + 8, 8) != 0)
         return fatal(s, "archive truncated in its end marker");
-      if (get_u64(rec + 8) != records)
+      if (ckjit__get_u64(rec + 8) != records)
         return fatal(s, "archive holds %llu records but says %llu", (unsigned long long)records,
-                     (unsigned long long)get_u64(rec + 8));
+                     (unsigned long long)ckjit__get_u64(rec + 8));
       if (fgetc(in) != EOF) return fatal(s, "trailing bytes after the end of the archive");
       break;
     }
