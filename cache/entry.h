@@ -7,8 +7,10 @@
  *   16   16 key
  *   32    8 payload size
  *   40    8 payload checksum (XXH3-64)
- *   48    2 arch length      50  2 kernel name length   52  4 reserved (0)
- *   56    - arch, kernel name (no NUL)
+ *   48    2 arch length      50  2 kernel name length
+ *   52    2 spec length      54  2 reserved (0)
+ *   56    - arch, kernel name, canonical spec text (no NUL; the spec is
+ *           informational: the key already covers the source it made)
  *    -    8 header checksum (XXH3-64 of every header byte before it)
  *    -    - payload
  * Pure functions over memory, so the reader can be fuzzed. */
@@ -27,6 +29,7 @@ typedef struct ckjit_entry_meta {
   ckjit_key key;
   char arch[64];
   char kernel[64];
+  char spec[256];   /* canonical spec text ("" when unknown) */
 } ckjit_entry_meta;
 
 /* Encodes into a malloc'ed buffer.  Returns 0, or -1 (out of memory or

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CKJIT_CACHE_FORMAT_VERSION 1u
+#define CKJIT_CACHE_FORMAT_VERSION 2u /* 2: the entry header names its spec */
 
 typedef struct ckjit_key {
   uint8_t bytes[16];

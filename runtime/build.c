@@ -181,6 +181,7 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
       meta.key = out->key;
       ckjit__copy_str(meta.arch, sizeof meta.arch, arch);
       ckjit__copy_str(meta.kernel, sizeof meta.kernel, fam->kernel);
+      ckjit__spec_format(spec, meta.spec, sizeof meta.spec);
       ckjit__disk_store(&rt->disk, &meta, out->code.data, out->code.size); /* warns on failure */
     }
   }

@@ -38,7 +38,8 @@ enum {
   EF_OFF_PAYLOAD_SUM = 40,
   EF_OFF_ARCH_LEN = 48,
   EF_OFF_KERNEL_LEN = 50,
-  EF_OFF_RESERVED = 52
+  EF_OFF_SPEC_LEN = 52,
+  EF_OFF_RESERVED = 54
 };
 
 /* Recomputes both checksums after a field was edited.  `header_size` is the

@@ -29,6 +29,7 @@ static int setup(void **state) {
   for (int i = 0; i < 16; i++) f->meta.key.bytes[i] = (uint8_t)(0xC0 + i * 3);
   strcpy(f->meta.arch, "gfx90a:sramecc+:xnack-");
   strcpy(f->meta.kernel, "ckjit_elementwise_kernel");
+  strcpy(f->meta.spec, "elementwise:dtype=f32,op=relu,epilogue=none,vec=4,threads=256,unroll=1");
   tu_rng r = {42};
   for (int i = 0; i < PAYLOAD_SIZE; i++) f->payload[i] = (uint8_t)tu_rng_next(&r);
   if (ckjit__entry_encode(&f->meta, f->payload, PAYLOAD_SIZE, &f->buf, &f->size) != 0) {
@@ -75,6 +76,7 @@ static void expect_accept(const fixture *f, const uint8_t *buf, size_t size) {
   assert_true(ckjit__key_equal(&meta.key, &f->meta.key));
   assert_string_equal(meta.arch, f->meta.arch);
   assert_string_equal(meta.kernel, f->meta.kernel);
+  assert_string_equal(meta.spec, f->meta.spec);
   assert_int_equal(psize, PAYLOAD_SIZE);
   assert_non_null(payload);
   /* The payload points into the buffer. */
@@ -104,7 +106,8 @@ static void test_round_trip(void **state) {
 static void test_documented_layout(void **state) {
   fixture *f = *state;
   size_t arch_len = strlen(f->meta.arch), kernel_len = strlen(f->meta.kernel);
-  size_t header = CKJIT_ENTRY_FIXED_SIZE + arch_len + kernel_len + 8;
+  size_t spec_len = strlen(f->meta.spec);
+  size_t header = CKJIT_ENTRY_FIXED_SIZE + arch_len + kernel_len + spec_len + 8;
   assert_int_equal(f->size, header + PAYLOAD_SIZE);
   assert_memory_equal(f->buf, CKJIT_ENTRY_MAGIC, 8);
   assert_int_equal(ef_get32(f->buf + EF_OFF_VERSION), CKJIT_CACHE_FORMAT_VERSION);
@@ -114,9 +117,12 @@ static void test_documented_layout(void **state) {
   assert_int_equal(ef_get64(f->buf + EF_OFF_PAYLOAD_SUM), XXH3_64bits(f->payload, PAYLOAD_SIZE));
   assert_int_equal(f->buf[EF_OFF_ARCH_LEN] | f->buf[EF_OFF_ARCH_LEN + 1] << 8, arch_len);
   assert_int_equal(f->buf[EF_OFF_KERNEL_LEN] | f->buf[EF_OFF_KERNEL_LEN + 1] << 8, kernel_len);
-  assert_int_equal(ef_get32(f->buf + EF_OFF_RESERVED), 0);
+  assert_int_equal(f->buf[EF_OFF_SPEC_LEN] | f->buf[EF_OFF_SPEC_LEN + 1] << 8, spec_len);
+  assert_int_equal(f->buf[EF_OFF_RESERVED] | f->buf[EF_OFF_RESERVED + 1] << 8, 0);
   assert_memory_equal(f->buf + CKJIT_ENTRY_FIXED_SIZE, f->meta.arch, arch_len);
   assert_memory_equal(f->buf + CKJIT_ENTRY_FIXED_SIZE + arch_len, f->meta.kernel, kernel_len);
+  assert_memory_equal(f->buf + CKJIT_ENTRY_FIXED_SIZE + arch_len + kernel_len, f->meta.spec,
+                      spec_len);
   assert_int_equal(ef_get64(f->buf + header - 8), XXH3_64bits(f->buf, header - 8));
   assert_memory_equal(f->buf + header, f->payload, PAYLOAD_SIZE);
 

@@ -73,6 +73,23 @@ static void set_bad(cache_item *it, const char *fmt, ...) {
 }
 
 /* Reads an entry file relative to the subdirectory descriptor and verifies it. */
+/* "elementwise:dtype=bf16,op=gelu_tanh,..." -> "elementwise gelu_tanh bf16". */
+static void describe_op(const char *spec, char *out, size_t len) {
+  size_t fam = strcspn(spec, ":");
+  const char *op = strstr(spec, ",op="), *dt = strstr(spec, ":dtype=");
+  if (!op && !strncmp(spec + fam, ":op=", 4)) op = spec + fam;
+  int n = snprintf(out, len, "%.*s", (int)fam, spec);
+  if (op && n >= 0 && (size_t)n < len) {
+    op += 4;
+    n += snprintf(out + n, len - (size_t)n, " %.*s", (int)strcspn(op, ","), op);
+  }
+  if (dt && n >= 0 && (size_t)n < len) {
+    dt += 7;
+    snprintf(out + n, len - (size_t)n, " %.*s", (int)strcspn(dt, ","), dt);
+  }
+  if (!spec[0]) snprintf(out, len, "-");
+}
+
 static void verify_entry(int sub, cache_item *it) {
   int fd = openat(sub, it->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
@@ -134,8 +151,11 @@ static void verify_entry(int sub, cache_item *it) {
   it->decoded = 1;
   copy_str(it->arch, sizeof it->arch, meta.arch);
   copy_str(it->kernel, sizeof it->kernel, meta.kernel);
+  copy_str(it->spec, sizeof it->spec, meta.spec);
   sanitize(it->arch);
   sanitize(it->kernel);
+  sanitize(it->spec);
+  describe_op(it->spec, it->op, sizeof it->op);
   it->payload_size = payload_size;
   char header_key[33];
   ckjit__key_hex(&meta.key, header_key);
@@ -322,11 +342,12 @@ void cache_item_path(const cache_item *it, char *buf, size_t len) {
 }
 
 void cache_listing_print_entries(FILE *out, const cache_listing *l, int64_t now) {
-  int wk = 6, wa = 4;
+  int wo = 2, wk = 6, wa = 4;
   for (size_t i = 0; i < l->count; i++) {
     const cache_item *it = &l->items[i];
     if (it->kind != CACHE_ITEM_ENTRY || it->bad) continue;
-    int k = (int)strlen(it->kernel), a = (int)strlen(it->arch);
+    int o = (int)strlen(it->op), k = (int)strlen(it->kernel), a = (int)strlen(it->arch);
+    if (o > wo) wo = o;
     if (k > wk) wk = k;
     if (a > wa) wa = a;
   }
@@ -336,8 +357,8 @@ void cache_listing_print_entries(FILE *out, const cache_listing *l, int64_t now)
     fprintf(out, "(no entries)\n");
     return;
   }
-  fprintf(out, "%-32s  %-*s  %-*s  %10s  %5s  %8s\n", "KEY", wk, "KERNEL", wa, "ARCH", "SIZE",
-          "AGE", "LAST USE");
+  fprintf(out, "%-32s  %-*s  %-*s  %-*s  %10s  %5s  %8s\n", "KEY", wo, "OP", wk, "KERNEL", wa,
+          "ARCH", "SIZE", "AGE", "LAST USE");
   for (size_t i = 0; i < l->count; i++) {
     const cache_item *it = &l->items[i];
     if (it->kind != CACHE_ITEM_ENTRY) continue;
@@ -350,8 +371,9 @@ void cache_listing_print_entries(FILE *out, const cache_listing *l, int64_t now)
     if (it->bad)
       fprintf(out, "%-32s  BAD: %s (%s, last used %s)\n", it->key, it->why, size, used);
     else
-      fprintf(out, "%-32s  %-*s  %-*s  %10s  %5s  %8s\n", it->key, wk,
-              it->decoded ? it->kernel : "?", wa, it->decoded ? it->arch : "?", size, age, used);
+      fprintf(out, "%-32s  %-*s  %-*s  %-*s  %10s  %5s  %8s\n", it->key, wo,
+              it->decoded ? it->op : "?", wk, it->decoded ? it->kernel : "?", wa,
+              it->decoded ? it->arch : "?", size, age, used);
   }
 }
 
@@ -366,6 +388,8 @@ void cache_listing_json_item_fields(json_writer *w, const cache_item *it, int64_
   if (it->kind == CACHE_ITEM_ENTRY) json_string(w, "key", it->key);
   if (it->decoded) {
     json_string(w, "kernel", it->kernel);
+    json_string(w, "spec", it->spec);
+    json_string(w, "op", it->op);
     json_string(w, "arch", it->arch);
     json_uint(w, "payload_size", it->payload_size);
   }

@@ -35,6 +35,8 @@ typedef struct cache_item {
   int decoded;     /* the header was read and verified */
   char arch[64];   /* from the header, when decoded */
   char kernel[64];
+  char spec[256];  /* canonical spec text from the header ("" if none) */
+  char op[64];     /* short form of the spec: "elementwise gelu_tanh bf16" */
   uint64_t payload_size;
 } cache_item;
 
