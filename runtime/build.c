@@ -182,7 +182,11 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
       ckjit__copy_str(meta.arch, sizeof meta.arch, arch);
       ckjit__copy_str(meta.kernel, sizeof meta.kernel, fam->kernel);
       ckjit__spec_format(spec, meta.spec, sizeof meta.spec);
-      ckjit__disk_store(&rt->disk, &meta, out->code.data, out->code.size); /* warns on failure */
+      /* Best effort: a failed write warns once and the kernel lives in
+       * memory; it is not this call's failure. */
+      int quiet = ckjit__error_quiet(1);
+      ckjit__disk_store(&rt->disk, &meta, out->code.data, out->code.size);
+      ckjit__error_quiet(quiet);
     }
   }
   ckjit__buf_free(&source);

@@ -11,9 +11,26 @@
 
 static _Thread_local char error_text[CKJIT_ERROR_MAX];
 static _Thread_local ckjit_status error_status = CKJIT_SUCCESS;
+static _Thread_local int error_quiet;
+
+int ckjit__error_quiet(int quiet) {
+  int was = error_quiet;
+  error_quiet = quiet;
+  return was;
+}
 
 ckjit_status ckjit__fail(ckjit_status status, const char *fmt, ...) {
   va_list ap;
+  if (error_quiet) {
+    if (ckjit__log_level() >= CKJIT_LOG_DEBUG) {
+      char text[1024];
+      va_start(ap, fmt);
+      vsnprintf(text, sizeof text, fmt, ap);
+      va_end(ap);
+      ckjit__log(CKJIT_LOG_DEBUG, "%s (not recorded): %s", ckjit_status_string(status), text);
+    }
+    return status;
+  }
   va_start(ap, fmt);
   vsnprintf(error_text, sizeof error_text, fmt, ap);
   va_end(ap);
@@ -23,6 +40,7 @@ ckjit_status ckjit__fail(ckjit_status status, const char *fmt, ...) {
 }
 
 void ckjit__error_append(const char *fmt, ...) {
+  if (error_quiet) return;
   size_t used = strlen(error_text);
   if (used + 1 >= sizeof error_text) return;
   va_list ap;

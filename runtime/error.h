@@ -14,6 +14,12 @@
  * debug level and returns `status`, so callers can `return ckjit__fail(...)`. */
 ckjit_status ckjit__fail(ckjit_status status, const char *fmt, ...) CKJIT_PRINTF(2, 3);
 
+/* Sets whether failures on this thread are only logged, not recorded, and
+ * returns the previous setting.  For best-effort steps (writing the disk
+ * cache) whose failure must not show in ckjit_last_error() of a call that
+ * succeeds. */
+int ckjit__error_quiet(int quiet);
+
 /* Appends text to the current thread's error message (e.g. a compiler log). */
 void ckjit__error_append(const char *fmt, ...) CKJIT_PRINTF(1, 2);
 

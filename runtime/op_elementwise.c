@@ -61,6 +61,12 @@ static int default_spec(size_t index, ckjit_spec *out) {
   return 1;
 }
 
+/* An omitted vec is the widest 16-byte vector of the dtype, as the policy picks. */
+static void complete(ckjit_spec *s, unsigned given) {
+  if (!(given & (1u << P_VEC)))
+    s->value[P_VEC] = (int32_t)(16 / ckjit__dtype_param_size(s->value[P_DTYPE]));
+}
+
 const ckjit_family ckjit__family_elementwise = {
     .name = "elementwise",
     .source = "elementwise.cu",
@@ -69,6 +75,7 @@ const ckjit_family ckjit__family_elementwise = {
     .params = params,
     .check = check,
     .default_spec = default_spec,
+    .complete = complete,
 };
 
 ckjit_status ckjit__check_dtype(const char *api, ckjit_dtype dtype) {

@@ -48,6 +48,14 @@ static int default_spec(size_t index, ckjit_spec *out) {
   return 1;
 }
 
+/* An omitted vec is the widest the policy would pick: 16 bytes, at most 8 elements. */
+static void complete(ckjit_spec *s, unsigned given) {
+  if (!(given & (1u << P_VEC))) {
+    int32_t widest = (int32_t)(16 / ckjit__dtype_param_size(s->value[P_DTYPE]));
+    s->value[P_VEC] = widest > 8 ? 8 : widest;
+  }
+}
+
 const ckjit_family ckjit__family_transpose = {
     .name = "transpose",
     .source = "transpose.cu",
@@ -56,6 +64,7 @@ const ckjit_family ckjit__family_transpose = {
     .params = params,
     .check = check,
     .default_spec = default_spec,
+    .complete = complete,
 };
 
 ckjit_status ckjit_transpose(ckjit_dtype dtype, int64_t batch, int64_t rows, int64_t cols,

@@ -129,6 +129,7 @@ ckjit_status ckjit__spec_parse(const char *text, ckjit_spec *out) {
     p += item;
     if (*p == ',') p++;
   }
+  if (fam->complete) fam->complete(out, given);
   return ckjit__spec_check(out);
 }
 

@@ -43,6 +43,10 @@ typedef struct ckjit_family {
   ckjit_status (*check)(const ckjit_spec *spec);
   /* The index-th spec of the default (prewarm) set; returns 0 past its end. */
   int (*default_spec)(size_t index, ckjit_spec *out);
+  /* Fills defaults that depend on other values (e.g. the widest vector for
+   * the dtype) for the parameters not in `given` (bit i: parameter i was
+   * written in the text).  NULL when every default is fixed. */
+  void (*complete)(ckjit_spec *spec, unsigned given);
 } ckjit_family;
 
 /* The dtype parameter every family shares: f32, f16, bf16 (value 0, 1, 2). */

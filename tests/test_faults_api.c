@@ -333,9 +333,17 @@ static void test_write_errors(void **state) {
       hk.kill = 0;
       hk.calls = 0;
       ckjit__disk_fault_hook = hook;
-      /* Both calls succeed; the first write fails and turns writes off. */
+      /* Both calls succeed; the first write fails and turns writes off.  The
+       * failed write is not the call's failure: the thread's last error
+       * stays what it was (a known earlier failure). */
+      ckjit_device_info info; /* initializes (on a GPU-less host that records why) */
+      assert_int_equal(ckjit_get_device_info(&info), CKJIT_SUCCESS);
+      assert_int_equal(ckjit_compile_spec("no-such-family", "sm_90", NULL),
+                       CKJIT_ERROR_INVALID_ARGUMENT);
       assert_int_equal(compile_ok(0), 0);
       assert_int_equal(compile_ok(1), 0);
+      assert_int_equal(ckjit_last_status(), CKJIT_ERROR_INVALID_ARGUMENT);
+      assert_non_null(strstr(ckjit_last_error(), "no-such-family"));
       ckjit__disk_fault_hook = NULL;
       ckjit_stats s = stats();
       printf("%s at %s: compiles %llu, write errors %llu, writes %llu\n", strerror(errs[e]),

@@ -94,7 +94,7 @@ static void test_once_per_process(void **state) {
   assert_string_equal(t,
                       "ckjit-spec 1 sm_90 transpose:dtype=f32,tile=64,vec=4,threads=256\n"
                       "ckjit-spec 1 gfx90a transpose:dtype=f32,tile=64,vec=4,threads=256\n"
-                      "ckjit-spec 1 gfx90a elementwise:dtype=bf16,op=relu,epilogue=none,vec=4,"
+                      "ckjit-spec 1 gfx90a elementwise:dtype=bf16,op=relu,epilogue=none,vec=8,"
                       "threads=256,unroll=1\n");
   free(t);
   struct stat st;
@@ -135,7 +135,7 @@ static void test_appends_to_existing(void **state) {
   char *t = read_text(path);
   assert_int_equal(strncmp(t, before, strlen(before)), 0);
   assert_string_equal(t + strlen(before),
-                      "ckjit-spec 1 sm_90 transpose:dtype=bf16,tile=64,vec=4,threads=256\n");
+                      "ckjit-spec 1 sm_90 transpose:dtype=bf16,tile=64,vec=8,threads=256\n");
   free(t);
 }
 

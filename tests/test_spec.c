@@ -168,7 +168,8 @@ static void test_omitted_keys_default(void **state) {
         assert_int_equal(s.family, id);
         for (int q = 0; q < fam->n_params; q++) {
           if (q == p) assert_int_equal(s.value[q], v);
-          else assert_int_equal(s.value[q], fam->params[q].def);
+          /* An omitted vec follows the dtype (test_vec_default_follows_dtype). */
+          else if (strcmp(fam->params[q].name, "vec")) assert_int_equal(s.value[q], fam->params[q].def);
         }
         for (int q = fam->n_params; q < CKJIT_MAX_PARAMS; q++) assert_int_equal(s.value[q], 0);
         char canon[CKJIT_SPEC_TEXT_MAX];
@@ -254,6 +255,25 @@ static void test_bad_integer_values(void **state) {
     }
   }
   assert_true(tested > 0);
+}
+
+static void test_vec_default_follows_dtype(void **state) {
+  (void)state;
+  static const struct { const char *text; int vec; } cases[] = {
+      {"elementwise:dtype=f32,op=relu", 4},  {"elementwise:dtype=f16,op=relu", 8},
+      {"elementwise:dtype=bf16", 8},         {"elementwise:dtype=bf16,vec=2", 2},
+      {"transpose:dtype=f32", 4},            {"transpose:dtype=bf16", 8},
+      {"transpose:dtype=f16,vec=1", 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ckjit_spec s;
+    assert_int_equal(ckjit__spec_parse(cases[i].text, &s), CKJIT_SUCCESS);
+    char canon[CKJIT_SPEC_TEXT_MAX], needle[16];
+    assert_int_equal(ckjit__spec_format(&s, canon, sizeof canon), CKJIT_SUCCESS);
+    snprintf(needle, sizeof needle, ",vec=%d,", cases[i].vec);
+    if (!strstr(canon, needle)) print_error("%s -> %s, wanted %s\n", cases[i].text, canon, needle);
+    assert_non_null(strstr(canon, needle));
+  }
 }
 
 static void test_check_built_specs(void **state) {
@@ -353,6 +373,7 @@ int main(void) {
       cmocka_unit_test(test_omitted_keys_default),
       cmocka_unit_test(test_bad_texts),
       cmocka_unit_test(test_bad_integer_values),
+      cmocka_unit_test(test_vec_default_follows_dtype),
       cmocka_unit_test(test_check_built_specs),
       cmocka_unit_test(test_render_default_specs),
   };
