@@ -123,9 +123,9 @@ int ckjit__archive_import(ckjit_disk_cache *c, FILE *in, ckjit_archive_cb cb, vo
       if (cb) cb(ctx, hex, NULL, n, why);
     } else if (ckjit__disk_store(c, &meta, payload, payload_size) != CKJIT_SUCCESS) {
       s->failed++;
-      if (cb) cb(ctx, hex, &meta, n, ckjit_last_error());
+      if (cb) cb(ctx, hex, &meta, n, ckjit__error_latest());
       if (!__atomic_load_n(&c->writable, __ATOMIC_RELAXED)) { /* writes are off: stop here */
-        int rc = fatal(s, "cannot store into %s: %s", c->dir, ckjit_last_error());
+        int rc = fatal(s, "cannot store into %s: %s", c->dir, ckjit__error_latest());
         free(buf);
         return rc;
       }

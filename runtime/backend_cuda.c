@@ -117,7 +117,11 @@ ckjit_status ckjit__cuda_compiler_find(ckjit_compiler *out) {
   static const char *const dirs[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/lib",
                                      "/usr/local/cuda/targets/x86_64-linux/lib", NULL};
   memset(out, 0, sizeof *out);
+  const char *forced = getenv("CKJIT_NVRTC_LIBRARY");
   if (ckjit__find_library(names, dirs, "CKJIT_NVRTC_LIBRARY", out->path, sizeof out->path)) {
+    if (forced && *forced) /* asked for that file: no silent fallback to another NVRTC */
+      return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE,
+                         "CKJIT_NVRTC_LIBRARY=%s is not a readable file", forced);
     /* Not in the usual places: let the dynamic linker look (ld.so.cache),
      * at the price of loading it now. */
     char name[64];

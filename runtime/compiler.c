@@ -24,7 +24,7 @@ ckjit_status ckjit__compiler_get(ckjit_backend vendor, const ckjit_compiler **ou
                                ? ckjit__cuda_compiler_find(&slots[vendor].compiler)
                                : ckjit__hip_compiler_find(&slots[vendor].compiler);
     if (slots[vendor].status)
-      strncpy(slots[vendor].message, ckjit_last_error(), sizeof slots[vendor].message - 1);
+      strncpy(slots[vendor].message, ckjit__error_latest(), sizeof slots[vendor].message - 1);
     slots[vendor].tried = 1;
   }
   ckjit_status st = slots[vendor].status;

@@ -68,7 +68,7 @@ static ckjit_status get_slow(ckjit_runtime *rt, const ckjit_spec *spec, uint64_t
   if (st) {
     /* Keep the message for threads that waited on this build. */
     char *old = k->error_message;
-    k->error_message = strdup(ckjit_last_error());
+    k->error_message = strdup(ckjit__error_latest());
     k->error_status = st;
     free(old);
     ckjit__memcache_publish(k, CKJIT_ENTRY_FAILED);

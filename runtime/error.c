@@ -12,6 +12,7 @@
 static _Thread_local char error_text[CKJIT_ERROR_MAX];
 static _Thread_local ckjit_status error_status = CKJIT_SUCCESS;
 static _Thread_local int error_quiet;
+static _Thread_local char quiet_text[1024]; /* the latest failure while quiet */
 
 int ckjit__error_quiet(int quiet) {
   int was = error_quiet;
@@ -22,13 +23,10 @@ int ckjit__error_quiet(int quiet) {
 ckjit_status ckjit__fail(ckjit_status status, const char *fmt, ...) {
   va_list ap;
   if (error_quiet) {
-    if (ckjit__log_level() >= CKJIT_LOG_DEBUG) {
-      char text[1024];
-      va_start(ap, fmt);
-      vsnprintf(text, sizeof text, fmt, ap);
-      va_end(ap);
-      ckjit__log(CKJIT_LOG_DEBUG, "%s (not recorded): %s", ckjit_status_string(status), text);
-    }
+    va_start(ap, fmt);
+    vsnprintf(quiet_text, sizeof quiet_text, fmt, ap);
+    va_end(ap);
+    CKJIT_DEBUG("%s (not recorded): %s", ckjit_status_string(status), quiet_text);
     return status;
   }
   va_start(ap, fmt);
@@ -40,16 +38,19 @@ ckjit_status ckjit__fail(ckjit_status status, const char *fmt, ...) {
 }
 
 void ckjit__error_append(const char *fmt, ...) {
-  if (error_quiet) return;
-  size_t used = strlen(error_text);
-  if (used + 1 >= sizeof error_text) return;
+  char *text = error_quiet ? quiet_text : error_text;
+  size_t cap = error_quiet ? sizeof quiet_text : sizeof error_text;
+  size_t used = strlen(text);
+  if (used + 1 >= cap) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(error_text + used, sizeof error_text - used, fmt, ap);
+  vsnprintf(text + used, cap - used, fmt, ap);
   va_end(ap);
 }
 
 const char *ckjit_last_error(void) { return error_text; }
+
+const char *ckjit__error_latest(void) { return error_quiet ? quiet_text : error_text; }
 
 ckjit_status ckjit_last_status(void) { return error_status; }
 

@@ -20,6 +20,10 @@ ckjit_status ckjit__fail(ckjit_status status, const char *fmt, ...) CKJIT_PRINTF
  * succeeds. */
 int ckjit__error_quiet(int quiet);
 
+/* The message of the latest failure on this thread, recorded or quiet: for
+ * code that keeps a failure's message (e.g. to report it again later). */
+const char *ckjit__error_latest(void);
+
 /* Appends text to the current thread's error message (e.g. a compiler log). */
 void ckjit__error_append(const char *fmt, ...) CKJIT_PRINTF(1, 2);
 

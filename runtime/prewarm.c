@@ -136,7 +136,7 @@ ckjit_status ckjit_compile_spec(const char *spec_text, const char *arch,
     }
   f->status = st;
   f->result = *result;
-  if (st) f->error = strdup(ckjit_last_error());
+  if (st) f->error = strdup(ckjit__error_latest());
   f->done = 1;
   pthread_cond_broadcast(&inflight_cond);
   release(f);

@@ -39,11 +39,11 @@ static ckjit_status open_device(ckjit_runtime *rt, ckjit_backend want, int ordin
     if (st == CKJIT_SUCCESS || want == CKJIT_BACKEND_CUDA) return st;
   }
   char cuda_reason[256];
-  ckjit__copy_str(cuda_reason, sizeof cuda_reason, ckjit_last_error());
+  ckjit__copy_str(cuda_reason, sizeof cuda_reason, ckjit__error_latest());
   st = ckjit__hip_device_open(ordinal, &rt->device);
   if (st && want == CKJIT_BACKEND_AUTO) {
     char hip_reason[256];
-    ckjit__copy_str(hip_reason, sizeof hip_reason, ckjit_last_error());
+    ckjit__copy_str(hip_reason, sizeof hip_reason, ckjit__error_latest());
     return ckjit__fail(st == CKJIT_ERROR_INVALID_ARGUMENT ? st : CKJIT_ERROR_NO_DEVICE,
                        "no GPU found (CUDA: %s; HIP: %s)", cuda_reason, hip_reason);
   }
@@ -76,24 +76,24 @@ static ckjit_status initialize(const ckjit_options *opts) {
   }
   if (ordinal < 0) ordinal = 0;
 
+  /* Every check that can fail comes before the device is opened, so a
+   * failed initialization holds no device context. */
+  const char *arch = opts->arch;
+  if (!arch || !*arch) arch = getenv("CKJIT_ARCH");
+  if (arch && *arch && ckjit__arch_vendor(arch) == CKJIT_BACKEND_AUTO)
+    return ckjit__arch_validate(arch, 0, 0); /* sets the message */
+
   ckjit_status st = open_device(rt, want, ordinal);
   rt->has_device = st == CKJIT_SUCCESS;
   if (!rt->has_device) {
     if (st == CKJIT_ERROR_INVALID_ARGUMENT) return st;
     rt->device_status = st;
-    ckjit__copy_str(rt->device_error, sizeof rt->device_error, ckjit_last_error());
+    ckjit__copy_str(rt->device_error, sizeof rt->device_error, ckjit__error_latest());
     CKJIT_INFO("no usable GPU (%s); compile-only mode", rt->device_error);
   }
 
-  const char *arch = opts->arch;
-  if (!arch || !*arch) arch = getenv("CKJIT_ARCH");
-  if (arch && *arch) {
-    if (ckjit__arch_vendor(arch) == CKJIT_BACKEND_AUTO)
-      return ckjit__arch_validate(arch, 0, 0); /* sets the message */
-    ckjit__copy_str(rt->arch, sizeof rt->arch, arch);
-  } else if (rt->has_device) {
-    ckjit__copy_str(rt->arch, sizeof rt->arch, rt->device.arch);
-  }
+  if (arch && *arch) ckjit__copy_str(rt->arch, sizeof rt->arch, arch);
+  else if (rt->has_device) ckjit__copy_str(rt->arch, sizeof rt->arch, rt->device.arch);
   rt->backend = rt->arch[0] ? ckjit__arch_vendor(rt->arch) : want;
   if (rt->has_device && rt->arch[0] && !ckjit__arch_compatible(rt->arch, rt->device.arch))
     CKJIT_WARN("CKJIT_ARCH=%s differs from the device's arch %s: kernels can be compiled but not "
@@ -103,8 +103,11 @@ static ckjit_status initialize(const ckjit_options *opts) {
   /* Identify the compiler now (file lookups, no loading) so that the first
    * op call, served from the disk cache, does not pay for it. */
   const ckjit_compiler *compiler;
-  if (rt->backend == CKJIT_BACKEND_CUDA || rt->backend == CKJIT_BACKEND_HIP)
+  if (rt->backend == CKJIT_BACKEND_CUDA || rt->backend == CKJIT_BACKEND_HIP) {
+    int quiet = ckjit__error_quiet(1); /* a missing compiler fails later, with its message */
     (void)ckjit__compiler_get(rt->backend, &compiler);
+    ckjit__error_quiet(quiet);
+  }
 
   int disk = opts->disk_cache;
   if (disk < 0) disk = !env_flag("CKJIT_CACHE_DISABLE");
@@ -204,8 +207,10 @@ ckjit_status ckjit_get_device_info(ckjit_device_info *info) {
     info->multiprocessors = rt->device.multiprocessors;
   }
   const ckjit_compiler *c;
+  int quiet = ckjit__error_quiet(1); /* no compiler: an empty field, not a failure */
   if (rt->backend != CKJIT_BACKEND_AUTO && ckjit__compiler_get(rt->backend, &c) == CKJIT_SUCCESS)
     ckjit__copy_str(info->compiler, sizeof info->compiler, c->fingerprint);
+  ckjit__error_quiet(quiet);
   if (rt->disk_enabled && rt->disk.usable)
     ckjit__copy_str(info->cache_dir, sizeof info->cache_dir, rt->disk.dir);
   return CKJIT_SUCCESS;

@@ -595,6 +595,17 @@ static void archive_summary_json(json_writer *w, const ckjit_archive_summary *s)
   else json_null(w, "error");
 }
 
+/* Opens the --json report of export/import: {"cache_dir", "file", "bad": [ ... */
+static void archive_json_begin(json_writer *w, archive_ctx *ctx, const char *dir) {
+  if (!ctx->o->json) return;
+  json_init(w, stdout);
+  json_begin_object(w, NULL);
+  json_string(w, "cache_dir", dir);
+  json_string(w, "file", ctx->o->file);
+  json_begin_array(w, "bad");
+  ctx->w = w;
+}
+
 static int cmd_export(const options *o, const char *dir) {
   int to_stdout = strcmp(o->file, "-") == 0;
   if (to_stdout && o->json) {
@@ -625,14 +636,7 @@ static int cmd_export(const options *o, const char *dir) {
   }
   json_writer w;
   archive_ctx ctx = {o, NULL, "exported"};
-  if (o->json) {
-    json_init(&w, stdout);
-    json_begin_object(&w, NULL);
-    json_string(&w, "cache_dir", dir);
-    json_string(&w, "file", o->file);
-    json_begin_array(&w, "bad");
-    ctx.w = &w;
-  }
+  archive_json_begin(&w, &ctx, dir);
   ckjit_archive_summary s;
   int rc = ckjit__archive_export(dir, out, archive_report, &ctx, &s);
   if (!to_stdout) {
@@ -692,14 +696,7 @@ static int cmd_import(const options *o, const char *dir) {
   c->max_bytes = c->max_entries = 0; /* no eviction of what is being imported */
   json_writer w;
   archive_ctx ctx = {o, NULL, "imported"};
-  if (o->json) {
-    json_init(&w, stdout);
-    json_begin_object(&w, NULL);
-    json_string(&w, "cache_dir", dir);
-    json_string(&w, "file", o->file);
-    json_begin_array(&w, "bad");
-    ctx.w = &w;
-  }
+  archive_json_begin(&w, &ctx, dir);
   ckjit_archive_summary s;
   int rc = ckjit__archive_import(c, in, archive_report, &ctx, &s);
   if (in != stdin) fclose(in);
