@@ -54,6 +54,11 @@ typedef struct ckjit_device {
                          unsigned shared_bytes, void *stream, void **args);
   ckjit_status (*mem_alloc)(void **ptr, size_t bytes);
   ckjit_status (*mem_free)(void *ptr);
+  /* Stream-ordered scratch memory (cuMemAllocAsync / hipMallocAsync): the
+   * allocation and the free are queued on `stream`, so kernels that use it
+   * need no synchronization and can be captured into graphs. */
+  ckjit_status (*mem_alloc_async)(void **ptr, size_t bytes, void *stream);
+  ckjit_status (*mem_free_async)(void *ptr, void *stream);
   ckjit_status (*mem_copy)(void *dst, const void *src, size_t bytes, ckjit_copy_kind kind);
   ckjit_status (*mem_set)(void *ptr, int value, size_t bytes);
   ckjit_status (*synchronize)(void *stream);

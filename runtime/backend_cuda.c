@@ -171,6 +171,8 @@ static struct {
                      void *, void **, void **);
   CUresult (*mem_alloc)(CUdeviceptr *, size_t);
   CUresult (*mem_free)(CUdeviceptr);
+  CUresult (*mem_alloc_async)(CUdeviceptr *, size_t, void *);
+  CUresult (*mem_free_async)(CUdeviceptr, void *);
   CUresult (*copy_htod)(CUdeviceptr, const void *, size_t);
   CUresult (*copy_dtoh)(void *, CUdeviceptr, size_t);
   CUresult (*copy_dtod)(CUdeviceptr, CUdeviceptr, size_t);
@@ -257,6 +259,21 @@ static ckjit_status cuda_mem_free(void *ptr) {
   return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemFree") : CKJIT_SUCCESS;
 }
 
+static ckjit_status cuda_mem_alloc_async(void **ptr, size_t bytes, void *stream) {
+  if (!cu.mem_alloc_async)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "this CUDA driver lacks cuMemAllocAsync (needs 11.2+)");
+  CUdeviceptr p = 0;
+  CUresult r = cu.mem_alloc_async(&p, bytes, stream);
+  if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemAllocAsync");
+  *ptr = (void *)(uintptr_t)p;
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status cuda_mem_free_async(void *ptr, void *stream) {
+  CUresult r = cu.mem_free_async((CUdeviceptr)(uintptr_t)ptr, stream);
+  return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemFreeAsync") : CKJIT_SUCCESS;
+}
+
 static ckjit_status cuda_mem_copy(void *dst, const void *src, size_t bytes, ckjit_copy_kind kind) {
   CUresult r;
   switch (kind) {
@@ -314,6 +331,10 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   SYM(error_name, "cuGetErrorName");
   SYM(error_string, "cuGetErrorString");
 #undef SYM
+  /* Optional: only the split (multi-block-per-row) reductions need them. */
+  *(void **)&cu.mem_alloc_async = dlsym(h, "cuMemAllocAsync");
+  *(void **)&cu.mem_free_async = dlsym(h, "cuMemFreeAsync");
+  if (!cu.mem_free_async) cu.mem_alloc_async = NULL;
   CUresult r = cu.init(0);
   if (r) return cuda_fail(r == CUDA_ERROR_NO_DEVICE ? CKJIT_ERROR_NO_DEVICE : CKJIT_ERROR_DEVICE, r,
                           "cuInit");
@@ -346,6 +367,8 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   out->launch = cuda_launch;
   out->mem_alloc = cuda_mem_alloc;
   out->mem_free = cuda_mem_free;
+  out->mem_alloc_async = cuda_mem_alloc_async;
+  out->mem_free_async = cuda_mem_free_async;
   out->mem_copy = cuda_mem_copy;
   out->mem_set = cuda_mem_set;
   out->synchronize = cuda_synchronize;

@@ -48,6 +48,8 @@ static struct {
                       void *, void **, void **);
   hip_error (*malloc_)(void **, size_t);
   hip_error (*free_)(void *);
+  hip_error (*malloc_async)(void **, size_t, void *);
+  hip_error (*free_async)(void *, void *);
   hip_error (*memcpy_)(void *, const void *, size_t, int);
   hip_error (*memset_)(void *, int, size_t);
   hip_error (*device_synchronize)(void);
@@ -260,6 +262,19 @@ static ckjit_status hip_mem_free(void *ptr) {
   return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "hipFree") : CKJIT_SUCCESS;
 }
 
+static ckjit_status hip_mem_alloc_async(void **ptr, size_t bytes, void *stream) {
+  if (!hip.malloc_async)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "this HIP runtime lacks hipMallocAsync (needs ROCm "
+                       "5.3+), which split reductions use for scratch memory");
+  hip_error r = hip.malloc_async(ptr, bytes, stream);
+  return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "hipMallocAsync") : CKJIT_SUCCESS;
+}
+
+static ckjit_status hip_mem_free_async(void *ptr, void *stream) {
+  hip_error r = hip.free_async(ptr, stream);
+  return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "hipFreeAsync") : CKJIT_SUCCESS;
+}
+
 static ckjit_status hip_mem_copy(void *dst, const void *src, size_t bytes, ckjit_copy_kind kind) {
   hip_error r = hip.memcpy_(dst, src, bytes, (int)kind); /* same values as hipMemcpyKind */
   return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "hipMemcpy") : CKJIT_SUCCESS;
@@ -316,6 +331,10 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   SYM(error_name, "hipGetErrorName");
   SYM(error_string, "hipGetErrorString");
 #undef SYM
+  /* Optional: only the split (multi-block-per-row) reductions need them. */
+  *(void **)&hip.malloc_async = dlsym(h, "hipMallocAsync");
+  *(void **)&hip.free_async = dlsym(h, "hipFreeAsync");
+  if (!hip.free_async) hip.malloc_async = NULL;
   if (!(*(void **)&hip.device_properties = dlsym(h, "hipGetDevicePropertiesR0600")) &&
       !(*(void **)&hip.device_properties = dlsym(h, "hipGetDeviceProperties")))
     return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "HIP runtime lacks hipGetDeviceProperties");
@@ -349,6 +368,8 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   out->launch = hip_launch;
   out->mem_alloc = hip_mem_alloc;
   out->mem_free = hip_mem_free;
+  out->mem_alloc_async = hip_mem_alloc_async;
+  out->mem_free_async = hip_mem_free_async;
   out->mem_copy = hip_mem_copy;
   out->mem_set = hip_mem_set;
   out->synchronize = hip_synchronize;

@@ -102,3 +102,13 @@ ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k, cons
   if (st) return st;
   return rt->device.launch(k->function, grid, block, shared_bytes, stream, args);
 }
+
+ckjit_status ckjit__scratch_alloc(ckjit_runtime *rt, size_t bytes, void *stream, void **ptr) {
+  ckjit_status st = rt->device.bind(&rt->device);
+  return st ? st : rt->device.mem_alloc_async(ptr, bytes ? bytes : 1, stream);
+}
+
+ckjit_status ckjit__scratch_free(ckjit_runtime *rt, void *ptr, void *stream) {
+  ckjit_status st = rt->device.bind(&rt->device);
+  return st ? st : rt->device.mem_free_async(ptr, stream);
+}

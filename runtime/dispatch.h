@@ -15,4 +15,10 @@ ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k,
                                   const unsigned grid[3], const unsigned block[3],
                                   unsigned shared_bytes, void *stream, void **args);
 
+/* Stream-ordered scratch memory for multi-kernel ops (split reductions):
+ * allocated and freed in `stream` order, so no synchronization is needed
+ * and the sequence can be captured into a graph. */
+ckjit_status ckjit__scratch_alloc(ckjit_runtime *rt, size_t bytes, void *stream, void **ptr);
+ckjit_status ckjit__scratch_free(ckjit_runtime *rt, void *ptr, void *stream);
+
 #endif

@@ -14,6 +14,9 @@
 static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_ELEMENTWISE] = &ckjit__family_elementwise,
     [CKJIT_FAMILY_TRANSPOSE] = &ckjit__family_transpose,
+    [CKJIT_FAMILY_REDUCE] = &ckjit__family_reduce,
+    [CKJIT_FAMILY_ROWNORM] = &ckjit__family_rownorm,
+    [CKJIT_FAMILY_TOPK_SOFTMAX] = &ckjit__family_topk_softmax,
 };
 
 const char *const ckjit__dtype_names[] = {"f32", "f16", "bf16", NULL};

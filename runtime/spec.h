@@ -11,12 +11,15 @@
 #include "buffer.h"
 #include "ckjit/ckjit.h"
 
-#define CKJIT_MAX_PARAMS 8
+#define CKJIT_MAX_PARAMS 12
 #define CKJIT_SPEC_TEXT_MAX 256
 
 typedef enum ckjit_family_id {
   CKJIT_FAMILY_ELEMENTWISE = 0,
   CKJIT_FAMILY_TRANSPOSE = 1,
+  CKJIT_FAMILY_REDUCE = 2,
+  CKJIT_FAMILY_ROWNORM = 3,
+  CKJIT_FAMILY_TOPK_SOFTMAX = 4,
   CKJIT_FAMILY_COUNT_
 } ckjit_family_id;
 
@@ -58,6 +61,9 @@ size_t ckjit__dtype_param_size(int32_t value);        /* element bytes */
 
 extern const ckjit_family ckjit__family_elementwise; /* runtime/op_elementwise.c */
 extern const ckjit_family ckjit__family_transpose;   /* runtime/op_transpose.c */
+extern const ckjit_family ckjit__family_reduce;      /* runtime/op_reduce.c */
+extern const ckjit_family ckjit__family_rownorm;     /* runtime/op_rownorm.c */
+extern const ckjit_family ckjit__family_topk_softmax; /* runtime/op_topk_softmax.c */
 
 const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
 

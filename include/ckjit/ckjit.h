@@ -68,10 +68,11 @@ typedef enum ckjit_dtype {
   CKJIT_F32 = 0,
   CKJIT_F16 = 1,
   CKJIT_BF16 = 2,
-  CKJIT_I8 = 3,       /* reserved for quantized ops */
-  CKJIT_FP8_E4M3 = 4, /* reserved */
+  CKJIT_I8 = 3,       /* quantized outputs */
+  CKJIT_FP8_E4M3 = 4, /* quantized outputs (OCP e4m3fn: max 448, no infinity) */
   CKJIT_FP8_E5M2 = 5, /* reserved */
-  CKJIT_I32 = 6,      /* reserved (indices) */
+  CKJIT_I32 = 6,      /* indices */
+  CKJIT_I64 = 7,      /* indices */
   CKJIT_DTYPE_COUNT_
 } ckjit_dtype;
 
@@ -252,6 +253,127 @@ CKJIT_API ckjit_status ckjit_transpose(ckjit_dtype dtype, int64_t batch,
                                        int64_t batch_stride_in,
                                        void *out, int64_t ld_out,
                                        int64_t batch_stride_out, void *stream);
+
+/* ---- reductions ----------------------------------------------------------- */
+/* All reductions accumulate in f32.  NaN propagates as in PyTorch: a row
+ * with a NaN sums to NaN, its max/min is NaN, and argmax/argmin return the
+ * index of its first NaN.  Ties in argmax/argmin return the lowest index. */
+typedef enum ckjit_reduce_op {
+  CKJIT_REDUCE_SUM = 0,
+  CKJIT_REDUCE_MEAN = 1,
+  CKJIT_REDUCE_MAX = 2,
+  CKJIT_REDUCE_MIN = 3,
+  CKJIT_REDUCE_ARGMAX = 4, /* y_dtype CKJIT_I32 or CKJIT_I64 */
+  CKJIT_REDUCE_ARGMIN = 5  /* y_dtype CKJIT_I32 or CKJIT_I64 */
+} ckjit_reduce_op;
+
+/* A strided tensor of rank 1..4: shape and strides in elements (strides
+ * >= 0, any order; a stride may be 0 to broadcast). */
+typedef struct ckjit_tensor_layout {
+  int rank;
+  int64_t shape[4];
+  int64_t strides[4];
+} ckjit_tensor_layout;
+
+/* y = op(x) over dimension `dim` of x.  y is contiguous (row-major) with
+ * x's shape less `dim`; its dtype is f32/f16/bf16 for SUM..MIN and
+ * CKJIT_I32/CKJIT_I64 for ARGMAX/ARGMIN.  x's dtype is f32, f16 or bf16. */
+CKJIT_API ckjit_status ckjit_reduce(ckjit_reduce_op op, ckjit_dtype dtype,
+                                    const ckjit_tensor_layout *x_layout, const void *x,
+                                    int dim, ckjit_dtype y_dtype, void *y, void *stream);
+
+/* y[r] = op(x[r][0 .. cols)): the last-dimension case of ckjit_reduce. */
+CKJIT_API ckjit_status ckjit_reduce_rows(ckjit_reduce_op op, ckjit_dtype dtype,
+                                         int64_t rows, int64_t cols,
+                                         const void *x, int64_t ld_x,
+                                         ckjit_dtype y_dtype, void *y, void *stream);
+
+/* ---- softmax ---------------------------------------------------------------- */
+typedef struct ckjit_softmax_params {
+  float scale;               /* x is multiplied by it first (1: none) */
+  int log;                   /* 1: log-softmax */
+  /* Optional device array of `rows` int32: in row r only the first
+   * valid_cols[r] columns take part (values past cols are clamped); the
+   * rest of the row is written as 0 (softmax) or -inf (log-softmax).  A row
+   * with no valid column is written as all 0 / all -inf.  NULL: no mask. */
+  const int32_t *valid_cols;
+} ckjit_softmax_params;
+
+/* Fills `p` with scale 1, no log, no mask. */
+CKJIT_API void ckjit_softmax_params_init(ckjit_softmax_params *p);
+
+/* y[r] = softmax(scale * x[r]) (or log-softmax) over the last dimension,
+ * with max subtraction; f32 math.  `params` NULL: the defaults. */
+CKJIT_API ckjit_status ckjit_softmax(ckjit_dtype dtype, int64_t rows, int64_t cols,
+                                     const void *x, int64_t ld_x, void *y, int64_t ld_y,
+                                     const ckjit_softmax_params *params, void *stream);
+
+/* ---- normalizations ------------------------------------------------------------ */
+/* Every pointer but x and y is optional (NULL).  Vectors of `cols` elements
+ * (weight, bias) have x's dtype; per-row outputs are f32. */
+typedef struct ckjit_norm_params {
+  float eps;                 /* added to the variance (mean square); default 1e-5 */
+  const void *weight;        /* gamma [cols]; NULL: 1 */
+  const void *bias;          /* beta [cols], layernorm only; NULL: 0 */
+  /* Fused residual add: the normalized input is h = x + residual.  h is
+   * also written to sum_out (rows x cols, row stride ld_sum_out) when that
+   * is not NULL.  sum_out may alias residual (in-place update). */
+  const void *residual;
+  int64_t ld_residual;
+  void *sum_out;
+  int64_t ld_sum_out;
+  float *mean_out;           /* [rows] row mean (layernorm only) */
+  float *rstd_out;           /* [rows] 1/sqrt(var + eps) (layernorm) or 1/sqrt(mean(h^2) + eps) */
+} ckjit_norm_params;
+
+/* Fills `p` with eps 1e-5 and everything else NULL / 0. */
+CKJIT_API void ckjit_norm_params_init(ckjit_norm_params *p);
+
+/* y = (h - mean) * rstd * weight + bias per row, h = x [+ residual];
+ * biased variance (as torch.nn.functional.layer_norm). */
+CKJIT_API ckjit_status ckjit_layernorm2d(ckjit_dtype dtype, int64_t rows, int64_t cols,
+                                         const void *x, int64_t ld_x, void *y, int64_t ld_y,
+                                         const ckjit_norm_params *params, void *stream);
+
+/* y = h * rstd * weight per row, rstd = 1/sqrt(mean(h^2) + eps). */
+CKJIT_API ckjit_status ckjit_rmsnorm2d(ckjit_dtype dtype, int64_t rows, int64_t cols,
+                                       const void *x, int64_t ld_x, void *y, int64_t ld_y,
+                                       const ckjit_norm_params *params, void *stream);
+
+/* ---- rowwise dynamic quantization ------------------------------------------------ */
+/* For each row of a value v (computed in f32):
+ *   row_scale[r] = max_c |v[r][c]| / QMAX   (QMAX 127 for CKJIT_I8, 448 for
+ *                                            CKJIT_FP8_E4M3; a zero row gets scale 1)
+ *   q[r][c]      = convert(v[r][c] * (QMAX / max_c |v[r][c]|))
+ * where convert rounds to nearest even and saturates (int8: to [-127, 127];
+ * e4m3: to +-448).  Dequantize with q * row_scale[r]. */
+
+/* v = rmsnorm2d(x [+ residual]) (params as for ckjit_rmsnorm2d; rstd_out
+ * and sum_out are written when given), then quantized into q (q_dtype
+ * CKJIT_I8 or CKJIT_FP8_E4M3, row stride ld_q) and row_scale [rows]. */
+CKJIT_API ckjit_status ckjit_rmsnorm2d_quant(ckjit_dtype dtype, int64_t rows, int64_t cols,
+                                             const void *x, int64_t ld_x,
+                                             const ckjit_norm_params *params,
+                                             ckjit_dtype q_dtype, void *q, int64_t ld_q,
+                                             float *row_scale, void *stream);
+
+/* Smoothquant: v[r][c] = x[r][c] * smooth_scale[c] (f32 [cols]), then
+ * quantized as above. */
+CKJIT_API ckjit_status ckjit_smoothquant(ckjit_dtype dtype, int64_t rows, int64_t cols,
+                                         const void *x, int64_t ld_x, const float *smooth_scale,
+                                         ckjit_dtype q_dtype, void *q, int64_t ld_q,
+                                         float *row_scale, void *stream);
+
+/* ---- MoE gating ------------------------------------------------------------------- */
+/* For each token t: p = softmax(x[t][0 .. experts)) (f32), then the k
+ * largest p in descending order (ties: lower expert index first):
+ * weights[t*k + i] (f32) and indices[t*k + i] (index_dtype CKJIT_I32 or
+ * CKJIT_I64).  renormalize = 1 divides the k weights by their sum.
+ * experts <= 256, 1 <= k <= min(8, experts). */
+CKJIT_API ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int64_t experts,
+                                          const void *x, int64_t ld_x, int k, int renormalize,
+                                          float *weights, ckjit_dtype index_dtype,
+                                          void *indices, void *stream);
 
 #ifdef __cplusplus
 }
