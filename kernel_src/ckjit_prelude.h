@@ -123,6 +123,9 @@ CKJIT_INLINE float ckjit_warp_sum(float v) {
   return v;
 }
 
+// ---- special values ---------------------------------------------------------
+#define CKJIT_INF __int_as_float(0x7f800000)
+
 CKJIT_INLINE float ckjit_warp_max(float v) {
   for (int m = CKJIT_WARP_SIZE / 2; m > 0; m /= 2) v = fmaxf(v, ckjit_shfl_xor(v, m));
   return v;
@@ -144,3 +147,26 @@ CKJIT_INLINE float ckjit_gelu_tanh(float x) {
   return x * (1.0f - __fdividef(1.0f, 1.0f + __expf(2.0f * u)));
 }
 CKJIT_INLINE float ckjit_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
+
+// ---- quantized storage -------------------------------------------------------
+// int8: round half to even, saturate to [-127, 127]; NaN becomes 0.
+CKJIT_INLINE signed char ckjit_to_i8(float f) {
+  if (f != f) return 0;
+  return (signed char)(int)rintf(fminf(fmaxf(f, -127.0f), 127.0f));
+}
+
+// fp8 e4m3 (OCP "e4m3fn": bias 7, largest 448, no infinity, NaN 0x7F):
+// round half to even, saturate to +-448; NaN stays NaN (sign kept).
+CKJIT_INLINE unsigned char ckjit_to_e4m3(float f) {
+  unsigned u = __float_as_uint(f);
+  const unsigned sign = (u >> 24) & 0x80u;
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return (unsigned char)(sign | 0x7fu);
+  const float a = __uint_as_float(u);
+  if (a >= 448.0f) return (unsigned char)(sign | 0x7eu);
+  if (a < 0.015625f) // below 2^-6: subnormal steps of 2^-9 (8 steps is the smallest normal)
+    return (unsigned char)(sign | (unsigned)rintf(a * 512.0f));
+  u += 0x7ffffu + ((u >> 20) & 1u); // round the mantissa to 3 bits, ties to even
+  unsigned code = (u >> 20) - (120u << 3); // exponent bias 127 -> 7
+  return (unsigned char)(sign | (code > 0x7eu ? 0x7eu : code));
+}

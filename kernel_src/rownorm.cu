@@ -1,4 +1,511 @@
-// rownorm family (stub: being written).
+// Rownorm family: per-row softmax, log-softmax, layernorm, rmsnorm and the
+// rowwise dynamically quantizing rmsnorm and smoothquant.
+//
+// Problem:  each row of h (x, or x + residual rounded to T) is reduced to a
+//           few statistics (max and sum of exponentials; mean and M2; sum of
+//           squares; max |value|), which then transform the row.  f32 math.
+// Policy:   a group of ROW_THREADS threads owns a row; each thread moves
+//           ITEMS vectors of VEC elements per tile (a tile is
+//           ROW_THREADS * VEC * ITEMS columns).  THREADS / ROW_THREADS
+//           groups share a block.
+// Pipeline: PASS_FUSED: the row is one tile, kept in registers: load, reduce
+//           within the group, write.  Rows too long for that (or too few to
+//           fill the GPU) are split into chunks of chunk_cols columns, one
+//           block per (chunk, row), over several launches: PASS_STATS writes
+//           each chunk's statistics to `partials`, PASS_AMAX (quantizing
+//           rmsnorm only) the chunk's max |y|, and PASS_APPLY folds a row's
+//           partials and writes its chunk.  Partials are folded in a fixed
+//           order, so results do not depend on scheduling.
+// Epilogue: weight / bias, or rowwise quantization to int8 / fp8 e4m3.
+//
+// Kernel arguments (in this order):
+//   const T *x, long long ld_x, const T *res, long long ld_res,
+//   T *sum_out, long long ld_sum, const T *weight, const T *bias,
+//   const float *smooth, Y *y, long long ld_y, float *mean_out,
+//   float *rstd_out, float *row_scale, const int *valid_cols, float alpha,
+//   float *partials, long long rows, long long cols, long long chunk_cols,
+//   long long n_chunks
+// alpha is the softmax scale or the norms' eps; Y is T, or the quantized
+// type; split passes launch grid (n_chunks, rows), the fused pass a 1D grid.
 #include "ckjit_prelude.h"
+
+#define OP_SOFTMAX 0
+#define OP_LOG_SOFTMAX 1
+#define OP_LAYERNORM 2
+#define OP_RMSNORM 3
+#define OP_RMSNORM_QUANT 4
+#define OP_SMOOTHQUANT 5
+#define Q_NONE 0
+#define Q_I8 1
+#define Q_FP8_E4M3 2
+#define PASS_FUSED 0
+#define PASS_STATS 1
+#define PASS_AMAX 2
+#define PASS_APPLY 3
+
 typedef @DTYPE@ T;
-extern "C" __global__ void ckjit_rownorm(const T *x) { (void)x; }
+#define OP @OP@
+#define QTYPE @QTYPE@
+#define RESIDUAL @RESIDUAL@
+#define AFFINE @AFFINE@ // 0: none, 1: weight, 2: weight and bias
+#define THREADS @THREADS@
+#define ROW_THREADS @ROW_THREADS@
+#define VEC @VEC@
+#define ITEMS @ITEMS@
+#define PASS @PASS@
+
+#define IS_SOFTMAX (OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX)
+#define IS_QUANT (OP == OP_RMSNORM_QUANT || OP == OP_SMOOTHQUANT)
+#define GROUPS (THREADS / ROW_THREADS)
+#define WARPS (THREADS / CKJIT_WARP_SIZE)
+#define LANES (ROW_THREADS < CKJIT_WARP_SIZE ? ROW_THREADS : CKJIT_WARP_SIZE)
+#define TILE ((long long)ROW_THREADS * VEC * ITEMS)
+
+#if QTYPE == Q_FP8_E4M3
+typedef unsigned char Y;
+#define QMAX 448.0f
+CKJIT_INLINE void convert(float f, Y &out) { out = ckjit_to_e4m3(f); }
+#elif QTYPE == Q_I8
+typedef signed char Y;
+#define QMAX 127.0f
+CKJIT_INLINE void convert(float f, Y &out) { out = ckjit_to_i8(f); }
+#else
+typedef T Y;
+#endif
+CKJIT_INLINE void convert(float f, T &out) { out = ckjit_from_float<T>(f); }
+
+// ---- statistics ----------------------------------------------------------
+// Every statistic is up to three floats with a commutative merge, so the
+// xor-butterfly leaves bit-identical results in every thread of a group.
+enum { KIND_SOFTMAX, KIND_MOMENTS, KIND_SUM, KIND_MAX };
+struct stat { float a, b, c; }; // softmax: max, sum of exp(v - max)
+                                // moments: count, mean, M2 (Chan et al.)
+                                // sum: a; max: a (NaN-propagating)
+#if IS_SOFTMAX
+#define KIND KIND_SOFTMAX
+#elif OP == OP_LAYERNORM
+#define KIND KIND_MOMENTS
+#elif OP == OP_SMOOTHQUANT
+#define KIND KIND_MAX
+#else
+#define KIND KIND_SUM
+#endif
+
+template <int K> CKJIT_INLINE stat stat_empty() {
+  stat s = {K == KIND_SOFTMAX || K == KIND_MAX ? -CKJIT_INF : 0.0f, 0.0f, 0.0f};
+  return s;
+}
+
+template <int K> CKJIT_INLINE stat merge(stat x, stat y) {
+  stat r = x;
+  if (K == KIND_SOFTMAX) {
+    r.a = ckjit_nan_max(x.a, y.a);
+    // A part with max -inf holds no value (its sum is 0); skipping it avoids -inf - -inf.
+    float sx = x.a == -CKJIT_INF ? 0.0f : x.b * __expf(x.a - r.a);
+    float sy = y.a == -CKJIT_INF ? 0.0f : y.b * __expf(y.a - r.a);
+    r.b = sx + sy;
+  } else if (K == KIND_MOMENTS) {
+    if (x.a == 0.0f) return y;
+    if (y.a == 0.0f) return x;
+    r.a = x.a + y.a;
+    float d = y.b - x.b;
+    r.b = (x.a * x.b + y.a * y.b) / r.a;
+    r.c = x.c + y.c + d * d * (x.a * y.a / r.a);
+  } else if (K == KIND_SUM) {
+    r.a = x.a + y.a;
+  } else {
+    r.a = ckjit_nan_max(x.a, y.a);
+  }
+  return r;
+}
+
+// Combines the group's statistics; every thread of the group gets the result.
+// Every thread of the block must call it (it may synchronize the block).
+template <int K> CKJIT_INLINE stat group_combine(stat s, float (*smem)[WARPS]) {
+#pragma unroll
+  for (int m = LANES / 2; m > 0; m /= 2) {
+    stat o = {ckjit_shfl_xor(s.a, m), ckjit_shfl_xor(s.b, m), ckjit_shfl_xor(s.c, m)};
+    s = merge<K>(s, o);
+  }
+#if ROW_THREADS > CKJIT_WARP_SIZE
+  const int warp = threadIdx.x / CKJIT_WARP_SIZE;
+  __syncthreads(); // earlier readers of smem are done
+  if (threadIdx.x % CKJIT_WARP_SIZE == 0) {
+    smem[0][warp] = s.a;
+    smem[1][warp] = s.b;
+    smem[2][warp] = s.c;
+  }
+  __syncthreads();
+  const int per_group = ROW_THREADS / CKJIT_WARP_SIZE, first = warp / per_group * per_group;
+  stat r = {smem[0][first], smem[1][first], smem[2][first]};
+  for (int w = 1; w < per_group; w++) {
+    stat o = {smem[0][first + w], smem[1][first + w], smem[2][first + w]};
+    r = merge<K>(r, o);
+  }
+  s = r;
+#endif
+  return s;
+}
+
+// ---- row access --------------------------------------------------------------
+// Vector of columns [c, c + VEC) as floats; columns at or past `end` read 0.
+template <typename S> CKJIT_INLINE void load(const S *p, long long c, long long end, float *out) {
+  if (c + VEC <= end) {
+    ckjit_vec<S, VEC> v = ckjit_load<S, VEC>(p + c);
+#pragma unroll
+    for (int k = 0; k < VEC; k++) out[k] = ckjit_to_float(v.v[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; k++) out[k] = c + k < end ? ckjit_to_float(p[c + k]) : 0.0f;
+  }
+}
+
+template <typename D> CKJIT_INLINE void store(D *p, long long c, long long end, const float *in) {
+  ckjit_vec<D, VEC> v;
+#pragma unroll
+  for (int k = 0; k < VEC; k++) convert(in[k], v.v[k]);
+  if (c + VEC <= end) {
+    ckjit_store<D, VEC>(p + c, v);
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (c + k < end) p[c + k] = v.v[k];
+  }
+}
+
+// ---- the per-op transforms ---------------------------------------------------
+struct row_stats {
+  float m, inv_s, log_s; // softmax: max, 1 / sum, log(sum)
+  float mean, rstd;      // norms
+  float amax;            // quantization
+};
+
+// The value the op works on at column c (before the epilogue).
+CKJIT_INLINE float op_value(float h, long long c, const float *smooth, float alpha) {
+#if IS_SOFTMAX
+  return h * alpha;
+#elif OP == OP_SMOOTHQUANT
+  return h * smooth[c];
+#else
+  (void)c;
+  (void)smooth;
+  (void)alpha;
+  return h;
+#endif
+}
+
+// Output of a valid column (norms: with weight/bias; quantizing ops: the
+// value before quantization).
+CKJIT_INLINE float op_output(float v, const row_stats &st, float w, float b) {
+#if OP == OP_SOFTMAX
+  return __expf(v - st.m) * st.inv_s;
+#elif OP == OP_LOG_SOFTMAX
+  return v - st.m - st.log_s;
+#elif OP == OP_LAYERNORM
+  float o = (v - st.mean) * st.rstd;
+#elif OP == OP_RMSNORM || OP == OP_RMSNORM_QUANT
+  float o = v * st.rstd;
+#else
+  float o = v;
+#endif
+#if !IS_SOFTMAX
+#if AFFINE >= 1
+  o *= w;
+#endif
+#if AFFINE == 2
+  o += b;
+#endif
+  (void)w;
+  (void)b;
+  return o;
+#endif
+}
+
+// Statistics of `count` values of this thread (tile part) to merge in.
+CKJIT_INLINE stat tile_stat(const float (*v)[VEC], const bool (*ok)[VEC]) {
+  stat s = stat_empty<KIND>();
+#if KIND == KIND_SOFTMAX
+  float m = -CKJIT_INF;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok[i][k]) m = ckjit_nan_max(m, v[i][k]);
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok[i][k]) sum += __expf(v[i][k] - m);
+  s.a = m;
+  s.b = sum;
+#elif KIND == KIND_MOMENTS
+  float n = 0.0f, sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok[i][k]) n += 1.0f, sum += v[i][k];
+  if (n > 0.0f) {
+    float mean = sum / n, m2 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+      for (int k = 0; k < VEC; k++) {
+        float d = v[i][k] - mean;
+        if (ok[i][k]) m2 += d * d;
+      }
+    s.a = n;
+    s.b = mean;
+    s.c = m2;
+  }
+#elif KIND == KIND_SUM
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok[i][k]) s.a += v[i][k] * v[i][k];
+#else
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok[i][k]) s.a = ckjit_nan_max(s.a, fabsf(v[i][k]));
+#endif
+  return s;
+}
+
+// Row statistics from the combined stat (the op's main one).
+CKJIT_INLINE void finish_stats(stat s, long long cols, float alpha, row_stats &st) {
+#if IS_SOFTMAX
+  st.m = s.a;
+  st.inv_s = 1.0f / s.b;
+  st.log_s = logf(s.b);
+  (void)cols;
+  (void)alpha;
+#elif OP == OP_LAYERNORM
+  st.mean = s.b;
+  st.rstd = rsqrtf(s.c / (float)cols + alpha);
+#elif OP == OP_SMOOTHQUANT
+  st.amax = s.a;
+  (void)cols;
+  (void)alpha;
+#else
+  st.rstd = rsqrtf(s.a / (float)cols + alpha);
+#endif
+}
+
+struct quant_scale { float inv, scale; };
+CKJIT_INLINE quant_scale quant_of(float amax) {
+  // A zero row gets scale 1 (and zeros); NaN propagates into the scale.
+  quant_scale q;
+#if IS_QUANT
+  q.inv = amax == 0.0f ? 0.0f : QMAX / amax;
+  q.scale = amax == 0.0f ? 1.0f : amax / QMAX;
+#else
+  (void)amax;
+  q.inv = q.scale = 1.0f;
+#endif
+  return q;
+}
+
+// ---- the kernel ---------------------------------------------------------------
+extern "C" __global__ void __launch_bounds__(THREADS)
+ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum_out,
+              long long ld_sum, const T *__restrict__ weight, const T *__restrict__ bias,
+              const float *__restrict__ smooth, Y *y, long long ld_y, float *mean_out,
+              float *rstd_out, float *row_scale, const int *__restrict__ valid_cols, float alpha,
+              float *partials, long long rows, long long cols, long long chunk_cols,
+              long long n_chunks) {
+  __shared__ float smem[3][WARPS];
+  const int t = threadIdx.x % ROW_THREADS;
+#if PASS == PASS_FUSED
+  for (long long rb = blockIdx.x; rb * GROUPS < rows; rb += gridDim.x) {
+    const long long r = rb * GROUPS + threadIdx.x / ROW_THREADS;
+    const bool row_ok = r < rows; // groups past the end still join the block's syncs
+    const long long rr = row_ok ? r : 0;
+    const long long c_begin = 0, c_end = row_ok ? cols : 0;
+    const long long chunk = 0;
+#else
+  for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
+    const bool row_ok = true;
+    const long long rr = r, chunk = blockIdx.x;
+    const long long c_begin = chunk * chunk_cols;
+    const long long c_end = c_begin + chunk_cols < cols ? c_begin + chunk_cols : cols;
+#endif
+    const T *xr = x + rr * ld_x;
+#if RESIDUAL
+    const T *resr = res + rr * ld_res;
+#endif
+    // Columns that take part: a softmax mask shortens the row.
+    long long valid_end = c_end;
+#if IS_SOFTMAX
+    if (valid_cols && row_ok) {
+      long long vc = valid_cols[rr];
+      if (vc < valid_end) valid_end = vc < c_begin ? c_begin : vc;
+    }
+#endif
+    float v[ITEMS][VEC];
+    bool ok[ITEMS][VEC];
+    // Loads one tile starting at column c0 into v / ok.
+    auto load_tile = [&](long long c0) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++) {
+        const long long c = c0 + ((long long)i * ROW_THREADS + t) * VEC;
+        load(xr, c, c_end, v[i]);
+#if RESIDUAL
+        float rv[VEC];
+        load(resr, c, c_end, rv);
+#pragma unroll
+        for (int k = 0; k < VEC; k++) v[i][k] = ckjit_to_float(ckjit_from_float<T>(v[i][k] + rv[k]));
+#if PASS == PASS_FUSED || PASS == PASS_STATS
+        if (sum_out) store(sum_out + rr * ld_sum, c, c_end, v[i]);
+#endif
+#endif
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+          ok[i][k] = c + k < valid_end;
+          v[i][k] = c + k < c_end ? op_value(v[i][k], c + k, smooth, alpha) : 0.0f;
+        }
+      }
+    };
+
+    row_stats st;
+    float amax = 0.0f;
+#if PASS == PASS_FUSED
+    load_tile(c_begin);
+    finish_stats(group_combine<KIND>(tile_stat(v, ok), smem), cols, alpha, st);
+#elif PASS == PASS_STATS || PASS == PASS_AMAX
+    stat acc = stat_empty<KIND>();
+#else
+    stat acc = stat_empty<KIND>(), acc_amax = stat_empty<KIND_MAX>();
+#endif
+#if PASS == PASS_AMAX || PASS == PASS_APPLY
+    // Fold the row's chunk partials: each thread a strided subset, in order.
+    {
+      const float *pr = partials + rr * n_chunks * 2;
+      for (long long j = t; j < n_chunks; j += ROW_THREADS) {
+        stat p = {pr[2 * j], pr[2 * j + 1], 0.0f};
+#if KIND == KIND_MOMENTS
+        const long long cb = j * chunk_cols, ce = cb + chunk_cols < cols ? cb + chunk_cols : cols;
+        p.c = p.b;
+        p.b = p.a;
+        p.a = (float)(ce - cb);
+#endif
+        acc = merge<KIND>(acc, p);
+      }
+      finish_stats(group_combine<KIND>(acc, smem), cols, alpha, st);
+#if PASS == PASS_APPLY && OP == OP_RMSNORM_QUANT
+      const float *pa = partials + rows * n_chunks * 2 + rr * n_chunks;
+      for (long long j = t; j < n_chunks; j += ROW_THREADS) {
+        stat p = {pa[j], 0.0f, 0.0f};
+        acc_amax = merge<KIND_MAX>(acc_amax, p);
+      }
+      amax = group_combine<KIND_MAX>(acc_amax, smem).a;
+#elif PASS == PASS_APPLY && OP == OP_SMOOTHQUANT
+      amax = st.amax;
+#endif
+    }
+#endif
+
+#if PASS == PASS_STATS || PASS == PASS_AMAX
+    // Statistics of this chunk, tile by tile.
+    stat part = stat_empty<PASS == PASS_AMAX ? KIND_MAX : KIND>();
+    for (long long c0 = c_begin; c0 < c_end; c0 += TILE) {
+      load_tile(c0);
+#if PASS == PASS_AMAX
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++) {
+        const long long c = c0 + ((long long)i * ROW_THREADS + t) * VEC;
+        float w[VEC] = {}, b[VEC] = {};
+#if AFFINE >= 1
+        load(weight, c, c_end, w);
+#endif
+#pragma unroll
+        for (int k = 0; k < VEC; k++)
+          if (ok[i][k]) part.a = ckjit_nan_max(part.a, fabsf(op_output(v[i][k], st, w[k], b[k])));
+      }
+#else
+      part = merge<KIND>(part, tile_stat(v, ok));
+#endif
+    }
+    part = group_combine<PASS == PASS_AMAX ? KIND_MAX : KIND>(part, smem);
+    if (threadIdx.x == 0) {
+#if PASS == PASS_AMAX
+      partials[rows * n_chunks * 2 + rr * n_chunks + chunk] = part.a;
+#elif KIND == KIND_MOMENTS
+      partials[(rr * n_chunks + chunk) * 2] = part.b;
+      partials[(rr * n_chunks + chunk) * 2 + 1] = part.c;
+#else
+      partials[(rr * n_chunks + chunk) * 2] = part.a;
+      partials[(rr * n_chunks + chunk) * 2 + 1] = part.b;
+#endif
+    }
+#else
+    // Output: the fused pass has its tile in registers; the apply pass
+    // streams its chunk again.
+#if PASS == PASS_FUSED && OP == OP_RMSNORM_QUANT
+    {
+      stat part = stat_empty<KIND_MAX>();
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++) {
+        const long long c = c_begin + ((long long)i * ROW_THREADS + t) * VEC;
+        float w[VEC] = {}, b[VEC] = {};
+#if AFFINE >= 1
+        load(weight, c, c_end, w);
+#endif
+#pragma unroll
+        for (int k = 0; k < VEC; k++)
+          if (ok[i][k]) part.a = ckjit_nan_max(part.a, fabsf(op_output(v[i][k], st, w[k], b[k])));
+      }
+      amax = group_combine<KIND_MAX>(part, smem).a;
+    }
+#elif PASS == PASS_FUSED && OP == OP_SMOOTHQUANT
+    amax = st.amax;
+#endif
+    const quant_scale qs = quant_of(amax);
+    Y *yr = y + rr * ld_y;
+    for (long long c0 = c_begin; c0 < c_end; c0 += TILE) {
+#if PASS == PASS_APPLY
+      load_tile(c0);
+#endif
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++) {
+        const long long c = c0 + ((long long)i * ROW_THREADS + t) * VEC;
+        float w[VEC] = {}, b[VEC] = {}, o[VEC];
+#if AFFINE >= 1
+        load(weight, c, c_end, w);
+#endif
+#if AFFINE == 2
+        load(bias, c, c_end, b);
+#endif
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+          o[k] = ok[i][k] ? op_output(v[i][k], st, w[k], b[k]) : (OP == OP_LOG_SOFTMAX ? -CKJIT_INF : 0.0f);
+#if IS_QUANT
+          o[k] *= qs.inv;
+#endif
+        }
+        store(yr, c, c_end, o);
+      }
+#if PASS == PASS_FUSED
+      break; // the whole row was one tile
+#endif
+    }
+    if (row_ok && t == 0 && chunk == 0) {
+#if OP == OP_LAYERNORM
+      if (mean_out) mean_out[rr] = st.mean;
+#endif
+#if OP == OP_LAYERNORM || OP == OP_RMSNORM || OP == OP_RMSNORM_QUANT
+      if (rstd_out) rstd_out[rr] = st.rstd;
+#endif
+#if IS_QUANT
+      row_scale[rr] = qs.scale;
+#endif
+    }
+    (void)mean_out;
+    (void)rstd_out;
+    (void)row_scale;
+#endif
+  }
+}

@@ -303,7 +303,9 @@ typedef struct ckjit_softmax_params {
 CKJIT_API void ckjit_softmax_params_init(ckjit_softmax_params *p);
 
 /* y[r] = softmax(scale * x[r]) (or log-softmax) over the last dimension,
- * with max subtraction; f32 math.  `params` NULL: the defaults. */
+ * with max subtraction; f32 math.  `params` NULL: the defaults.  y may be x
+ * (in place, same ld).  As in PyTorch, a row holding NaN or +inf, or only
+ * -inf, among its valid columns comes out NaN. */
 CKJIT_API ckjit_status ckjit_softmax(ckjit_dtype dtype, int64_t rows, int64_t cols,
                                      const void *x, int64_t ld_x, void *y, int64_t ld_y,
                                      const ckjit_softmax_params *params, void *stream);
@@ -315,9 +317,10 @@ typedef struct ckjit_norm_params {
   float eps;                 /* added to the variance (mean square); default 1e-5 */
   const void *weight;        /* gamma [cols]; NULL: 1 */
   const void *bias;          /* beta [cols], layernorm only; NULL: 0 */
-  /* Fused residual add: the normalized input is h = x + residual.  h is
-   * also written to sum_out (rows x cols, row stride ld_sum_out) when that
-   * is not NULL.  sum_out may alias residual (in-place update). */
+  /* Fused residual add: the normalized input is h = x + residual, rounded
+   * to x's dtype (the value a separate add would have stored).  h is also
+   * written to sum_out (rows x cols, row stride ld_sum_out) when that is
+   * not NULL.  sum_out may alias residual or x (in-place update). */
   const void *residual;
   int64_t ld_residual;
   void *sum_out;
@@ -330,7 +333,9 @@ typedef struct ckjit_norm_params {
 CKJIT_API void ckjit_norm_params_init(ckjit_norm_params *p);
 
 /* y = (h - mean) * rstd * weight + bias per row, h = x [+ residual];
- * biased variance (as torch.nn.functional.layer_norm). */
+ * biased variance (as torch.nn.functional.layer_norm), computed from the
+ * mean (two passes over the row on chip), not as E[h^2] - E[h]^2.  y may
+ * be x.  A bias needs a weight; sum_out needs a residual. */
 CKJIT_API ckjit_status ckjit_layernorm2d(ckjit_dtype dtype, int64_t rows, int64_t cols,
                                          const void *x, int64_t ld_x, void *y, int64_t ld_y,
                                          const ckjit_norm_params *params, void *stream);
@@ -346,7 +351,8 @@ CKJIT_API ckjit_status ckjit_rmsnorm2d(ckjit_dtype dtype, int64_t rows, int64_t 
  *                                            CKJIT_FP8_E4M3; a zero row gets scale 1)
  *   q[r][c]      = convert(v[r][c] * (QMAX / max_c |v[r][c]|))
  * where convert rounds to nearest even and saturates (int8: to [-127, 127];
- * e4m3: to +-448).  Dequantize with q * row_scale[r]. */
+ * e4m3: to +-448).  Dequantize with q * row_scale[r].  A NaN in a row makes
+ * its scale NaN and every q of the row 0 (int8) or NaN (e4m3). */
 
 /* v = rmsnorm2d(x [+ residual]) (params as for ckjit_rmsnorm2d; rstd_out
  * and sum_out are written when given), then quantized into q (q_dtype
