@@ -374,8 +374,11 @@ CKJIT_API ckjit_status ckjit_smoothquant(ckjit_dtype dtype, int64_t rows, int64_
 /* For each token t: p = softmax(x[t][0 .. experts)) (f32), then the k
  * largest p in descending order (ties: lower expert index first):
  * weights[t*k + i] (f32) and indices[t*k + i] (index_dtype CKJIT_I32 or
- * CKJIT_I64).  renormalize = 1 divides the k weights by their sum.
- * experts <= 256, 1 <= k <= min(8, experts). */
+ * CKJIT_I64).  renormalize != 0 divides the k weights by their sum.
+ * experts <= 256, 1 <= k <= min(8, experts).  x, weights and indices are
+ * aligned to their element size and do not overlap.  As torch.softmax +
+ * torch.topk: a token whose logits hold NaN or +inf, or are all -inf, gets
+ * NaN weights and indices 0 .. k-1. */
 CKJIT_API ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int64_t experts,
                                           const void *x, int64_t ld_x, int k, int renormalize,
                                           float *weights, ckjit_dtype index_dtype,
