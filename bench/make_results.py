@@ -2,7 +2,7 @@
 """Merges bench_ckjit and peers.py JSONL output into bench/results.json and
 bench/RESULTS.md.
 
-usage: make_results.py --ckjit CKJIT.jsonl --peers PEERS.jsonl
+usage: make_results.py --ckjit CKJIT.jsonl [--ckjit ...] --peers PEERS.jsonl [--peers ...]
                        [--results bench/results.json] [--md bench/RESULTS.md]
                        [--card NAME] [--command CMD]
 
@@ -11,11 +11,21 @@ results.json is a list of {"metric", "card", "ckjit", "peer", "peer_name",
 times (us, ms), ckjit/peer for rates (GB/s); null without a peer.  Records of
 an existing results.json whose metric is not re-measured are kept (merged by
 metric name); RESULTS.md is rewritten from the merged list.
+
+Row-wise ops (kind "rows": bench_rows and `peers.py --only rows`) give
+"OP bf16 RxC vs torch" (GB/s; the same bytes on both sides, so the ratio is
+torch time / ckjit time), "OP bf16 RxC vs copy" (ckjit GB/s / the same run's
+torch.clone GB/s at that shape: the fraction of copy bandwidth) and
+"topk_softmax bf16 TxE kK vs torch" (us; ratio torch / ckjit).  These records
+may also carry "note" (why ckjit or torch has no number, or a failed result
+check) and "bytes_formula"; a case whose op failed is written with "ckjit":
+null and its note, replacing an older number.
 """
 import argparse
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -113,6 +123,112 @@ def card_name(recs, override):
 PEER_LABEL = {'raw': 'raw driver', 'cupy': 'cupy', 'triton': 'triton', 'torch': 'torch'}
 
 
+ROW_OPS = ('softmax', 'layernorm', 'rmsnorm', 'sum', 'rmsnorm_quant', 'smoothquant')
+ROWS_METRIC = re.compile(r'^(%s) (\S+) (\d+x\d+) vs (torch|copy)$' % '|'.join(ROW_OPS))
+TOPK_METRIC = re.compile(r'^topk_softmax (\S+) (\d+x\d+) k(\d+) vs torch$')
+
+
+def first_line(text, limit=160):
+    text = str(text or '').strip().splitlines()
+    text = text[0] if text else ''
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+def why_missing(rec, who):
+    """A short reason for a row-wise record without a value."""
+    if rec is None:
+        return f'no {who} record'
+    status = rec.get('status') or 'no value'
+    err = first_line(rec.get('error'))
+    return f'{who}: {status}' + (f': {err}' if err else '')
+
+
+def same_bytes(a, b):
+    try:
+        return abs(float(a) - float(b)) < 0.5
+    except (TypeError, ValueError):
+        return False
+
+
+def build_rows(ck, peers, card):
+    """Comparisons of the row-wise ops (kind "rows")."""
+    out = []
+
+    def key(r):
+        return (r.get('op'), r.get('dtype'), r.get('shape'), r.get('k') or 0)
+
+    def last_by_key(recs, impl):
+        d = {}
+        for r in recs:
+            if r.get('kind') == 'rows' and r.get('impl') == impl:
+                d[key(r)] = r  # later lines win, with or without a value
+        return d
+
+    cks = last_by_key(ck, 'ckjit')
+    torch = last_by_key(peers, 'torch')
+    # The "vs copy" reference: torch.clone at the same shape in the rows
+    # section, else the bandwidth section's (8192x8192).
+    clone = {(k[1], k[2]): r for k, r in torch.items()
+             if k[0] == 'copy' and r.get('value') is not None}
+    for r in peers:
+        if r.get('kind') == 'bandwidth' and r.get('impl') == 'torch' and r.get('op') == 'copy' \
+                and r.get('value') is not None:
+            clone.setdefault((r.get('dtype'), r.get('shape')), r)
+
+    for k, c in cks.items():
+        op, dtype, shape, kk = k
+        if op not in ROW_OPS and op != 'topk_softmax':
+            log(f'rows: unknown op {op!r} ignored')
+            continue
+        t = torch.get(k)
+        cv = c.get('value')
+        tv = t.get('value') if t else None
+        notes = []
+        if cv is None:
+            notes.append(why_missing(c, 'ckjit'))
+        elif c.get('check') not in (None, 'ok'):
+            notes.append(f"ckjit result check: {c.get('check')}")
+        if tv is None:
+            notes.append(why_missing(t, 'torch'))
+        ratio_ok = True
+        if cv is not None and tv is not None and not same_bytes(c.get('bytes'), t.get('bytes')):
+            ratio_ok = False
+            notes.append(f"bytes differ (ckjit {c.get('bytes')}, torch {t.get('bytes')}): "
+                         'fix rows_bytes() in bench/peers.py')
+            log(f'rows {op} {shape}: {notes[-1]}')
+        if op == 'topk_softmax':
+            metric = f'{op} {dtype} {shape} k{kk} vs torch'
+        else:
+            metric = f'{op} {dtype} {shape} vs torch'
+        rec = record(metric, card, cv, tv if ratio_ok else None,
+                     t.get('api', 'torch') if t else 'torch', c.get('unit'))
+        if not ratio_ok:
+            rec['peer'] = rnd(tv)
+        if notes:
+            rec['note'] = '; '.join(notes)
+        if c.get('bytes_formula'):
+            rec['bytes_formula'] = c['bytes_formula']
+        out.append(rec)
+        if op == 'topk_softmax':
+            continue
+        cl = clone.get((dtype, shape))
+        if cl is None:
+            log(f'no torch.clone at {dtype} {shape}: "{op} {dtype} {shape} vs copy" left out')
+            continue
+        rec = record(f'{op} {dtype} {shape} vs copy', card, cv, cl['value'],
+                     f"{cl.get('api', 'torch.clone')} (same run)", c.get('unit'))
+        cnotes = [n for n in notes if n.startswith('ckjit')]
+        if cnotes:
+            rec['note'] = '; '.join(cnotes)
+        if c.get('bytes_formula'):
+            rec['bytes_formula'] = c['bytes_formula']
+        out.append(rec)
+    for k, t in torch.items():
+        if k[0] != 'copy' and k not in cks:
+            log(f'rows: torch measured {k} but ckjit has no record of it: left out')
+    return out
+
+
 def build(ck, peers, card):
     """The comparison records of this run, in a stable order."""
     out = []
@@ -139,6 +255,9 @@ def build(ck, peers, card):
         if op not in ('copy', 'transpose') and c and c.get('shape') == shape:
             out.append(record(f'{base} vs copy', card, r['value'], c['value'],
                               f"{c.get('api', 'torch.clone')} (same run)", unit))
+
+    # Row-wise ops: softmax, norms, row sum, quantization, topk-softmax.
+    out += build_rows(ck, peers, card)
 
     # Launch host time: ckjit vs the raw driver, CuPy and Triton.
     lk = find(ck, kind='launch', impl='ckjit')
@@ -211,6 +330,79 @@ def md_cell(s):
     return str(s).replace('|', '\\|')
 
 
+def rows_md(rows):
+    """The RESULTS.md sections of the row-wise ops, from results.json records."""
+    if not rows:
+        return []
+    table = {}   # (op, dtype, shape) -> {'torch': rec, 'copy': rec}
+    topk = []
+    formulas = {}
+    for r in rows:
+        m = ROWS_METRIC.match(r['metric'])
+        if m:
+            op, dtype, shape, vs = m.groups()
+            table.setdefault((op, dtype, shape), {})[vs] = r
+            if r.get('bytes_formula'):
+                formulas[op] = r['bytes_formula']
+            continue
+        m = TOPK_METRIC.match(r['metric'])
+        if m:
+            topk.append((m.group(2), int(m.group(3)), r))
+            if r.get('bytes_formula'):
+                formulas['topk_softmax'] = r['bytes_formula']
+    lines = []
+    if table:
+        lines += ['', '## Row-wise ops: softmax, norms, row sum, rowwise int8 quant', '',
+                  'bf16 input, bf16 output (int8 + f32 row scales for the quant ops); medians of '
+                  'per-call event timings, the same warm-up and runs for ckjit '
+                  '(`bench_rows`) and torch (`peers.py --only rows`). GB/s = bytes below / '
+                  'median time, the same bytes for ckjit and torch, so `vs torch` = torch '
+                  'time / ckjit time (> 1: ckjit faster; for the quant ops torch is the unfused '
+                  'sequence). `fraction of copy` = ckjit GB/s / the same run\'s torch.clone '
+                  'GB/s at that shape (2*R*C*e bytes; target >= 0.9). Each timed call is '
+                  'launched onto an idle stream, so small cases (16x65536: 4 MB, which also '
+                  'stays in L2 between calls) measure launch latency as much as bandwidth; '
+                  'compare those with torch at the same shape.', '',
+                  '| op | shape | card | ckjit GB/s | torch GB/s | vs torch | fraction of copy '
+                  '| torch.clone GB/s | torch | note |',
+                  '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |']
+        order = {op: i for i, op in enumerate(ROW_OPS)}
+        keys = sorted(table, key=lambda k: (order.get(k[0], 99), list(table).index(k)))
+        for k in keys:
+            vt, vc = table[k].get('torch'), table[k].get('copy')
+            any_r = vt or vc
+            notes = []
+            for r in (vt, vc):
+                if r and r.get('note') and r['note'] not in notes:
+                    notes.append(r['note'])
+            cells = [k[0], f'{k[1]} {k[2]}', any_r.get('card'),
+                     fmt(any_r.get('ckjit')),
+                     fmt(vt.get('peer')) if vt else '—',
+                     fmt(vt.get('ratio')) if vt else '—',
+                     fmt(vc.get('ratio')) if vc else '—',
+                     fmt(vc.get('peer')) if vc else '—',
+                     vt.get('peer_name') if vt else '—',
+                     '; '.join(notes)]
+            lines.append('| ' + ' | '.join(md_cell(c) for c in cells) + ' |')
+    if topk:
+        lines += ['', '## MoE gating: topk-softmax', '',
+                  'bf16 logits, f32 weights, i32 indices (torch: i64), renormalize = 1; median '
+                  'us per call; `vs torch` = torch time / ckjit time (> 1: ckjit faster).', '',
+                  '| tokens x experts | k | card | ckjit us | torch us | vs torch | torch | note |',
+                  '| --- | ---: | --- | ---: | ---: | ---: | --- | --- |']
+        for shape, k, r in topk:
+            cells = [shape, k, r.get('card'), fmt(r.get('ckjit')), fmt(r.get('peer')),
+                     fmt(r.get('ratio')), r.get('peer_name'), r.get('note') or '']
+            lines.append('| ' + ' | '.join(md_cell(c) for c in cells) + ' |')
+    if formulas:
+        lines += ['', 'Bytes read + written (R rows, C cols, e = 2 bytes; T tokens, E experts; '
+                  'from rows_bytes() in bench/bench_rows.c):', '']
+        for op in ROW_OPS + ('topk_softmax',):
+            if op in formulas:
+                lines.append(f'- {op}: {md_cell(formulas[op])}')
+    return lines
+
+
 def write_md(path, results, card, command, date, notes, info):
     lines = ['# ckjit benchmark results', '',
              f'- Date: {date}',
@@ -224,13 +416,19 @@ def write_md(path, results, card, command, date, notes, info):
               '| metric | card | ckjit | peer | peer name | unit | ratio |',
               '| --- | --- | ---: | ---: | --- | --- | ---: |']
     cold = []
+    rows = []
     for r in results:
         if str(r.get('metric', '')).startswith('cold compile'):
             cold.append(r)
             continue
+        if ROWS_METRIC.match(str(r.get('metric', ''))) or \
+                TOPK_METRIC.match(str(r.get('metric', ''))):
+            rows.append(r)
+            continue
         lines.append('| ' + ' | '.join(md_cell(fmt(r.get(k))) for k in
                                        ('metric', 'card', 'ckjit', 'peer', 'peer_name', 'unit',
                                         'ratio')) + ' |')
+    lines += rows_md(rows)
     if cold:
         lines += ['', '## Cold compile (empty cache, per spec)', '',
                   'The first compile of a run includes loading and initializing the runtime '
@@ -251,8 +449,10 @@ def write_md(path, results, card, command, date, notes, info):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--ckjit', help='bench_ckjit JSONL output')
-    ap.add_argument('--peers', help='peers.py JSONL output')
+    ap.add_argument('--ckjit', action='append', default=[],
+                    help='bench_ckjit / bench_rows JSONL output (repeatable)')
+    ap.add_argument('--peers', action='append', default=[],
+                    help='peers.py JSONL output (repeatable)')
     ap.add_argument('--results', default=os.path.join(here, 'results.json'))
     ap.add_argument('--md', default=os.path.join(here, 'RESULTS.md'))
     ap.add_argument('--card', help='card name (default: from the JSONL, else nvidia-smi)')
@@ -260,8 +460,8 @@ def main():
                     help='the command that produced the numbers (for RESULTS.md)')
     a = ap.parse_args()
 
-    ck = read_jsonl(a.ckjit)
-    peers = read_jsonl(a.peers)
+    ck = [r for path in a.ckjit for r in read_jsonl(path)]
+    peers = [r for path in a.peers for r in read_jsonl(path)]
     card = card_name(peers + ck, a.card)
     new = build(ck, peers, card)
 

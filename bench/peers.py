@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peer measurements for bench/results.json, on the same GPU as bench_ckjit.
 
-usage: peers.py [--quick] [--only torch|cupy|triton]...
+usage: peers.py [--quick] [--only torch|rows|cupy|triton]... [--op OP]... [--shape RxC]...
 
 Prints one JSON object per line (JSONL) on stdout, like bench_ckjit: each has
 "metric", "unit", "value", "kind", "impl" and details.  Diagnostics go to
@@ -10,6 +10,16 @@ stderr.  Peers that cannot be imported are skipped with a "note" record.
   torch   bandwidth (GB/s, bytes read + written, median of CUDA-event timed
           runs): clone, add, relu, gelu(approximate='tanh') on bf16
           8192x8192; .t().contiguous() on bf16 and f32 8192x8192.
+  rows    the torch peers of bench/bench_rows.c (kind "rows", same cases,
+          same bytes: rows_bytes() below mirrors the C one), timed the same
+          way: torch.clone at every shape (the "copy" reference),
+          torch.softmax(x, -1), F.layer_norm(x, (n,), w, b), F.rms_norm(x,
+          (n,), w) (else the manual x * rsqrt(mean(x^2) + eps) * w),
+          x.sum(-1) on bf16; the unfused sequences for rmsnorm_quant (h = x +
+          r; y = rms_norm(h) * w; s = amax|y| / 127; q = round(y / s) int8)
+          and smoothquant (y = x * smooth; same quant); topk_softmax as
+          torch.topk(torch.softmax(x.float(), -1), k) and the renormalizing
+          division (time in us).  --op / --shape select cases (as bench_rows).
   cupy    RawKernel launch host time of a trivial copy kernel (f32 1024,
           per-call us); first call in a fresh process with the kernel in
           CuPy's disk cache (ms, after the context exists).
@@ -60,6 +70,57 @@ def median_min(values):
     return statistics.median(values), min(values)
 
 
+def timing_plan(quick):
+    """Warm-up calls and timed runs: bench_ckjit's and bench_rows' numbers."""
+    return (2, 10) if quick else (5, 50)
+
+
+def timed(fn, warmup, runs):
+    """Median and min ms of `runs` calls of fn, each between two CUDA events
+    on the current stream and synchronized (as bench_ckjit / bench_rows)."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(runs):
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ms.append(s.elapsed_time(e))
+    return median_min(ms)
+
+
+_TORCH_DEVICE_EMITTED = False
+
+
+def emit_torch_device():
+    global _TORCH_DEVICE_EMITTED
+    import torch
+
+    if _TORCH_DEVICE_EMITTED:
+        return
+    _TORCH_DEVICE_EMITTED = True
+    emit({'metric': 'device', 'unit': None, 'value': None, 'kind': 'info', 'impl': 'torch',
+          'name': torch.cuda.get_device_name(0),
+          'capability': '%d.%d' % torch.cuda.get_device_capability(0),
+          'torch_version': torch.__version__, 'torch_cuda': torch.version.cuda})
+
+
+def rand_tensor(shape, dtype, gen):
+    """Uniform in [-4, 4) with |x| >= 1/16: random and never zero (as the C
+    benches)."""
+    import torch
+
+    x = torch.rand(*shape, device='cuda', generator=gen, dtype=torch.float32) * 8 - 4
+    x = torch.where(x.abs() < 0.0625, x + torch.sign(x) * 0.5 + (x == 0) * 0.5, x)
+    return x.to(dtype)
+
+
 # ---- torch ------------------------------------------------------------------
 def torch_bandwidth(quick):
     import torch
@@ -69,40 +130,19 @@ def torch_bandwidth(quick):
         note('torch', 'torch.cuda.is_available() is False: no torch measurements')
         return
     dev = torch.device('cuda')
-    emit({'metric': 'device', 'unit': None, 'value': None, 'kind': 'info', 'impl': 'torch',
-          'name': torch.cuda.get_device_name(0),
-          'capability': '%d.%d' % torch.cuda.get_device_capability(0),
-          'torch_version': torch.__version__, 'torch_cuda': torch.version.cuda})
-    warmup, runs = (2, 10) if quick else (5, 50)
+    emit_torch_device()
+    warmup, runs = timing_plan(quick)
     rows = cols = 8192
     shape = f'{rows}x{cols}'
     gen = torch.Generator(device=dev)
     gen.manual_seed(1234)
 
     def rand(dtype):
-        # Uniform in [-4, 4) with |x| >= 1/16: random and never zero.
-        x = torch.rand(rows, cols, device=dev, generator=gen, dtype=torch.float32) * 8 - 4
-        x = torch.where(x.abs() < 0.0625, x + torch.sign(x) * 0.5 + (x == 0) * 0.5, x)
-        return x.to(dtype)
+        return rand_tensor((rows, cols), dtype, gen)
 
     x = rand(torch.bfloat16)
     y = rand(torch.bfloat16)
     xf = rand(torch.float32)
-
-    def timed(fn):
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        ms = []
-        for _ in range(runs):
-            s = torch.cuda.Event(enable_timing=True)
-            e = torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            ms.append(s.elapsed_time(e))
-        return median_min(ms)
 
     cases = [
         ('copy', 'torch.clone', torch.bfloat16, lambda: x.clone(), 2),
@@ -117,7 +157,7 @@ def torch_bandwidth(quick):
     for op, api, dtype, fn, tensors in cases:
         dname = names[dtype]
         elem = torch.tensor([], dtype=dtype).element_size()
-        med, mn = timed(fn)
+        med, mn = timed(fn, warmup, runs)
         nbytes = rows * cols * elem * tensors
         emit({'metric': f'bandwidth {op} {dname} {shape} (torch)', 'unit': 'GB/s',
               'value': nbytes / (med * 1e-3) / 1e9, 'kind': 'bandwidth', 'impl': 'torch',
@@ -125,6 +165,156 @@ def torch_bandwidth(quick):
               'min_ms': mn, 'bytes': nbytes, 'runs': runs})
     del x, y, xf
     torch.cuda.empty_cache()
+
+
+# ---- rows: the torch peers of bench/bench_rows.c ------------------------------
+# The cases of bench_rows.c (keep in sync: ROW_SHAPES, QUANT_SHAPES, TOPK_*).
+ROW_OPS = ('softmax', 'layernorm', 'rmsnorm', 'sum')
+ROW_SHAPES = ((8192, 8192), (4096, 16384), (32768, 1024), (16, 65536), (64, 1048576),
+              (1, 16777216))
+QUANT_OPS = ('rmsnorm_quant', 'smoothquant')
+QUANT_SHAPES = ((8192, 8192), (4096, 16384))
+TOPK_TOKENS = 32768
+TOPK_EXPERTS = (64, 128, 256)
+TOPK_KS = (2, 8)
+ALL_ROW_OPS = ROW_OPS + QUANT_OPS + ('topk_softmax',)
+NORM_EPS = 1e-5
+
+
+def rows_bytes(op, rows, cols, k=0, e=2):
+    """Bytes read + written: a term-by-term mirror of rows_bytes() in
+    bench/bench_rows.c, the one definition (see the comment there);
+    make_results.py refuses a comparison whose two "bytes" differ.  'copy'
+    (torch.clone) is the reference: 2*R*C*e."""
+    R, C = rows, cols
+    return {
+        'copy': 2 * R * C * e,
+        'softmax': 2 * R * C * e,
+        'layernorm': 2 * R * C * e + 2 * C * e,
+        'rmsnorm': 2 * R * C * e + C * e,
+        'sum': R * C * e + R * e,
+        'rmsnorm_quant': 3 * R * C * e + R * C + C * e + 4 * R,
+        'smoothquant': R * C * e + R * C + 4 * C + 4 * R,
+        'topk_softmax': R * C * e + 8 * R * k,
+    }[op]
+
+
+def row_cases(ops, shapes):
+    """(op, rows, cols, k) in bench_rows' order, filtered like its --only and
+    --shape."""
+    cases = []
+    for op in ROW_OPS:
+        cases += [(op, r, c, 0) for r, c in ROW_SHAPES]
+    for op in QUANT_OPS:
+        cases += [(op, r, c, 0) for r, c in QUANT_SHAPES]
+    for e in TOPK_EXPERTS:
+        cases += [('topk_softmax', TOPK_TOKENS, e, k) for k in TOPK_KS]
+    return [c for c in cases if (not ops or c[0] in ops)
+            and (not shapes or f'{c[1]}x{c[2]}' in shapes)]
+
+
+def torch_rows(quick, ops, shapes):
+    import torch
+    import torch.nn.functional as F
+
+    if not torch.cuda.is_available():
+        note('rows', 'torch.cuda.is_available() is False: no torch row-wise measurements')
+        return
+    emit_torch_device()
+    warmup, runs = timing_plan(quick)
+    gen = torch.Generator(device='cuda')
+    gen.manual_seed(4321)
+    bf16 = torch.bfloat16
+    have_rms = hasattr(F, 'rms_norm')
+    rms_api = ('F.rms_norm(x, (n,), w, eps)' if have_rms
+               else 'x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w')
+
+    def rms_norm(h, w, n):
+        if have_rms:
+            return F.rms_norm(h, (n,), w, eps=NORM_EPS)
+        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + NORM_EPS) * w
+
+    def quant(y):
+        s = y.abs().amax(-1, keepdim=True) / 127
+        return torch.round(y / s).clamp(-127, 127).to(torch.int8), s
+
+    def record(op, rows, cols, k, api, fn):
+        shape = f'{rows}x{cols}'
+        metric = f'rows {op} bf16 {shape}' + (f' k{k}' if op == 'topk_softmax' else '') \
+            + ' (torch)'
+        unit = 'us' if op == 'topk_softmax' else 'GB/s'
+        rec = {'metric': metric, 'unit': unit, 'value': None, 'kind': 'rows', 'impl': 'torch',
+               'op': op, 'api': api, 'dtype': 'bf16', 'shape': shape}
+        if op == 'topk_softmax':
+            rec['k'] = k
+        try:
+            med, mn = timed(fn, warmup, runs)
+        except Exception as e:  # an op torch lacks, out of memory: keep going
+            rec.update(status='TORCH_ERROR', error=f'{type(e).__name__}: {e}'[:500])
+            log(f'{metric}: {rec["error"]}')
+            emit(rec)
+            return
+        nbytes = rows_bytes(op, rows, cols, k)
+        gbps = nbytes / (med * 1e-3) / 1e9
+        rec.update(value=med * 1e3 if op == 'topk_softmax' else gbps, median_ms=med, min_ms=mn,
+                   bytes=nbytes, warmup=warmup, runs=runs)
+        if op == 'topk_softmax':
+            rec['gbps'] = gbps
+        emit(rec)
+
+    cases = row_cases(ops, shapes)
+    done_shapes = []
+    for op0, rows, cols, _ in cases:  # one pass per shape, in case order
+        if (rows, cols) in done_shapes:
+            continue
+        done_shapes.append((rows, cols))
+        here = [c for c in cases if (c[1], c[2]) == (rows, cols)]
+        n = cols
+        x = rand_tensor((rows, cols), bf16, gen)
+        if any(c[0] != 'topk_softmax' for c in here):
+            # The same run's copy bandwidth at this shape: the "vs copy" reference.
+            record('copy', rows, cols, 0, 'torch.clone', lambda: x.clone())
+        for op, _, _, k in here:
+            if op == 'softmax':
+                record(op, rows, cols, k, 'torch.softmax(x, -1)', lambda: torch.softmax(x, -1))
+            elif op == 'layernorm':
+                w = 1 + rand_tensor((n,), torch.float32, gen).mul_(0.125)
+                b = rand_tensor((n,), torch.float32, gen).mul_(0.125)
+                w, b = w.to(bf16), b.to(bf16)
+                record(op, rows, cols, k, 'F.layer_norm(x, (n,), w, b, eps)',
+                       lambda: F.layer_norm(x, (n,), w, b, eps=NORM_EPS))
+            elif op == 'rmsnorm':
+                w = (1 + rand_tensor((n,), torch.float32, gen).mul_(0.125)).to(bf16)
+                record(op, rows, cols, k, rms_api, lambda: rms_norm(x, w, n))
+            elif op == 'sum':
+                record(op, rows, cols, k, 'x.sum(-1) (bf16 out)', lambda: x.sum(-1))
+            elif op == 'rmsnorm_quant':
+                r = rand_tensor((rows, cols), bf16, gen)
+                w = (1 + rand_tensor((n,), torch.float32, gen).mul_(0.125)).to(bf16)
+
+                def fused_add_rmsnorm_quant():
+                    h = x + r
+                    q, s = quant(rms_norm(h, w, n))
+                    return h, q, s
+
+                record(op, rows, cols, k,
+                       f'h = x + r; y = {rms_api.replace("x", "h")}; s = amax|y| / 127; '
+                       'q = round(y / s).clamp(-127, 127).to(int8)', fused_add_rmsnorm_quant)
+                del r
+            elif op == 'smoothquant':
+                smooth = 1 + rand_tensor((n,), torch.float32, gen).mul_(0.125)
+                record(op, rows, cols, k,
+                       'y = x * smooth (f32); s = amax|y| / 127; '
+                       'q = round(y / s).clamp(-127, 127).to(int8)', lambda: quant(x * smooth))
+            elif op == 'topk_softmax':
+                def topk(k=k):
+                    w, i = torch.topk(torch.softmax(x.float(), -1), k)
+                    return w / w.sum(-1, keepdim=True), i
+
+                record(op, rows, cols, k, 'torch.topk(torch.softmax(x.float(), -1), k) '
+                       '/ sum (i64 indices)', topk)
+        del x
+        torch.cuda.empty_cache()
 
 
 # ---- launch loops -----------------------------------------------------------
@@ -293,7 +483,10 @@ def importable(name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--quick', action='store_true')
-    ap.add_argument('--only', action='append', choices=['torch', 'cupy', 'triton'])
+    ap.add_argument('--only', action='append', choices=['torch', 'rows', 'cupy', 'triton'])
+    ap.add_argument('--op', action='append', choices=list(ALL_ROW_OPS),
+                    help='rows: only this op (repeatable)')
+    ap.add_argument('--shape', action='append', help='rows: only this RxC (repeatable)')
     ap.add_argument('--child', choices=['cupy', 'triton'], help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child == 'cupy':
@@ -303,7 +496,7 @@ def main():
         child_triton()
         return 0
 
-    only = set(a.only or ['torch', 'cupy', 'triton'])
+    only = set(a.only or ['torch', 'rows', 'cupy', 'triton'])
     script = os.path.abspath(__file__)
     status = 0
     ok_torch, why_torch = importable('torch')
@@ -323,6 +516,13 @@ def main():
             step('torch', lambda: torch_bandwidth(a.quick))
         else:
             note('torch', f'torch not importable ({why_torch}): skipped')
+    if 'rows' in only:
+        if not row_cases(a.op, a.shape):
+            note('rows', 'no case matches --op/--shape')
+        elif ok_torch:
+            step('rows', lambda: torch_rows(a.quick, a.op, a.shape))
+        else:
+            note('rows', f'torch not importable ({why_torch}): skipped')
     if 'cupy' in only:
         ok, why = importable('cupy')
         if ok:

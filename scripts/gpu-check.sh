@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check in one script, for a CUDA machine without network:
 # build into build-gpu, run every test suite (the GPU one included), run the
-# benchmarks (bench_ckjit, bench/peers.py), merge them into bench/results.json
+# benchmarks (bench_ckjit, bench_rows, bench/peers.py), merge them into bench/results.json
 # and bench/RESULTS.md, and put into $OUT (./gpu-out when unset):
 #   results.json  RESULTS.md  gpu-logs.tar.gz  summary.txt
 # It installs nothing.  Debian packages the machine lacks (xxhash, cmocka, a
@@ -12,7 +12,13 @@
 # every step passed.
 #
 # usage: bash scripts/gpu-check.sh   (from anywhere; it works in the repo root)
-# env:   OUT, GPU_CHECK_BUDGET, BENCH_ARGS (extra bench_ckjit args), PEERS_ARGS
+# env:   OUT, GPU_CHECK_BUDGET, GPU_CHECK_TEST_ARGS (extra meson test args),
+#        BENCH_ARGS (extra bench_ckjit args), ROWS_ARGS (extra bench_rows
+#        args), PEERS_ARGS (extra peers.py args),
+#        GPU_CHECK_BENCHES (which benchmark steps run: default
+#        "ckjit rows tools peers"; e.g. "rows peers" with PEERS_ARGS="--only
+#        rows" measures only the row-wise ops, keeping the other records of
+#        bench/results.json)
 set -uo pipefail
 
 START=$(date +%s)
@@ -129,7 +135,10 @@ summary_add() { # NAME DETAIL
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' "$1" "${LAST_STATUS:-?}" "${LAST_SECS:--}" "$2")")
 }
 
-# Minimum times kept for later steps: test 60, bench 90, peers 90, results 20.
+# Minimum times kept for later steps: test 60, bench 90, rows 60, peers 90,
+# results 20.
+BENCHES=" ${GPU_CHECK_BENCHES:-ckjit rows tools peers} "
+want() { [[ $BENCHES == *" $1 "* ]]; }
 LAST_STATUS=""; LAST_SECS=""
 step env 30 370 "$LOGS/env.log" "$LOGS/env.log" -- bash -c '
   echo "date: $(date -u)"; echo "host: $(hostname)"; uname -a
@@ -166,7 +175,7 @@ fi
 
 if ((BUILT == 0)); then
   read -ra test_args <<< "${GPU_CHECK_TEST_ARGS:-}"
-  step test 180 200 "$LOGS/test.log" "$LOGS/test.log" -- meson test -C "$BUILD" --print-errorlogs "${test_args[@]}"
+  step test 180 260 "$LOGS/test.log" "$LOGS/test.log" -- meson test -C "$BUILD" --print-errorlogs "${test_args[@]}"
   cp "$BUILD/meson-logs/testlog.txt" "$LOGS/testlog.txt" 2> /dev/null
   cp "$BUILD/meson-logs/testlog.json" "$LOGS/testlog.json" 2> /dev/null
   counts=$(grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout): ' "$LOGS/test.log" \
@@ -180,25 +189,69 @@ else
 fi
 
 BENCH_BIN=$BUILD/bench/bench_ckjit
-if ((BUILT == 0)) && [ -x "$BENCH_BIN" ]; then
+bench_args=()
+: > "$LOGS/bench-ckjit.jsonl"
+if ! want ckjit; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "not in GPU_CHECK_BENCHES")")
+elif ((BUILT == 0)) && [ -x "$BENCH_BIN" ]; then
   # Fall back to --quick when little time is left.
-  left=$((DEADLINE - $(date +%s) - 110))
+  left=$((DEADLINE - $(date +%s) - 170))
   read -ra bench_args <<< "${BENCH_ARGS:-}"
   if ((left < 120)); then
     bench_args+=(--quick)
     NOTES+=("bench_ckjit ran with --quick (only ${left}s left for it)")
   fi
-  step bench 200 110 "$LOGS/bench-ckjit.jsonl" "$LOGS/bench-ckjit.log" -- "$BENCH_BIN" "${bench_args[@]}"
+  step bench 200 170 "$LOGS/bench-ckjit.jsonl" "$LOGS/bench-ckjit.log" -- "$BENCH_BIN" "${bench_args[@]}"
   summary_add bench "$(grep -c '^{' "$LOGS/bench-ckjit.jsonl") records${bench_args[*]:+ (${bench_args[*]})}"
 else
-  : > "$LOGS/bench-ckjit.jsonl"
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "no bench_ckjit (build failed or no cuda.h/libcuda)")")
+  FAILED=1
+fi
+
+# Row-wise ops (softmax, norms, row sum, rowwise quant, topk-softmax): one
+# child process per case; an op that is not implemented yet gives a record
+# with its status and no number, and does not fail the step.  Its --budget
+# ends it (remaining cases recorded as SKIPPED) before the step's limit.
+ROWS_BIN=$BUILD/bench/bench_rows
+rows_args=()
+if ! want rows; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' rows SKIPPED - "not in GPU_CHECK_BENCHES")")
+elif ((BUILT == 0)) && [ -x "$ROWS_BIN" ]; then
+  left=$((DEADLINE - $(date +%s) - 130))
+  rows_limit=$((left < 150 ? left : 150))
+  read -ra rows_args <<< "${ROWS_ARGS:-}"
+  if ((left < 100)); then
+    rows_args+=(--quick)
+    NOTES+=("bench_rows ran with --quick (only ${left}s left for it)")
+  fi
+  # A case started just before the budget ends may run 20 s past it.
+  ((rows_limit > 35)) && rows_args+=(--budget $((rows_limit - 25)))
+  : > "$LOGS/bench-rows.jsonl"
+  step rows 150 130 "$LOGS/bench-rows.jsonl" "$LOGS/bench-rows.log" -- "$ROWS_BIN" "${rows_args[@]}"
+  cat "$LOGS/bench-rows.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  rows_detail=$(python3 -c '
+import collections, json, sys
+n, bad = 0, collections.Counter()
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        r = json.loads(line)
+        if r.get("kind") == "rows":
+            n += 1
+            if r.get("value") is None:
+                bad[r.get("status", "?")] += 1
+            elif r.get("check") != "ok":
+                bad["check " + str(r.get("check"))] += 1
+print("%d cases, %d measured%s" % (n, n - sum(bad.values()),
+      "".join(", %d %s" % (v, k) for k, v in sorted(bad.items()))))' "$LOGS/bench-rows.jsonl" 2>&1)
+  summary_add rows "$rows_detail${rows_args[*]:+ (${rows_args[*]})}"
+else
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' rows SKIPPED - "no bench_rows (build failed or no cuda.h/libcuda)")")
   FAILED=1
 fi
 
 # Host-side tool numbers (CPU only): prewarm scaling over this host's cores
 # and verify of 1,000 entries, tagged with the host instead of the card.
-if ((BUILT == 0)); then
+if ((BUILT == 0)) && want tools; then
   step tools 90 130 "$LOGS/bench-tools.jsonl" "$LOGS/bench-tools.log" -- bash -c '
     host="GPU host CPU ($(nproc) cores)"
     { bench/bench_prewarm.sh "$1/tools/ckjit-prewarm"; bench/bench_verify.sh "$1/tools/ckjit-cache"; } |
@@ -210,15 +263,22 @@ for line in sys.stdin:
 " "$host"' _ "$BUILD"
   cat "$LOGS/bench-tools.jsonl" >> "$LOGS/bench-ckjit.jsonl"
   summary_add tools "$(grep -c '^{' "$LOGS/bench-tools.jsonl") records"
+elif ! want tools; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' tools SKIPPED - "not in GPU_CHECK_BENCHES")")
 fi
 
 read -ra peers_args <<< "${PEERS_ARGS:-}"
-step peers 180 20 "$LOGS/peers.jsonl" "$LOGS/peers.log" -- python3 bench/peers.py "${peers_args[@]}"
-summary_add peers "$(grep -c '^{' "$LOGS/peers.jsonl") records"
+if want peers; then
+  step peers 180 20 "$LOGS/peers.jsonl" "$LOGS/peers.log" -- python3 bench/peers.py "${peers_args[@]}"
+  summary_add peers "$(grep -c '^{' "$LOGS/peers.jsonl") records"
+else
+  : > "$LOGS/peers.jsonl"
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' peers SKIPPED - "not in GPU_CHECK_BENCHES")")
+fi
 
 step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \
   --ckjit "$LOGS/bench-ckjit.jsonl" --peers "$LOGS/peers.jsonl" \
-  --command "bash scripts/gpu-check.sh  ($BENCH_BIN ${bench_args[*]:-}; python3 bench/peers.py ${PEERS_ARGS:-})"
+  --command "bash scripts/gpu-check.sh  (${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"; }$BENCH_BIN ${bench_args[*]:-}; $ROWS_BIN ${rows_args[*]:-}; python3 bench/peers.py ${PEERS_ARGS:-})"
 summary_add results "$(tail -n 1 "$LOGS/make-results.log")"
 
 # ---- collect -----------------------------------------------------------------

@@ -1,0 +1,1147 @@
+/*
+ * bench_rows: measures ckjit's row-wise ops on a CUDA GPU and prints one JSON
+ * object per line (JSONL) on stdout, in bench_ckjit's format.  Diagnostics go
+ * to stderr.  bench/peers.py (section "rows") measures the PyTorch peers and
+ * the same run's torch.clone; bench/make_results.py merges them into
+ * bench/results.json and bench/RESULTS.md.
+ *
+ * usage: bench_rows [--quick] [--only OP]... [--shape RxC]... [--budget S]
+ *                   [--in-process] [--list]
+ *   --quick       fewer warm-up and timed runs (same cases, so the same metrics)
+ *   --only OP     only this op (repeatable): softmax layernorm rmsnorm sum
+ *                 rmsnorm_quant smoothquant topk_softmax
+ *   --shape RxC   only this shape (repeatable; topk_softmax: TOKENSxEXPERTS)
+ *   --budget S    seconds for the whole run (default 150, --quick 90); cases not
+ *                 started by then get a record with status "SKIPPED"
+ *   --in-process  run every case in this process (default: one child process
+ *                 per case, so that a kernel fault, which kills its CUDA
+ *                 context, costs only that case)
+ *   --list        print the cases and exit
+ *
+ * Cases, all with a bf16 input (contiguous, ld = cols):
+ *   softmax       ckjit_softmax, bf16 out               \  8192x8192 4096x16384
+ *   layernorm     ckjit_layernorm2d, weight + bias, bf16 |  32768x1024 16x65536
+ *   rmsnorm       ckjit_rmsnorm2d, weight, bf16 out      |  64x1048576
+ *   sum           ckjit_reduce_rows(SUM), bf16 out      /   1x16777216
+ *   rmsnorm_quant ckjit_rmsnorm2d_quant: residual add, sum_out written,
+ *                 weight, int8 q + f32 row scales       8192x8192 4096x16384
+ *   smoothquant   ckjit_smoothquant: f32 smooth scale,
+ *                 int8 q + f32 row scales               8192x8192 4096x16384
+ *   topk_softmax  ckjit_topk_softmax, renormalize=1, f32 weights, i32
+ *                 indices: 32768 tokens x 64/128/256 experts, k = 2 and 8
+ * eps is 1e-5 for the norms (the torch peers pass the same).
+ *
+ * Timing is bench_ckjit's bandwidth method (and peers.py's for torch): warm-up
+ * calls (5, --quick 2), then each timed run is ONE call between two events on
+ * the bench stream, synchronized after each run (50 runs, --quick 10); the
+ * value is the median, min_ms is kept.  GB/s = rows_bytes() / median time.
+ * topk_softmax is reported as a time (us; its bandwidth in "gbps").
+ * Before the timed runs, the output of the warm-up calls is checked against a
+ * host reference on a few rows ("check": "ok" / "mismatch").
+ *
+ * Records (kind "rows", impl "ckjit"): "metric" ("rows OP bf16 RxC", topk
+ * with " kK"), "unit" (GB/s; us for topk_softmax), "value", "op", "api",
+ * "dtype", "shape", "k" (topk), "median_ms", "min_ms", "bytes",
+ * "bytes_formula", "warmup", "runs", "check", "first_call_ms" (the first call
+ * until the stream is synchronized: JIT compile included).  A case that could
+ * not be measured has "value": null, "status" (the ckjit status name,
+ * CUDA_ERROR_..., CHECK_FAILED, CHILD_DIED, CHILD_TIMEOUT, NO_CUDA_DEVICE or
+ * SKIPPED) and "error" (the message); one
+ * record per case either way.
+ *
+ * Exit status: 0 when every case was measured or its op returned
+ * CKJIT_ERROR_UNSUPPORTED (not implemented yet: its record says so); 1 when
+ * a case failed in another way; 2 when a result check failed.  The run uses a
+ * private temporary CKJIT_CACHE_DIR (shared by its children), removed at the
+ * end.
+ */
+#include <cuda.h>
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckjit/ckjit.h"
+
+extern char **environ;
+
+/* ---- the cases ----------------------------------------------------------- */
+typedef enum row_op {
+  ROP_SOFTMAX,
+  ROP_LAYERNORM,
+  ROP_RMSNORM,
+  ROP_SUM,
+  ROP_RMSNORM_QUANT,
+  ROP_SMOOTHQUANT,
+  ROP_TOPK,
+  ROP_COUNT_
+} row_op;
+
+static const char *const op_names[ROP_COUNT_] = {
+    "softmax", "layernorm", "rmsnorm", "sum", "rmsnorm_quant", "smoothquant", "topk_softmax"};
+static const char *const op_apis[ROP_COUNT_] = {
+    "ckjit_softmax",
+    "ckjit_layernorm2d (weight, bias)",
+    "ckjit_rmsnorm2d (weight)",
+    "ckjit_reduce_rows(SUM, y bf16)",
+    "ckjit_rmsnorm2d_quant (residual, sum_out, weight; int8)",
+    "ckjit_smoothquant (f32 smooth scale; int8)",
+    "ckjit_topk_softmax (renormalize=1, i32 indices)"};
+
+static const int64_t ROW_SHAPES[][2] = {{8192, 8192}, {4096, 16384}, {32768, 1024},
+                                        {16, 65536},  {64, 1048576}, {1, 16777216}};
+static const int64_t QUANT_SHAPES[][2] = {{8192, 8192}, {4096, 16384}};
+static const int64_t TOPK_TOKENS = 32768;
+static const int64_t TOPK_EXPERTS[] = {64, 128, 256};
+static const int TOPK_KS[] = {2, 8};
+
+#define NORM_EPS 1e-5f
+#define MAX_CASES 64
+#define ELEM 2 /* bf16 */
+
+typedef struct row_case {
+  row_op op;
+  int64_t rows, cols; /* topk_softmax: tokens, experts */
+  int k;              /* topk_softmax only */
+} row_case;
+
+/* Bytes each case moves at least, read + written, for a bf16 input (e = 2
+ * bytes) of R rows x C cols.  THE definition behind every GB/s of the row-wise
+ * benchmarks: bench/peers.py rows_bytes() mirrors it term by term for the
+ * torch peers (torch's extra traffic, e.g. the f32 temporaries of its unfused
+ * sequences, is not counted: both sides are divided by the same bytes, so
+ * GB/s ratios are time ratios) and make_results.py refuses a comparison when
+ * the "bytes" of the two records differ.  Row vectors (weight, bias, smooth
+ * scale) count once; per-row outputs are counted, per-row statistics the op
+ * does not write (mean, rstd) are not.  The reference, torch.clone, moves
+ * 2*R*C*e. */
+static double rows_bytes(const row_case *c, const char **formula) {
+  const double R = (double)c->rows, C = (double)c->cols, e = ELEM, k = c->k;
+  const char *f = "";
+  double b = 0;
+  switch (c->op) {
+  case ROP_SOFTMAX:
+    f = "2*R*C*e (x read, y written)";
+    b = 2 * R * C * e;
+    break;
+  case ROP_LAYERNORM:
+    f = "2*R*C*e + 2*C*e (x, y; weight, bias)";
+    b = 2 * R * C * e + 2 * C * e;
+    break;
+  case ROP_RMSNORM:
+    f = "2*R*C*e + C*e (x, y; weight)";
+    b = 2 * R * C * e + C * e;
+    break;
+  case ROP_SUM:
+    f = "R*C*e + R*e (x read; one bf16 per row written)";
+    b = R * C * e + R * e;
+    break;
+  case ROP_RMSNORM_QUANT:
+    f = "3*R*C*e + R*C + C*e + 4*R (x, residual read, sum written; int8 q; weight; "
+        "f32 row scales)";
+    b = 3 * R * C * e + R * C + C * e + 4 * R;
+    break;
+  case ROP_SMOOTHQUANT:
+    f = "R*C*e + R*C + 4*C + 4*R (x; int8 q; f32 smooth scale; f32 row scales)";
+    b = R * C * e + R * C + 4 * C + 4 * R;
+    break;
+  case ROP_TOPK:
+    f = "T*E*e + 8*T*k (x read; f32 weights and i32 indices written)";
+    b = R * C * e + 8 * R * k;
+    break;
+  case ROP_COUNT_:
+    break;
+  }
+  if (formula) *formula = f;
+  return b;
+}
+
+static int build_cases(row_case *out) {
+  int n = 0;
+  for (int op = ROP_SOFTMAX; op <= ROP_SUM; op++)
+    for (size_t s = 0; s < sizeof ROW_SHAPES / sizeof ROW_SHAPES[0]; s++)
+      out[n++] = (row_case){(row_op)op, ROW_SHAPES[s][0], ROW_SHAPES[s][1], 0};
+  for (int op = ROP_RMSNORM_QUANT; op <= ROP_SMOOTHQUANT; op++)
+    for (size_t s = 0; s < sizeof QUANT_SHAPES / sizeof QUANT_SHAPES[0]; s++)
+      out[n++] = (row_case){(row_op)op, QUANT_SHAPES[s][0], QUANT_SHAPES[s][1], 0};
+  for (size_t e = 0; e < sizeof TOPK_EXPERTS / sizeof TOPK_EXPERTS[0]; e++)
+    for (size_t k = 0; k < sizeof TOPK_KS / sizeof TOPK_KS[0]; k++)
+      out[n++] = (row_case){ROP_TOPK, TOPK_TOKENS, TOPK_EXPERTS[e], TOPK_KS[k]};
+  return n;
+}
+
+static void case_shape(const row_case *c, char *buf, size_t len) {
+  snprintf(buf, len, "%lldx%lld", (long long)c->rows, (long long)c->cols);
+}
+
+static void case_metric(const row_case *c, char *buf, size_t len) {
+  char shape[64];
+  case_shape(c, shape, sizeof shape);
+  if (c->op == ROP_TOPK) snprintf(buf, len, "rows %s bf16 %s k%d", op_names[c->op], shape, c->k);
+  else snprintf(buf, len, "rows %s bf16 %s", op_names[c->op], shape);
+}
+
+/* ---- state, messages ------------------------------------------------------- */
+static int g_quick = 0;
+static const row_case *g_case = NULL; /* the case this process is measuring */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void msg(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("bench_rows: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+}
+
+/* ---- JSON lines (the format of bench_ckjit.c) ------------------------------ */
+typedef struct jrec {
+  char buf[8192];
+  size_t n;
+} jrec;
+
+static void j_raw(jrec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void j_raw(jrec *r, const char *fmt, ...) {
+  if (r->n >= sizeof r->buf) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(r->buf + r->n, sizeof r->buf - r->n, fmt, ap);
+  va_end(ap);
+  if (k > 0) r->n += (size_t)k;
+  if (r->n >= sizeof r->buf) r->n = sizeof r->buf - 1;
+}
+
+static void j_escaped(jrec *r, const char *s) {
+  j_raw(r, "\"");
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') j_raw(r, "\\%c", c);
+    else if (c == '\n') j_raw(r, "\\n");
+    else if (c == '\t') j_raw(r, "\\t");
+    else if (c < 0x20) j_raw(r, "\\u%04x", c);
+    else j_raw(r, "%c", c);
+  }
+  j_raw(r, "\"");
+}
+
+static void j_key(jrec *r, const char *key) {
+  j_raw(r, ",");
+  j_escaped(r, key);
+  j_raw(r, ":");
+}
+
+static void j_str(jrec *r, const char *key, const char *val) {
+  j_key(r, key);
+  if (val) j_escaped(r, val);
+  else j_raw(r, "null");
+}
+
+static void j_num(jrec *r, const char *key, double v) {
+  j_key(r, key);
+  if (isfinite(v)) j_raw(r, "%.9g", v);
+  else j_raw(r, "null");
+}
+
+static void j_int(jrec *r, const char *key, long long v) {
+  j_key(r, key);
+  j_raw(r, "%lld", v);
+}
+
+static void j_bool(jrec *r, const char *key, int v) {
+  j_key(r, key);
+  j_raw(r, v ? "true" : "false");
+}
+
+static void j_begin(jrec *r, const char *metric, const char *unit, double value, const char *kind) {
+  r->n = 0;
+  j_raw(r, "{\"metric\":");
+  j_escaped(r, metric);
+  j_str(r, "unit", unit);
+  j_num(r, "value", value);
+  j_str(r, "kind", kind);
+}
+
+static void j_end(jrec *r) {
+  j_raw(r, "}");
+  fwrite(r->buf, 1, r->n, stdout);
+  fputc('\n', stdout);
+  fflush(stdout);
+}
+
+/* The fields every record of a case has. */
+static void j_case(jrec *r, const row_case *c, double value) {
+  char metric[160], shape[64];
+  case_metric(c, metric, sizeof metric);
+  case_shape(c, shape, sizeof shape);
+  j_begin(r, metric, c->op == ROP_TOPK ? "us" : "GB/s", value, "rows");
+  j_str(r, "impl", "ckjit");
+  j_str(r, "op", op_names[c->op]);
+  j_str(r, "api", op_apis[c->op]);
+  j_str(r, "dtype", "bf16");
+  j_str(r, "shape", shape);
+  if (c->op == ROP_TOPK) j_int(r, "k", c->k);
+}
+
+/* The record of a case that could not be measured. */
+static void emit_case_error(const row_case *c, const char *status, const char *error) {
+  jrec r;
+  char metric[160];
+  case_metric(c, metric, sizeof metric);
+  const char *formula = "";
+  double bytes = rows_bytes(c, &formula);
+  j_case(&r, c, NAN);
+  j_str(&r, "status", status);
+  j_str(&r, "error", error);
+  j_int(&r, "bytes", (long long)bytes);
+  j_str(&r, "bytes_formula", formula);
+  j_end(&r);
+  msg("%s: %s: %s", metric, status, error);
+}
+
+static void emit_note(const char *text) {
+  jrec r;
+  j_begin(&r, "note rows", NULL, NAN, "note");
+  j_str(&r, "impl", "ckjit");
+  j_str(&r, "note", text);
+  j_end(&r);
+  msg("note: %s", text);
+}
+
+/* A CUDA error in a case: its context may be gone (a kernel fault is sticky),
+ * so the case ends here with an error record and the process exits 1; with
+ * one process per case the other cases are not affected. */
+static void cuda_fatal(CUresult res, const char *what, int line) {
+  const char *name = NULL, *text = NULL;
+  cuGetErrorName(res, &name);
+  cuGetErrorString(res, &text);
+  char err[512];
+  snprintf(err, sizeof err, "bench_rows.c:%d: %s: %s", line, what, text ? text : "?");
+  if (g_case) emit_case_error(g_case, name ? name : "CUDA_ERROR", err);
+  else msg("%s: %s", name ? name : "CUDA_ERROR", err);
+  exit(1);
+}
+
+#define CU(call)                                             \
+  do {                                                       \
+    CUresult r_ = (call);                                    \
+    if (r_ != CUDA_SUCCESS) cuda_fatal(r_, #call, __LINE__); \
+  } while (0)
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) {
+    msg("out of host memory (%zu bytes)", n);
+    exit(1);
+  }
+  return p;
+}
+
+/* ---- small helpers --------------------------------------------------------- */
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  if (n <= 0) return NAN;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rng_next(void) { /* xorshift64* */
+  g_rng ^= g_rng >> 12;
+  g_rng ^= g_rng << 25;
+  g_rng ^= g_rng >> 27;
+  return g_rng * 0x2545F4914F6CDD1Dull;
+}
+
+/* Uniform in [-4, 4) with |x| >= 1/16 (as bench_ckjit and peers.py). */
+static float rng_value(void) {
+  float x = (float)((double)(rng_next() >> 11) * (1.0 / 9007199254740992.0) * 8.0 - 4.0);
+  if (fabsf(x) < 0.0625f) x = x < 0 ? x - 0.5f : x + 0.5f;
+  return x;
+}
+
+static uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN */
+  u += 0x7fffu + ((u >> 16) & 1u);                                          /* RNE */
+  return (uint16_t)(u >> 16);
+}
+
+static float bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* n bf16 values: a random block of a prime length repeated (generating 2^26
+ * values one by one would cost seconds per case; a prime period keeps rows
+ * different from each other). */
+#define PATTERN_LEN 1048573
+static void fill_bf16(uint16_t *dst, size_t n, uint64_t seed) {
+  g_rng = 0x9E3779B97F4A7C15ull ^ (seed * 0xD1B54A32D192ED03ull);
+  size_t p = n < PATTERN_LEN ? n : PATTERN_LEN;
+  for (size_t i = 0; i < p; i++) dst[i] = f32_to_bf16(rng_value());
+  for (size_t i = p; i < n; i += p) memcpy(dst + i, dst, (n - i < p ? n - i : p) * 2);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+  (void)sb; (void)type; (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static void rm_tree(const char *dir) {
+  if (dir && dir[0]) nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- one case ---------------------------------------------------------------- */
+typedef struct bufs {
+  CUstream stream;
+  /* device */
+  void *x, *res, *w, *b, *y, *sum, *q, *tw, *ti;
+  float *scale, *smooth;
+  ckjit_norm_params np;
+  /* host copies of the inputs */
+  uint16_t *hx, *hres, *hw, *hb;
+  float *hsmooth;
+} bufs;
+
+static ckjit_status case_launch(const row_case *c, const bufs *B) {
+  void *s = (void *)B->stream;
+  const int64_t R = c->rows, C = c->cols;
+  switch (c->op) {
+  case ROP_SOFTMAX:
+    return ckjit_softmax(CKJIT_BF16, R, C, B->x, C, B->y, C, NULL, s);
+  case ROP_LAYERNORM:
+    return ckjit_layernorm2d(CKJIT_BF16, R, C, B->x, C, B->y, C, &B->np, s);
+  case ROP_RMSNORM:
+    return ckjit_rmsnorm2d(CKJIT_BF16, R, C, B->x, C, B->y, C, &B->np, s);
+  case ROP_SUM:
+    return ckjit_reduce_rows(CKJIT_REDUCE_SUM, CKJIT_BF16, R, C, B->x, C, CKJIT_BF16, B->y, s);
+  case ROP_RMSNORM_QUANT:
+    return ckjit_rmsnorm2d_quant(CKJIT_BF16, R, C, B->x, C, &B->np, CKJIT_I8, B->q, C, B->scale,
+                                 s);
+  case ROP_SMOOTHQUANT:
+    return ckjit_smoothquant(CKJIT_BF16, R, C, B->x, C, B->smooth, CKJIT_I8, B->q, C, B->scale,
+                             s);
+  case ROP_TOPK:
+    return ckjit_topk_softmax(CKJIT_BF16, R, C, B->x, C, c->k, 1, (float *)B->tw, CKJIT_I32,
+                              B->ti, s);
+  case ROP_COUNT_:
+    break;
+  }
+  return CKJIT_ERROR_INVALID_ARGUMENT;
+}
+
+/* Device allocation that fails softly (an error record, no exit). */
+static int dev_alloc(void **p, size_t bytes, const row_case *c) {
+  ckjit_status st = ckjit_malloc(p, bytes);
+  if (st != CKJIT_SUCCESS) {
+    char err[600];
+    snprintf(err, sizeof err, "ckjit_malloc(%zu): %s", bytes, ckjit_last_error());
+    emit_case_error(c, ckjit_status_string(st), err);
+    return -1;
+  }
+  return 0;
+}
+
+static int upload(void *dst, const void *src, size_t bytes, const row_case *c) {
+  ckjit_status st = ckjit_memcpy(dst, src, bytes, CKJIT_HOST_TO_DEVICE);
+  if (st != CKJIT_SUCCESS) {
+    char err[600];
+    snprintf(err, sizeof err, "ckjit_memcpy(H2D): %s", ckjit_last_error());
+    emit_case_error(c, ckjit_status_string(st), err);
+    return -1;
+  }
+  return 0;
+}
+
+static int download(void *dst, const void *src, size_t bytes) {
+  ckjit_status st = ckjit_memcpy(dst, src, bytes, CKJIT_DEVICE_TO_HOST);
+  if (st != CKJIT_SUCCESS) {
+    msg("check: ckjit_memcpy(D2H): %s: %s", ckjit_status_string(st), ckjit_last_error());
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- checks against a host reference (f64) ---------------------------------- */
+typedef struct checker {
+  long bad;
+  double worst; /* largest |got - want| / tol */
+} checker;
+
+static void check_value(checker *k, const char *what, int64_t r, int64_t j, double got,
+                        double want, double tol) {
+  double err = fabs(got - want);
+  if (!(err <= tol)) { /* NaN fails */
+    if (k->bad++ < 3)
+      msg("check %s: [%lld][%lld] = %.7g, want %.7g (tol %.3g)", what, (long long)r,
+          (long long)j, got, want, tol);
+  }
+  if (tol > 0 && err / tol > k->worst) k->worst = err / tol;
+}
+
+/* Rows checked: first, middle, last. */
+static int check_rows(int64_t R, int64_t out[3]) {
+  int n = 0;
+  int64_t cand[3] = {0, R / 2, R - 1};
+  for (int i = 0; i < 3; i++) {
+    int dup = 0;
+    for (int j = 0; j < n; j++) dup |= out[j] == cand[i];
+    if (!dup) out[n++] = cand[i];
+  }
+  return n;
+}
+
+/* int8 row quantization of v[0..C) against q and the row scale. */
+static void check_quant(checker *k, const char *what, int64_t r, const double *v, int64_t C,
+                        const int8_t *q, float scale) {
+  double amax = 0;
+  for (int64_t j = 0; j < C; j++) amax = fmax(amax, fabs(v[j]));
+  double want_scale = amax > 0 ? amax / 127.0 : 1.0;
+  /* The op may round h or v to bf16 first: 2^-8 relative moves a scale by
+   * that much and a q by up to 127 * 2^-8 < 1. */
+  check_value(k, what, r, -1, scale, want_scale, 1e-2 * want_scale);
+  for (int64_t j = 0; j < C; j++) {
+    double want = amax > 0 ? nearbyint(v[j] * (127.0 / amax)) : 0;
+    want = want > 127 ? 127 : want < -127 ? -127 : want;
+    check_value(k, what, r, j, q[j], want, 1.0);
+  }
+}
+
+/* 1: ok, 0: mismatch, -1: could not check. */
+static int case_check(const row_case *c, const bufs *B) {
+  const int64_t R = c->rows, C = c->cols;
+  const char *what = op_names[c->op];
+  checker k = {0, 0};
+  int rc = 1;
+  if (c->op == ROP_TOPK) {
+    int K = c->k;
+    size_t n = (size_t)(R * K);
+    float *gw = xmalloc(n * 4);
+    int32_t *gi = xmalloc(n * 4);
+    double *p = xmalloc((size_t)C * sizeof *p);
+    int64_t *idx = xmalloc((size_t)K * sizeof *idx);
+    if (download(gw, B->tw, n * 4) || download(gi, B->ti, n * 4)) rc = -1;
+    int64_t stride = R > 4096 ? R / 4096 : 1; /* ~4096 tokens checked */
+    for (int64_t t = 0; t < R && rc == 1; t += stride) {
+      const uint16_t *xr = B->hx + t * C;
+      double m = -INFINITY, s = 0;
+      for (int64_t j = 0; j < C; j++) m = fmax(m, bf16_to_f32(xr[j]));
+      for (int64_t j = 0; j < C; j++) s += (p[j] = exp(bf16_to_f32(xr[j]) - m));
+      /* top k by value, ties: lower index first (selection; K <= 8) */
+      double wsum = 0;
+      for (int i = 0; i < K; i++) {
+        int64_t best = -1;
+        for (int64_t j = 0; j < C; j++) {
+          int taken = 0;
+          for (int q = 0; q < i; q++) taken |= idx[q] == j;
+          if (!taken && (best < 0 || p[j] > p[best])) best = j;
+        }
+        idx[i] = best;
+        wsum += p[best] / s;
+      }
+      for (int i = 0; i < K; i++) {
+        int64_t got_i = gi[t * K + i];
+        int same = got_i == idx[i] ||
+                   (got_i >= 0 && got_i < C && xr[got_i] == xr[idx[i]]); /* a tie */
+        if (!same && k.bad++ < 3)
+          msg("check %s: token %lld slot %d: index %lld, want %lld", what, (long long)t, i,
+              (long long)got_i, (long long)idx[i]);
+        double want = p[idx[i]] / s / wsum;
+        check_value(&k, what, t, i, gw[t * K + i], want, 1e-3 * want + 1e-6);
+      }
+    }
+    free(gw); free(gi); free(p); free(idx);
+  } else {
+    int64_t rows[3];
+    int nr = check_rows(R, rows);
+    uint16_t *gy = xmalloc((size_t)C * 2);
+    int8_t *gq = xmalloc((size_t)C);
+    double *v = xmalloc((size_t)C * sizeof *v);
+    for (int ri = 0; ri < nr && rc == 1; ri++) {
+      int64_t r = rows[ri];
+      const uint16_t *xr = B->hx + r * C;
+      double s1 = 0, s2 = 0, sabs = 0, m = -INFINITY;
+      for (int64_t j = 0; j < C; j++) {
+        double x = bf16_to_f32(xr[j]);
+        s1 += x; s2 += x * x; sabs += fabs(x); m = fmax(m, x);
+      }
+      switch (c->op) {
+      case ROP_SOFTMAX: {
+        if (download(gy, (const char *)B->y + (size_t)(r * C) * 2, (size_t)C * 2)) { rc = -1; break; }
+        double s = 0;
+        for (int64_t j = 0; j < C; j++) s += exp(bf16_to_f32(xr[j]) - m);
+        for (int64_t j = 0; j < C; j++) {
+          double want = exp(bf16_to_f32(xr[j]) - m) / s;
+          check_value(&k, what, r, j, bf16_to_f32(gy[j]), want, 1e-2 * want + 1e-3 / s);
+        }
+        break;
+      }
+      case ROP_LAYERNORM:
+      case ROP_RMSNORM: {
+        if (download(gy, (const char *)B->y + (size_t)(r * C) * 2, (size_t)C * 2)) { rc = -1; break; }
+        double mean = c->op == ROP_LAYERNORM ? s1 / C : 0;
+        double var = c->op == ROP_LAYERNORM ? s2 / C - mean * mean : s2 / C;
+        double rstd = 1.0 / sqrt(var + NORM_EPS);
+        for (int64_t j = 0; j < C; j++) {
+          double want = (bf16_to_f32(xr[j]) - mean) * rstd * bf16_to_f32(B->hw[j]);
+          if (c->op == ROP_LAYERNORM) want += bf16_to_f32(B->hb[j]);
+          check_value(&k, what, r, j, bf16_to_f32(gy[j]), want, 2e-2 * (fabs(want) + 1));
+        }
+        break;
+      }
+      case ROP_SUM: {
+        uint16_t g;
+        if (download(&g, (const char *)B->y + (size_t)r * 2, 2)) { rc = -1; break; }
+        check_value(&k, what, r, 0, bf16_to_f32(g), s1, 1e-2 * fabs(s1) + 1e-5 * sabs + 1e-2);
+        break;
+      }
+      case ROP_RMSNORM_QUANT: {
+        float scale;
+        if (download(gy, (const char *)B->sum + (size_t)(r * C) * 2, (size_t)C * 2) ||
+            download(gq, (const char *)B->q + (size_t)(r * C), (size_t)C) ||
+            download(&scale, B->scale + r, 4)) { rc = -1; break; }
+        const uint16_t *rr = B->hres + r * C;
+        double h2 = 0;
+        for (int64_t j = 0; j < C; j++) {
+          /* h = x + residual rounded to bf16 (as the contract says) */
+          double h = bf16_to_f32(f32_to_bf16(bf16_to_f32(xr[j]) + bf16_to_f32(rr[j])));
+          check_value(&k, "rmsnorm_quant sum_out", r, j, bf16_to_f32(gy[j]), h,
+                      8e-3 * fabs(h) + 1e-6); /* 1 bf16 ulp */
+          v[j] = h;
+          h2 += h * h;
+        }
+        double rstd = 1.0 / sqrt(h2 / C + NORM_EPS);
+        for (int64_t j = 0; j < C; j++) v[j] *= rstd * bf16_to_f32(B->hw[j]);
+        check_quant(&k, what, r, v, C, gq, scale);
+        break;
+      }
+      case ROP_SMOOTHQUANT: {
+        float scale;
+        if (download(gq, (const char *)B->q + (size_t)(r * C), (size_t)C) ||
+            download(&scale, B->scale + r, 4)) { rc = -1; break; }
+        for (int64_t j = 0; j < C; j++) v[j] = (double)bf16_to_f32(xr[j]) * B->hsmooth[j];
+        check_quant(&k, what, r, v, C, gq, scale);
+        break;
+      }
+      default:
+        break;
+      }
+    }
+    free(gy); free(gq); free(v);
+  }
+  if (rc < 0) return -1;
+  if (k.bad) msg("check %s: %ld values out of tolerance (worst %.3g x tol)", what, k.bad, k.worst);
+  return k.bad == 0;
+}
+
+#define RC_UNSUPPORTED 3 /* run_case: the op returned CKJIT_ERROR_UNSUPPORTED */
+
+/* Measures one case on `stream`.  Emits exactly one record (a result or an
+ * error).  Returns 0 (measured), 1 (failed), 2 (measured, but the check
+ * failed) or RC_UNSUPPORTED.  CUDA errors exit(1) through CU(). */
+static int run_case(const row_case *c, CUstream stream) {
+  const int64_t R = c->rows, C = c->cols;
+  const size_t n = (size_t)(R * C);
+  const int warmup = g_quick ? 2 : 5, runs = g_quick ? 10 : 50;
+  char metric[160];
+  case_metric(c, metric, sizeof metric);
+  msg("%s ...", metric);
+  g_case = c;
+
+  bufs B;
+  memset(&B, 0, sizeof B);
+  B.stream = stream;
+  int rc = 1;
+  double *ms = NULL;
+  CUevent ev0 = NULL, ev1 = NULL;
+
+  /* Inputs (host and device). */
+  B.hx = xmalloc(n * 2);
+  fill_bf16(B.hx, n, 1);
+  if (dev_alloc(&B.x, n * 2, c) || upload(B.x, B.hx, n * 2, c)) goto done;
+  if (c->op == ROP_LAYERNORM || c->op == ROP_RMSNORM || c->op == ROP_RMSNORM_QUANT) {
+    B.hw = xmalloc((size_t)C * 2);
+    B.hb = xmalloc((size_t)C * 2);
+    g_rng = 77;
+    for (int64_t j = 0; j < C; j++) B.hw[j] = f32_to_bf16(1.0f + rng_value() * 0.125f);
+    for (int64_t j = 0; j < C; j++) B.hb[j] = f32_to_bf16(rng_value() * 0.125f);
+    if (dev_alloc(&B.w, (size_t)C * 2, c) || upload(B.w, B.hw, (size_t)C * 2, c)) goto done;
+    if (dev_alloc(&B.b, (size_t)C * 2, c) || upload(B.b, B.hb, (size_t)C * 2, c)) goto done;
+  }
+  if (c->op == ROP_RMSNORM_QUANT) {
+    B.hres = xmalloc(n * 2);
+    fill_bf16(B.hres, n, 2);
+    if (dev_alloc(&B.res, n * 2, c) || upload(B.res, B.hres, n * 2, c)) goto done;
+  }
+  if (c->op == ROP_SMOOTHQUANT) {
+    B.hsmooth = xmalloc((size_t)C * 4);
+    g_rng = 99;
+    for (int64_t j = 0; j < C; j++) B.hsmooth[j] = 1.0f + rng_value() * 0.125f;
+    if (dev_alloc((void **)&B.smooth, (size_t)C * 4, c) ||
+        upload(B.smooth, B.hsmooth, (size_t)C * 4, c))
+      goto done;
+  }
+  /* Outputs, filled with 0xff bytes (NaN, -1) so that a call that writes
+   * nothing cannot pass the check. */
+  switch (c->op) {
+  case ROP_SOFTMAX: case ROP_LAYERNORM: case ROP_RMSNORM:
+    if (dev_alloc(&B.y, n * 2, c)) goto done;
+    CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.y, 0xff, n * 2, stream));
+    break;
+  case ROP_SUM:
+    if (dev_alloc(&B.y, (size_t)R * 2, c)) goto done;
+    CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.y, 0xff, (size_t)R * 2, stream));
+    break;
+  case ROP_RMSNORM_QUANT: case ROP_SMOOTHQUANT:
+    if (c->op == ROP_RMSNORM_QUANT) {
+      if (dev_alloc(&B.sum, n * 2, c)) goto done;
+      CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.sum, 0xff, n * 2, stream));
+    }
+    if (dev_alloc(&B.q, n, c) || dev_alloc((void **)&B.scale, (size_t)R * 4, c)) goto done;
+    CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.q, 0xff, n, stream));
+    CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.scale, 0xff, (size_t)R * 4, stream));
+    break;
+  case ROP_TOPK:
+    if (dev_alloc(&B.tw, (size_t)(R * c->k) * 4, c) || dev_alloc(&B.ti, (size_t)(R * c->k) * 4, c))
+      goto done;
+    CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.tw, 0xff, (size_t)(R * c->k) * 4, stream));
+    CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.ti, 0xff, (size_t)(R * c->k) * 4, stream));
+    break;
+  case ROP_COUNT_:
+    break;
+  }
+  ckjit_norm_params_init(&B.np);
+  B.np.eps = NORM_EPS;
+  B.np.weight = B.w;
+  if (c->op == ROP_LAYERNORM) B.np.bias = B.b;
+  if (c->op == ROP_RMSNORM_QUANT) {
+    B.np.residual = B.res;
+    B.np.ld_residual = C;
+    B.np.sum_out = B.sum;
+    B.np.ld_sum_out = C;
+  }
+  /* Uploads from pageable memory may still be in flight; the bench stream
+   * does not wait for the default stream. */
+  if (ckjit_synchronize(NULL) != CKJIT_SUCCESS) {
+    emit_case_error(c, ckjit_status_string(ckjit_last_status()), ckjit_last_error());
+    goto done;
+  }
+  CU(cuStreamSynchronize(stream));
+
+  /* Warm-up; the first call compiles (or loads) the kernel. */
+  double first_ms = NAN;
+  for (int i = 0; i < warmup; i++) {
+    double t0 = now_s();
+    ckjit_status st = case_launch(c, &B);
+    if (st != CKJIT_SUCCESS) {
+      emit_case_error(c, ckjit_status_string(st), ckjit_last_error());
+      rc = st == CKJIT_ERROR_UNSUPPORTED ? RC_UNSUPPORTED : 1;
+      goto done;
+    }
+    if (i == 0) {
+      CU(cuStreamSynchronize(stream));
+      first_ms = (now_s() - t0) * 1e3;
+    }
+  }
+  CU(cuStreamSynchronize(stream));
+  int check = case_check(c, &B);
+  if (check < 0) {
+    emit_case_error(c, "CHECK_FAILED", "could not read the results back for the check");
+    goto done;
+  }
+
+  CU(cuEventCreate(&ev0, CU_EVENT_DEFAULT));
+  CU(cuEventCreate(&ev1, CU_EVENT_DEFAULT));
+  ms = xmalloc((size_t)runs * sizeof *ms);
+  for (int i = 0; i < runs; i++) {
+    CU(cuEventRecord(ev0, stream));
+    ckjit_status st = case_launch(c, &B);
+    if (st != CKJIT_SUCCESS) {
+      emit_case_error(c, ckjit_status_string(st), ckjit_last_error());
+      goto done;
+    }
+    CU(cuEventRecord(ev1, stream));
+    CU(cuEventSynchronize(ev1));
+    float f = 0;
+    CU(cuEventElapsedTime(&f, ev0, ev1));
+    ms[i] = f;
+  }
+  double med = median(ms, runs), mn = ms[0]; /* sorted by median() */
+  const char *formula = "";
+  double bytes = rows_bytes(c, &formula);
+  double gbps = bytes / (med * 1e-3) / 1e9;
+  jrec r;
+  j_case(&r, c, c->op == ROP_TOPK ? med * 1e3 : gbps);
+  j_num(&r, "median_ms", med);
+  j_num(&r, "min_ms", mn);
+  j_int(&r, "bytes", (long long)bytes);
+  j_str(&r, "bytes_formula", formula);
+  if (c->op == ROP_TOPK) j_num(&r, "gbps", gbps);
+  j_int(&r, "warmup", warmup);
+  j_int(&r, "runs", runs);
+  j_str(&r, "check", check ? "ok" : "mismatch");
+  j_num(&r, "first_call_ms", first_ms);
+  j_end(&r);
+  msg("%s: %.4g %s (median %.4f ms)%s", metric, c->op == ROP_TOPK ? med * 1e3 : gbps,
+      c->op == ROP_TOPK ? "us" : "GB/s", med, check ? "" : "  CHECK MISMATCH");
+  rc = check ? 0 : 2;
+
+done:
+  if (ev0) cuEventDestroy(ev0);
+  if (ev1) cuEventDestroy(ev1);
+  free(ms);
+  cuStreamSynchronize(stream);
+  void *dev[] = {B.x, B.res, B.w, B.b, B.y, B.sum, B.q, B.tw, B.ti, B.scale, B.smooth};
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) ckjit_free(dev[i]);
+  free(B.hx); free(B.hres); free(B.hw); free(B.hb); free(B.hsmooth);
+  g_case = NULL;
+  return rc;
+}
+
+/* Device, context and stream for measuring (ckjit initializes; the bench
+ * uses the context it made current).  NULL stream on failure (reported). */
+static CUstream open_stream(const row_case *c) {
+  void *probe = NULL;
+  ckjit_status st = ckjit_malloc(&probe, 256);
+  if (st != CKJIT_SUCCESS) {
+    if (c) emit_case_error(c, ckjit_status_string(st), ckjit_last_error());
+    else msg("ckjit_malloc (device init): %s: %s", ckjit_status_string(st), ckjit_last_error());
+    return NULL;
+  }
+  ckjit_free(probe);
+  ckjit_device_info info;
+  if (ckjit_get_device_info(&info) != CKJIT_SUCCESS || !info.has_device ||
+      info.backend != CKJIT_BACKEND_CUDA) {
+    const char *e = "needs a CUDA device";
+    if (c) emit_case_error(c, "NO_CUDA_DEVICE", e);
+    else msg("%s", e);
+    return NULL;
+  }
+  CU(cuInit(0));
+  CUcontext ctx = NULL;
+  CU(cuCtxGetCurrent(&ctx));
+  if (!ctx) {
+    CUdevice dev;
+    CU(cuDeviceGet(&dev, info.device));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxSetCurrent(ctx));
+  }
+  CUstream s = NULL;
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  return s;
+}
+
+/* Child: measures case `index` in this fresh process. */
+static int child_case(const row_case *c) {
+  g_case = c;
+  CUstream s = open_stream(c);
+  if (!s) return 1;
+  int rc = run_case(c, s);
+  cuStreamDestroy(s);
+  return rc == RC_UNSUPPORTED ? 0 : rc; /* the parent reads the record's status */
+}
+
+/* ---- children ------------------------------------------------------------------ */
+/* Runs `bench_rows --child-case INDEX [--quick]`, forwarding its stdout lines
+ * to ours.  Sets *recorded when a line was the case's record (kind "rows")
+ * and *unsupported when that record says CKJIT_ERROR_UNSUPPORTED.  Returns
+ * the exit status, -1 when it died from a signal (*sig), -2 when it timed out
+ * (then killed), -3 when it could not be started. */
+static int run_child(int index, double timeout_s, int *recorded, int *unsupported, int *sig) {
+  char idx[16];
+  snprintf(idx, sizeof idx, "%d", index);
+  const char *argv[] = {"bench_rows", "--child-case", idx, g_quick ? "--quick" : NULL, NULL};
+  int fd[2];
+  if (pipe(fd) != 0) return -3;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, fd[0]);
+  posix_spawn_file_actions_addclose(&fa, fd[1]);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid;
+  int err = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd[1]);
+  if (err != 0) {
+    msg("posix_spawn: %s", strerror(err));
+    close(fd[0]);
+    return -3;
+  }
+  static char buf[1 << 16];
+  size_t have = 0;
+  int timed_out = 0;
+  double deadline = now_s() + timeout_s;
+  for (;;) {
+    int wait_ms = (int)((deadline - now_s()) * 1e3);
+    if (wait_ms <= 0) { timed_out = 1; break; }
+    struct pollfd pfd = {fd[0], POLLIN, 0};
+    int pr = poll(&pfd, 1, wait_ms < 1000 ? wait_ms : 1000);
+    if (pr < 0 && errno != EINTR) break;
+    if (pr <= 0) continue;
+    ssize_t m = read(fd[0], buf + have, sizeof buf - 1 - have);
+    if (m < 0 && errno == EINTR) continue;
+    if (m <= 0) break; /* EOF: the child is done (or closed stdout) */
+    have += (size_t)m;
+    buf[have] = '\0';
+    char *start = buf, *nl;
+    while ((nl = strchr(start, '\n'))) {
+      *nl = '\0';
+      if (start[0] == '{') {
+        if (strstr(start, "\"kind\":\"rows\"")) *recorded = 1;
+        if (strstr(start, "\"status\":\"CKJIT_ERROR_UNSUPPORTED\"")) *unsupported = 1;
+      }
+      fputs(start, stdout);
+      fputc('\n', stdout);
+      start = nl + 1;
+    }
+    have = strlen(start);
+    memmove(buf, start, have);
+    if (have >= sizeof buf - 1) { /* a line longer than the buffer: pass it on */
+      fwrite(buf, 1, have, stdout);
+      have = 0;
+    }
+    fflush(stdout);
+  }
+  if (have) { /* an unterminated last line */
+    buf[have] = '\0';
+    puts(buf);
+    fflush(stdout);
+  }
+  close(fd[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int ws = 0;
+  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) return -2;
+  if (WIFSIGNALED(ws)) {
+    *sig = WTERMSIG(ws);
+    return -1;
+  }
+  return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+static void usage(void) {
+  fprintf(stderr,
+          "usage: bench_rows [--quick] [--only OP]... [--shape RxC]... [--budget S] "
+          "[--in-process] [--list]\n"
+          "  OP: softmax layernorm rmsnorm sum rmsnorm_quant smoothquant topk_softmax\n");
+}
+
+int main(int argc, char **argv) {
+  row_case all[MAX_CASES];
+  int n_all = build_cases(all);
+  unsigned op_mask = 0;
+  const char *shapes[16];
+  int n_shapes = 0, in_process = 0, list = 0, child = -1;
+  double budget = -1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--quick") == 0) {
+      g_quick = 1;
+    } else if (strcmp(a, "--in-process") == 0) {
+      in_process = 1;
+    } else if (strcmp(a, "--list") == 0) {
+      list = 1;
+    } else if (strcmp(a, "--child-case") == 0 && i + 1 < argc) {
+      child = atoi(argv[++i]);
+    } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
+      int found = 0;
+      for (int o = 0; o < ROP_COUNT_; o++)
+        if (strcmp(argv[i + 1], op_names[o]) == 0) { op_mask |= 1u << o; found = 1; }
+      if (!found) { usage(); return 1; }
+      i++;
+    } else if (strcmp(a, "--shape") == 0 && i + 1 < argc && n_shapes < 16) {
+      shapes[n_shapes++] = argv[++i];
+    } else if (strcmp(a, "--budget") == 0 && i + 1 < argc) {
+      budget = atof(argv[++i]);
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage();
+      return 0;
+    } else {
+      usage();
+      return 1;
+    }
+  }
+  if (child >= 0) {
+    if (child >= n_all) return 1;
+    return child_case(&all[child]);
+  }
+  if (budget < 0) budget = g_quick ? 90 : 150;
+
+  /* The selected cases (indices into all[], which children use). */
+  int sel[MAX_CASES], n_sel = 0;
+  for (int i = 0; i < n_all; i++) {
+    if (op_mask && !(op_mask & (1u << all[i].op))) continue;
+    if (n_shapes) {
+      char shape[64];
+      case_shape(&all[i], shape, sizeof shape);
+      int hit = 0;
+      for (int s = 0; s < n_shapes; s++) hit |= strcmp(shapes[s], shape) == 0;
+      if (!hit) continue;
+    }
+    sel[n_sel++] = i;
+  }
+  if (list) {
+    for (int i = 0; i < n_sel; i++) {
+      char metric[160];
+      const char *f;
+      case_metric(&all[sel[i]], metric, sizeof metric);
+      double bytes = rows_bytes(&all[sel[i]], &f);
+      printf("%s  (bytes %.0f = %s)\n", metric, bytes, f);
+    }
+    return 0;
+  }
+  if (n_sel == 0) {
+    msg("no case matches --only/--shape");
+    return 1;
+  }
+
+  char cache_dir[64];
+  snprintf(cache_dir, sizeof cache_dir, "/tmp/ckjit-bench-rows-XXXXXX");
+  if (!mkdtemp(cache_dir)) {
+    msg("mkdtemp: %s", strerror(errno));
+    return 1;
+  }
+  setenv("CKJIT_CACHE_DIR", cache_dir, 1); /* children inherit it */
+
+  /* The device record; then the parent lets go of the GPU (children make
+   * their own contexts). */
+  ckjit_device_info info;
+  ckjit_status st = ckjit_get_device_info(&info);
+  if (st != CKJIT_SUCCESS || !info.has_device || info.backend != CKJIT_BACKEND_CUDA) {
+    if (st != CKJIT_SUCCESS) msg("ckjit_get_device_info: %s: %s", ckjit_status_string(st),
+                                 ckjit_last_error());
+    msg("needs a CUDA device (has_device %d, backend %d): nothing measured",
+        st == CKJIT_SUCCESS ? info.has_device : 0, st == CKJIT_SUCCESS ? (int)info.backend : -1);
+    rm_tree(cache_dir);
+    return 1;
+  }
+  int driver = 0;
+  cuDriverGetVersion(&driver);
+  jrec r;
+  j_begin(&r, "device", NULL, NAN, "info");
+  j_str(&r, "impl", "ckjit");
+  j_str(&r, "bench", "bench_rows");
+  j_str(&r, "name", info.name);
+  j_str(&r, "arch", info.arch);
+  j_str(&r, "device_arch", info.device_arch);
+  j_int(&r, "multiprocessors", info.multiprocessors);
+  j_str(&r, "compiler", info.compiler);
+  j_str(&r, "ckjit_version", ckjit_version_string());
+  j_int(&r, "cuda_driver_version", driver);
+  j_bool(&r, "quick", g_quick);
+  j_bool(&r, "in_process", in_process);
+  j_end(&r);
+  msg("device %s (%s), %d cases, budget %.0f s, cache %s", info.name, info.arch, n_sel, budget,
+      cache_dir);
+
+  int status = 0, n_unsupported = 0, n_failed = 0, n_mismatch = 0, n_skipped = 0;
+  char unsupported_ops[256] = "";
+  CUstream stream = NULL;
+  if (in_process) {
+    stream = open_stream(NULL);
+    if (!stream) {
+      rm_tree(cache_dir);
+      return 1;
+    }
+  } else {
+    ckjit_shutdown(); /* releases the primary context */
+  }
+  const double start = now_s();
+  for (int i = 0; i < n_sel; i++) {
+    const row_case *c = &all[sel[i]];
+    double left = budget - (now_s() - start);
+    if (left <= 0) {
+      char e[128];
+      snprintf(e, sizeof e, "not started: the --budget of %.0f s was used up", budget);
+      emit_case_error(c, "SKIPPED", e);
+      n_skipped++;
+      status = status ? status : 1;
+      continue;
+    }
+    int rc, recorded = 0, unsupported = 0, sig = 0;
+    if (in_process) {
+      rc = run_case(c, stream);
+      recorded = 1;
+      unsupported = rc == RC_UNSUPPORTED;
+    } else {
+      double timeout = fmin(g_quick ? 45 : 60, left + 20);
+      rc = run_child(sel[i], timeout, &recorded, &unsupported, &sig);
+      if (!recorded) {
+        char e[200];
+        if (rc == -2) snprintf(e, sizeof e, "the case's process timed out after %.0f s", timeout);
+        else if (rc == -1)
+          snprintf(e, sizeof e, "the case's process died from signal %d (%s)", sig, strsignal(sig));
+        else if (rc == -3) snprintf(e, sizeof e, "the case's process could not be started");
+        else snprintf(e, sizeof e, "the case's process exited with %d and no record", rc);
+        emit_case_error(c, rc == -2 ? "CHILD_TIMEOUT" : "CHILD_DIED", e);
+      }
+    }
+    if (unsupported) {
+      n_unsupported++;
+      if (!strstr(unsupported_ops, op_names[c->op])) {
+        size_t len = strlen(unsupported_ops);
+        snprintf(unsupported_ops + len, sizeof unsupported_ops - len, "%s%s", len ? ", " : "",
+                 op_names[c->op]);
+      }
+    } else if (rc == 2) {
+      n_mismatch++;
+      if (!status) status = 2;
+    } else if (rc != 0) {
+      n_failed++;
+      status = 1;
+    }
+  }
+  if (stream) cuStreamDestroy(stream);
+  rm_tree(cache_dir);
+
+  if (n_unsupported) {
+    char note[400];
+    snprintf(note, sizeof note,
+             "%d of %d cases not measured: CKJIT_ERROR_UNSUPPORTED (not implemented yet?) "
+             "from %s",
+             n_unsupported, n_sel, unsupported_ops);
+    emit_note(note);
+  }
+  if (n_failed || n_mismatch || n_skipped) {
+    char note[200];
+    snprintf(note, sizeof note, "%d cases failed, %d failed their result check, %d skipped",
+             n_failed, n_mismatch, n_skipped);
+    emit_note(note);
+  }
+  msg("%d cases in %.1f s: %d measured, %d unsupported, %d failed, %d check mismatches, "
+      "%d skipped; exit %d",
+      n_sel, now_s() - start, n_sel - n_unsupported - n_failed - n_skipped, n_unsupported,
+      n_failed, n_mismatch, n_skipped, status);
+  return status;
+}
