@@ -77,7 +77,12 @@ CKJIT_INLINE void convert(float f, T &out) { out = ckjit_from_float<T>(f); }
 // ---- statistics ----------------------------------------------------------
 // Every statistic is up to three floats with a commutative merge, so the
 // xor-butterfly leaves bit-identical results in every thread of a group.
-enum { KIND_SOFTMAX, KIND_MOMENTS, KIND_SUM, KIND_MAX };
+// Macros, not an enum: the preprocessor selects code by KIND (in #if an
+// enum name would silently read as 0).
+#define KIND_SOFTMAX 0
+#define KIND_MOMENTS 1
+#define KIND_SUM 2
+#define KIND_MAX 3
 struct stat { float a, b, c; }; // softmax: max, sum of exp(v - max)
                                 // moments: count, mean, M2 (Chan et al.)
                                 // sum: a; max: a (NaN-propagating)
@@ -221,8 +226,9 @@ CKJIT_INLINE float op_output(float v, const row_stats &st, float w, float b) {
 #endif
 }
 
-// Statistics of `count` values of this thread (tile part) to merge in.
-CKJIT_INLINE stat tile_stat(const float (*v)[VEC], const bool (*ok)[VEC]) {
+// Statistics of this thread's values in a tile: val(i, k) is the value of
+// element k of vector i, ok(i, k) whether it takes part.
+template <class Val, class Ok> CKJIT_INLINE stat tile_stat(Val val, Ok ok) {
   stat s = stat_empty<KIND>();
 #if KIND == KIND_SOFTMAX
   float m = -CKJIT_INF;
@@ -230,13 +236,13 @@ CKJIT_INLINE stat tile_stat(const float (*v)[VEC], const bool (*ok)[VEC]) {
   for (int i = 0; i < ITEMS; i++)
 #pragma unroll
     for (int k = 0; k < VEC; k++)
-      if (ok[i][k]) m = ckjit_nan_max(m, v[i][k]);
+      if (ok(i, k)) m = ckjit_nan_max(m, val(i, k));
   float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < ITEMS; i++)
 #pragma unroll
     for (int k = 0; k < VEC; k++)
-      if (ok[i][k]) sum += __expf(v[i][k] - m);
+      if (ok(i, k)) sum += __expf(val(i, k) - m);
   s.a = m;
   s.b = sum;
 #elif KIND == KIND_MOMENTS
@@ -245,15 +251,15 @@ CKJIT_INLINE stat tile_stat(const float (*v)[VEC], const bool (*ok)[VEC]) {
   for (int i = 0; i < ITEMS; i++)
 #pragma unroll
     for (int k = 0; k < VEC; k++)
-      if (ok[i][k]) n += 1.0f, sum += v[i][k];
+      if (ok(i, k)) n += 1.0f, sum += val(i, k);
   if (n > 0.0f) {
     float mean = sum / n, m2 = 0.0f;
 #pragma unroll
     for (int i = 0; i < ITEMS; i++)
 #pragma unroll
       for (int k = 0; k < VEC; k++) {
-        float d = v[i][k] - mean;
-        if (ok[i][k]) m2 += d * d;
+        float d = val(i, k) - mean;
+        if (ok(i, k)) m2 += d * d;
       }
     s.a = n;
     s.b = mean;
@@ -264,13 +270,13 @@ CKJIT_INLINE stat tile_stat(const float (*v)[VEC], const bool (*ok)[VEC]) {
   for (int i = 0; i < ITEMS; i++)
 #pragma unroll
     for (int k = 0; k < VEC; k++)
-      if (ok[i][k]) s.a += v[i][k] * v[i][k];
+      if (ok(i, k)) s.a += val(i, k) * val(i, k);
 #else
 #pragma unroll
   for (int i = 0; i < ITEMS; i++)
 #pragma unroll
     for (int k = 0; k < VEC; k++)
-      if (ok[i][k]) s.a = ckjit_nan_max(s.a, fabsf(v[i][k]));
+      if (ok(i, k)) s.a = ckjit_nan_max(s.a, fabsf(val(i, k)));
 #endif
   return s;
 }
@@ -310,7 +316,16 @@ CKJIT_INLINE quant_scale quant_of(float amax) {
 }
 
 // ---- the kernel ---------------------------------------------------------------
-extern "C" __global__ void __launch_bounds__(THREADS)
+// At least 1024 threads per multiprocessor: the loads of several rows stay
+// in flight (left alone, the compiler takes up to 115 registers, 2 blocks).
+// HIP's second bound means something else, so it is NVIDIA only.
+#if defined(CKJIT_NVIDIA)
+#define BOUNDS __launch_bounds__(THREADS, 1024 / THREADS)
+#else
+#define BOUNDS __launch_bounds__(THREADS)
+#endif
+
+extern "C" __global__ void BOUNDS
 ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum_out,
               long long ld_sum, const T *__restrict__ weight, const T *__restrict__ bias,
               const float *__restrict__ smooth, Y *y, long long ld_y, float *mean_out,
@@ -345,28 +360,48 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
       if (vc < valid_end) valid_end = vc < c_begin ? c_begin : vc;
     }
 #endif
-    float v[ITEMS][VEC];
-    bool ok[ITEMS][VEC];
-    // Loads one tile starting at column c0 into v / ok.
+    // The tile lives in registers as the raw T vectors (h is T-rounded by
+    // definition), half the registers of floats for 16-bit types; values are
+    // converted where they are used.
+    ckjit_vec<T, VEC> raw[ITEMS];
+    long long tile_c0 = c_begin;
+    auto col = [&](int i) { return tile_c0 + ((long long)i * ROW_THREADS + t) * VEC; };
+    auto ok = [&](int i, int k) { return col(i) + k < valid_end; };
+    auto val = [&](int i, int k) {
+      return op_value(ckjit_to_float(raw[i].v[k]), col(i) + k, smooth, alpha);
+    };
+    // Loads the tile starting at column c0 (columns past the chunk read 0).
     auto load_tile = [&](long long c0) {
+      tile_c0 = c0;
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
-        const long long c = c0 + ((long long)i * ROW_THREADS + t) * VEC;
-        load(xr, c, c_end, v[i]);
+        const long long c = col(i);
 #if RESIDUAL
-        float rv[VEC];
+        float xv[VEC], rv[VEC];
+        load(xr, c, c_end, xv);
         load(resr, c, c_end, rv);
 #pragma unroll
-        for (int k = 0; k < VEC; k++) v[i][k] = ckjit_to_float(ckjit_from_float<T>(v[i][k] + rv[k]));
+        for (int k = 0; k < VEC; k++) raw[i].v[k] = ckjit_from_float<T>(xv[k] + rv[k]);
 #if PASS == PASS_FUSED || PASS == PASS_STATS
-        if (sum_out) store(sum_out + rr * ld_sum, c, c_end, v[i]);
-#endif
-#endif
+        if (sum_out) {
+          T *sr = sum_out + rr * ld_sum;
+          if (c + VEC <= c_end) {
+            ckjit_store<T, VEC>(sr + c, raw[i]);
+          } else {
 #pragma unroll
-        for (int k = 0; k < VEC; k++) {
-          ok[i][k] = c + k < valid_end;
-          v[i][k] = c + k < c_end ? op_value(v[i][k], c + k, smooth, alpha) : 0.0f;
+            for (int k = 0; k < VEC; k++)
+              if (c + k < c_end) sr[c + k] = raw[i].v[k];
+          }
         }
+#endif
+#else
+        if (c + VEC <= c_end) {
+          raw[i] = ckjit_load<T, VEC>(xr + c);
+        } else {
+#pragma unroll
+          for (int k = 0; k < VEC; k++) raw[i].v[k] = c + k < c_end ? xr[c + k] : T{};
+        }
+#endif
       }
     };
 
@@ -374,7 +409,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
     float amax = 0.0f;
 #if PASS == PASS_FUSED
     load_tile(c_begin);
-    finish_stats(group_combine<KIND>(tile_stat(v, ok), smem), cols, alpha, st);
+    finish_stats(group_combine<KIND>(tile_stat(val, ok), smem), cols, alpha, st);
 #elif PASS == PASS_STATS || PASS == PASS_AMAX
     stat acc = stat_empty<KIND>();
 #else
@@ -416,17 +451,16 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #if PASS == PASS_AMAX
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
-        const long long c = c0 + ((long long)i * ROW_THREADS + t) * VEC;
         float w[VEC] = {}, b[VEC] = {};
 #if AFFINE >= 1
-        load(weight, c, c_end, w);
+        load(weight, col(i), c_end, w);
 #endif
 #pragma unroll
         for (int k = 0; k < VEC; k++)
-          if (ok[i][k]) part.a = ckjit_nan_max(part.a, fabsf(op_output(v[i][k], st, w[k], b[k])));
+          if (ok(i, k)) part.a = ckjit_nan_max(part.a, fabsf(op_output(val(i, k), st, w[k], b[k])));
       }
 #else
-      part = merge<KIND>(part, tile_stat(v, ok));
+      part = merge<KIND>(part, tile_stat(val, ok));
 #endif
     }
     part = group_combine<PASS == PASS_AMAX ? KIND_MAX : KIND>(part, smem);
@@ -449,14 +483,13 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
       stat part = stat_empty<KIND_MAX>();
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
-        const long long c = c_begin + ((long long)i * ROW_THREADS + t) * VEC;
         float w[VEC] = {}, b[VEC] = {};
 #if AFFINE >= 1
-        load(weight, c, c_end, w);
+        load(weight, col(i), c_end, w);
 #endif
 #pragma unroll
         for (int k = 0; k < VEC; k++)
-          if (ok[i][k]) part.a = ckjit_nan_max(part.a, fabsf(op_output(v[i][k], st, w[k], b[k])));
+          if (ok(i, k)) part.a = ckjit_nan_max(part.a, fabsf(op_output(val(i, k), st, w[k], b[k])));
       }
       amax = group_combine<KIND_MAX>(part, smem).a;
     }
@@ -471,7 +504,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #endif
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
-        const long long c = c0 + ((long long)i * ROW_THREADS + t) * VEC;
+        const long long c = col(i);
         float w[VEC] = {}, b[VEC] = {}, o[VEC];
 #if AFFINE >= 1
         load(weight, c, c_end, w);
@@ -481,7 +514,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #endif
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
-          o[k] = ok[i][k] ? op_output(v[i][k], st, w[k], b[k]) : (OP == OP_LOG_SOFTMAX ? -CKJIT_INF : 0.0f);
+          o[k] = ok(i, k) ? op_output(val(i, k), st, w[k], b[k]) : (OP == OP_LOG_SOFTMAX ? -CKJIT_INF : 0.0f);
 #if IS_QUANT
           o[k] *= qs.inv;
 #endif

@@ -173,6 +173,10 @@ static struct {
   CUresult (*mem_free)(CUdeviceptr);
   CUresult (*mem_alloc_async)(CUdeviceptr *, size_t, void *);
   CUresult (*mem_free_async)(CUdeviceptr, void *);
+  CUresult (*pool_create)(void **, const void *);
+  CUresult (*pool_destroy)(void *);
+  CUresult (*pool_set_attribute)(void *, int, void *);
+  CUresult (*mem_alloc_from_pool_async)(CUdeviceptr *, size_t, void *, void *);
   CUresult (*copy_htod)(CUdeviceptr, const void *, size_t);
   CUresult (*copy_dtoh)(void *, CUdeviceptr, size_t);
   CUresult (*copy_dtod)(CUdeviceptr, CUdeviceptr, size_t);
@@ -209,8 +213,46 @@ static ckjit_status cuda_bind(const ckjit_device *d) {
   return CKJIT_SUCCESS;
 }
 
+/* Scratch memory comes from ckjit's own stream-ordered pool, which keeps
+ * what it has grown to: the default pool returns memory to the system at
+ * every synchronization, and a multi-pass op then pays tens of microseconds
+ * to map it again on each call.  Created on first use; the application's
+ * own default pool is left alone. */
+static void *cuda_pool;
+static pthread_mutex_t cuda_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* CUmemPoolProps (cuda.h), 88 bytes; only the leading fields are set. */
+typedef struct cuda_pool_props {
+  int alloc_type, handle_types, location_type, location_id;
+  void *win32_security_attributes;
+  unsigned char rest[64];
+} cuda_pool_props;
+_Static_assert(sizeof(cuda_pool_props) == 88, "CUmemPoolProps is 88 bytes");
+
+static void *cuda_scratch_pool(void) {
+  pthread_mutex_lock(&cuda_pool_lock);
+  if (!cuda_pool && cu.pool_create && cu.mem_alloc_from_pool_async) {
+    cuda_pool_props props;
+    memset(&props, 0, sizeof props);
+    props.alloc_type = 1;    /* CU_MEM_ALLOCATION_TYPE_PINNED */
+    props.location_type = 1; /* CU_MEM_LOCATION_TYPE_DEVICE */
+    props.location_id = (int)cuda_device;
+    void *pool = NULL;
+    if (cu.pool_create(&pool, &props) == 0) {
+      unsigned long long keep = ~0ull;
+      cu.pool_set_attribute(pool, 4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */, &keep);
+      cuda_pool = pool;
+    }
+  }
+  void *pool = cuda_pool;
+  pthread_mutex_unlock(&cuda_pool_lock);
+  return pool;
+}
+
 static void cuda_close(const ckjit_device *d) {
   (void)d;
+  if (cuda_pool && cu.pool_destroy) cu.pool_destroy(cuda_pool);
+  cuda_pool = NULL;
   if (cu.primary_release) cu.primary_release(cuda_device);
   cuda_context = NULL;
   atomic_fetch_add(&cuda_generation, 1);
@@ -263,7 +305,9 @@ static ckjit_status cuda_mem_alloc_async(void **ptr, size_t bytes, void *stream)
   if (!cu.mem_alloc_async)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "this CUDA driver lacks cuMemAllocAsync (needs 11.2+)");
   CUdeviceptr p = 0;
-  CUresult r = cu.mem_alloc_async(&p, bytes, stream);
+  void *pool = cuda_scratch_pool();
+  CUresult r = pool ? cu.mem_alloc_from_pool_async(&p, bytes, pool, stream)
+                    : cu.mem_alloc_async(&p, bytes, stream);
   if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemAllocAsync");
   *ptr = (void *)(uintptr_t)p;
   return CKJIT_SUCCESS;
@@ -335,6 +379,11 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   *(void **)&cu.mem_alloc_async = dlsym(h, "cuMemAllocAsync");
   *(void **)&cu.mem_free_async = dlsym(h, "cuMemFreeAsync");
   if (!cu.mem_free_async) cu.mem_alloc_async = NULL;
+  *(void **)&cu.pool_create = dlsym(h, "cuMemPoolCreate");
+  *(void **)&cu.pool_destroy = dlsym(h, "cuMemPoolDestroy");
+  *(void **)&cu.pool_set_attribute = dlsym(h, "cuMemPoolSetAttribute");
+  *(void **)&cu.mem_alloc_from_pool_async = dlsym(h, "cuMemAllocFromPoolAsync");
+  if (!cu.pool_destroy || !cu.pool_set_attribute) cu.pool_create = NULL;
   CUresult r = cu.init(0);
   if (r) return cuda_fail(r == CUDA_ERROR_NO_DEVICE ? CKJIT_ERROR_NO_DEVICE : CKJIT_ERROR_DEVICE, r,
                           "cuInit");
