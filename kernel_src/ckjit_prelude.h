@@ -132,8 +132,26 @@ CKJIT_INLINE float ckjit_warp_max(float v) {
 }
 
 // ---- math (f32) ------------------------------------------------------------
-CKJIT_INLINE float ckjit_nan_max(float a, float b) { return a != a ? a : (b != b ? b : fmaxf(a, b)); }
-CKJIT_INLINE float ckjit_nan_min(float a, float b) { return a != a ? a : (b != b ? b : fminf(a, b)); }
+// NaN-propagating max/min (torch.maximum semantics; fmaxf drops NaN).  One
+// instruction on sm_80+, where the result NaN is the canonical one.
+CKJIT_INLINE float ckjit_nan_max(float a, float b) {
+#if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return a != a ? a : (b != b ? b : fmaxf(a, b));
+#endif
+}
+CKJIT_INLINE float ckjit_nan_min(float a, float b) {
+#if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return a != a ? a : (b != b ? b : fminf(a, b));
+#endif
+}
 // __expf and __fdividef are the hardware approximations (a few ulps).  The
 // forms below have no cancellation where they are used, so they stay within
 // a few f32 ulps of the accurate functions at a fraction of the code; for

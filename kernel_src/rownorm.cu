@@ -281,6 +281,82 @@ template <class Val, class Ok> CKJIT_INLINE stat tile_stat(Val val, Ok ok) {
   return s;
 }
 
+CKJIT_INLINE float group_sum(float v, float (*smem)[WARPS]) {
+  stat s = {v, 0.0f, 0.0f};
+  return group_combine<KIND_SUM>(s, smem).a;
+}
+
+CKJIT_INLINE float group_max(float v, float (*smem)[WARPS]) {
+  stat s = {v, 0.0f, 0.0f};
+  return group_combine<KIND_MAX>(s, smem).a;
+}
+
+// The fused pass's statistics: the row is in registers, so each one is a
+// plain sum or max over the group, in the textbook order (max, then the sum
+// of exponentials; mean, then the sum of squared deviations from it).
+// Cheaper than merging (max, sum) or (count, mean, M2) pairs, and exact
+// two-pass variance.
+template <class Val, class Ok>
+CKJIT_INLINE void fused_stats(Val val, Ok ok, float (*smem)[WARPS], long long cols, float alpha,
+                              row_stats &st) {
+#if IS_SOFTMAX
+  float m = -CKJIT_INF;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok(i, k)) m = ckjit_nan_max(m, val(i, k));
+  m = group_max(m, smem);
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok(i, k)) sum += __expf(val(i, k) - m);
+  sum = group_sum(sum, smem);
+  st.m = m;
+  st.inv_s = 1.0f / sum;
+  st.log_s = logf(sum);
+  (void)alpha;
+#elif OP == OP_LAYERNORM
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok(i, k)) sum += val(i, k);
+  const float mean = group_sum(sum, smem) / (float)cols;
+  float m2 = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++) {
+      const float d = val(i, k) - mean;
+      if (ok(i, k)) m2 += d * d;
+    }
+  st.mean = mean;
+  st.rstd = rsqrtf(group_sum(m2, smem) / (float)cols + alpha);
+#elif OP == OP_SMOOTHQUANT
+  float a = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok(i, k)) a = ckjit_nan_max(a, fabsf(val(i, k)));
+  st.amax = group_max(a, smem);
+  (void)cols;
+  (void)alpha;
+#else
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      if (ok(i, k)) ss += val(i, k) * val(i, k);
+  st.rstd = rsqrtf(group_sum(ss, smem) / (float)cols + alpha);
+#endif
+}
+
 // Row statistics from the combined stat (the op's main one).
 CKJIT_INLINE void finish_stats(stat s, long long cols, float alpha, row_stats &st) {
 #if IS_SOFTMAX
@@ -364,9 +440,10 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
     // definition), half the registers of floats for 16-bit types; values are
     // converted where they are used.
     ckjit_vec<T, VEC> raw[ITEMS];
+    int n_ok[ITEMS]; // how many leading elements of vector i take part (32-bit tests per element)
     long long tile_c0 = c_begin;
     auto col = [&](int i) { return tile_c0 + ((long long)i * ROW_THREADS + t) * VEC; };
-    auto ok = [&](int i, int k) { return col(i) + k < valid_end; };
+    auto ok = [&](int i, int k) { return k < n_ok[i]; };
     auto val = [&](int i, int k) {
       return op_value(ckjit_to_float(raw[i].v[k]), col(i) + k, smooth, alpha);
     };
@@ -376,6 +453,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
         const long long c = col(i);
+        n_ok[i] = c + VEC <= valid_end ? VEC : c >= valid_end ? 0 : (int)(valid_end - c);
 #if RESIDUAL
         float xv[VEC], rv[VEC];
         load(xr, c, c_end, xv);
@@ -409,7 +487,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
     float amax = 0.0f;
 #if PASS == PASS_FUSED
     load_tile(c_begin);
-    finish_stats(group_combine<KIND>(tile_stat(val, ok), smem), cols, alpha, st);
+    fused_stats(val, ok, smem, cols, alpha, st);
 #elif PASS == PASS_STATS || PASS == PASS_AMAX
     stat acc = stat_empty<KIND>();
 #else
@@ -491,7 +569,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
         for (int k = 0; k < VEC; k++)
           if (ok(i, k)) part.a = ckjit_nan_max(part.a, fabsf(op_output(val(i, k), st, w[k], b[k])));
       }
-      amax = group_combine<KIND_MAX>(part, smem).a;
+      amax = group_max(part.a, smem);
     }
 #elif PASS == PASS_FUSED && OP == OP_SMOOTHQUANT
     amax = st.amax;
