@@ -81,11 +81,14 @@ int main(int argc, char **argv) {
         while (it < items) it *= 2;
         if (it * vec > 32) continue;
         if (rt > 1 && (long long)(rt / 2) * it >= vecs) continue; /* a smaller group fits too */
-        for (int threads = rt < 64 ? 64 : rt; threads <= 1024; threads *= 2) {
+        for (int threads = rt < 64 ? 64 : rt; threads <= 1024; threads *= 2)
+        for (int occ = 0; occ <= 2048; occ += occ ? 512 : 1024) {
+          if (occ && occ < threads) continue;
           char spec[256];
           snprintf(spec, sizeof spec,
-                   "rownorm:dtype=bf16,%s,threads=%d,row_threads=%d,vec=%d,items=%d,pass=fused",
-                   oc->spec, threads, rt, vec, it);
+                   "rownorm:dtype=bf16,%s,threads=%d,row_threads=%d,vec=%d,items=%d,pass=fused,"
+                   "occupancy=%d",
+                   oc->spec, threads, rt, vec, it, occ);
           void *fn;
           if (ckjit_get_function(spec, &fn)) {
             fprintf(stderr, "%s: %s\n", spec, ckjit_last_error());
@@ -114,8 +117,8 @@ int main(int argc, char **argv) {
           double med = (ms[9] + ms[10]) / 2;
           double bytes = oc->quant ? (3.0 * 2 + 1) * (double)n : 4.0 * (double)n;
           printf("{\"op\": \"%s\", \"shape\": \"%s\", \"threads\": %d, \"row_threads\": %d, "
-                 "\"items\": %d, \"median_ms\": %.5f, \"gbps\": %.1f}\n",
-                 oc->name, shapes[si], threads, rt, it, med, bytes / (med * 1e-3) / 1e9);
+                 "\"items\": %d, \"occupancy\": %d, \"median_ms\": %.5f, \"gbps\": %.1f}\n",
+                 oc->name, shapes[si], threads, rt, it, occ, med, bytes / (med * 1e-3) / 1e9);
           fflush(stdout);
         }
       }

@@ -60,6 +60,9 @@ typedef @DTYPE@ T;
 #define WARPS (THREADS / CKJIT_WARP_SIZE)
 #define LANES (ROW_THREADS < CKJIT_WARP_SIZE ? ROW_THREADS : CKJIT_WARP_SIZE)
 #define TILE ((long long)ROW_THREADS * VEC * ITEMS)
+// Ops whose fused pass keeps a computed value per element (the exponential,
+// the value to quantize) in f32 registers instead of recomputing it.
+#define KEEPS (OP == OP_SOFTMAX || IS_QUANT)
 
 #if QTYPE == Q_FP8_E4M3
 typedef unsigned char Y;
@@ -175,6 +178,21 @@ template <typename D> CKJIT_INLINE void store(D *p, long long c, long long end, 
 #pragma unroll
     for (int k = 0; k < VEC; k++)
       if (c + k < end) p[c + k] = v.v[k];
+  }
+}
+
+// Smoothquant's f32 scales of columns [c, c + VEC): 16-byte loads where aligned.
+CKJIT_INLINE void load_scales(const float *s, long long c, long long end, float *out) {
+  if (VEC % 4 == 0 && c + VEC <= end && ((ckjit_u64)(s + c) & 15) == 0) {
+#pragma unroll
+    for (int k = 0; k < VEC; k += 4) {
+      ckjit_vec<float, 4> v = ckjit_load<float, 4>(s + c + k);
+#pragma unroll
+      for (int j = 0; j < 4; j++) out[k + j] = v.v[j];
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < VEC; k++) out[k] = c + k < end ? s[c + k] : 0.0f;
   }
 }
 
@@ -392,11 +410,13 @@ CKJIT_INLINE quant_scale quant_of(float amax) {
 }
 
 // ---- the kernel ---------------------------------------------------------------
-// At least 1024 threads per multiprocessor: the loads of several rows stay
-// in flight (left alone, the compiler takes up to 115 registers, 2 blocks).
-// HIP's second bound means something else, so it is NVIDIA only.
-#if defined(CKJIT_NVIDIA)
-#define BOUNDS __launch_bounds__(THREADS, 1024 / THREADS)
+// OCCUPANCY resident threads per multiprocessor at least, so that the loads
+// of several rows stay in flight (left alone, the compiler took up to 115
+// registers: 2 blocks of 256).  0: no bound.  HIP's second bound means
+// something else, so it is NVIDIA only.
+#define OCCUPANCY @OCCUPANCY@
+#if defined(CKJIT_NVIDIA) && OCCUPANCY > 0
+#define BOUNDS __launch_bounds__(THREADS, (OCCUPANCY + THREADS - 1) / THREADS)
 #else
 #define BOUNDS __launch_bounds__(THREADS)
 #endif
@@ -487,7 +507,69 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
     float amax = 0.0f;
 #if PASS == PASS_FUSED
     load_tile(c_begin);
+#if KEEPS
+    float f[ITEMS][VEC];
+#endif
+#if OP == OP_SOFTMAX
+    {
+      // One exponential per element, kept for the output.
+      float m = -CKJIT_INF;
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+        for (int k = 0; k < VEC; k++)
+          if (ok(i, k)) m = ckjit_nan_max(m, val(i, k));
+      m = group_max(m, smem);
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+          f[i][k] = ok(i, k) ? __expf(fmaf(ckjit_to_float(raw[i].v[k]), alpha, -m)) : 0.0f;
+          sum += f[i][k];
+        }
+      st.m = m;
+      st.inv_s = 1.0f / group_sum(sum, smem);
+    }
+#elif OP == OP_SMOOTHQUANT
+    {
+      float a = 0.0f;
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++) {
+        float sc[VEC];
+        load_scales(smooth, col(i), c_end, sc);
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+          f[i][k] = ok(i, k) ? ckjit_to_float(raw[i].v[k]) * sc[k] : 0.0f;
+          a = ckjit_nan_max(a, fabsf(f[i][k]));
+        }
+      }
+      amax = group_max(a, smem);
+    }
+#elif OP == OP_RMSNORM_QUANT
     fused_stats(val, ok, smem, cols, alpha, st);
+    {
+      float a = 0.0f;
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++) {
+        float w[VEC], b[VEC] = {};
+#if AFFINE >= 1
+        load(weight, col(i), c_end, w);
+#else
+#pragma unroll
+        for (int k = 0; k < VEC; k++) w[k] = 1.0f;
+#endif
+#pragma unroll
+        for (int k = 0; k < VEC; k++) {
+          f[i][k] = ok(i, k) ? op_output(val(i, k), st, w[k], b[k]) : 0.0f;
+          a = ckjit_nan_max(a, fabsf(f[i][k]));
+        }
+      }
+      amax = group_max(a, smem);
+    }
+#else
+    fused_stats(val, ok, smem, cols, alpha, st);
+#endif
 #elif PASS == PASS_STATS || PASS == PASS_AMAX
     stat acc = stat_empty<KIND>();
 #else
@@ -556,24 +638,6 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #else
     // Output: the fused pass has its tile in registers; the apply pass
     // streams its chunk again.
-#if PASS == PASS_FUSED && OP == OP_RMSNORM_QUANT
-    {
-      stat part = stat_empty<KIND_MAX>();
-#pragma unroll
-      for (int i = 0; i < ITEMS; i++) {
-        float w[VEC] = {}, b[VEC] = {};
-#if AFFINE >= 1
-        load(weight, col(i), c_end, w);
-#endif
-#pragma unroll
-        for (int k = 0; k < VEC; k++)
-          if (ok(i, k)) part.a = ckjit_nan_max(part.a, fabsf(op_output(val(i, k), st, w[k], b[k])));
-      }
-      amax = group_max(part.a, smem);
-    }
-#elif PASS == PASS_FUSED && OP == OP_SMOOTHQUANT
-    amax = st.amax;
-#endif
     const quant_scale qs = quant_of(amax);
     Y *yr = y + rr * ld_y;
     for (long long c0 = c_begin; c0 < c_end; c0 += TILE) {
@@ -583,7 +647,13 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
         const long long c = col(i);
-        float w[VEC] = {}, b[VEC] = {}, o[VEC];
+        float o[VEC];
+#if PASS == PASS_FUSED && KEEPS
+#pragma unroll
+        for (int k = 0; k < VEC; k++)
+          o[k] = ok(i, k) ? f[i][k] * (OP == OP_SOFTMAX ? st.inv_s : qs.inv) : 0.0f;
+#else
+        float w[VEC] = {}, b[VEC] = {};
 #if AFFINE >= 1
         load(weight, c, c_end, w);
 #endif
@@ -597,6 +667,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
           o[k] *= qs.inv;
 #endif
         }
+#endif
         store(yr, c, c_end, o);
       }
 #if PASS == PASS_FUSED

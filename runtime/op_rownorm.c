@@ -10,7 +10,7 @@
 
 enum {
   P_DTYPE, P_OP, P_QTYPE, P_RESIDUAL, P_AFFINE, P_THREADS, P_ROW_THREADS, P_VEC, P_ITEMS, P_PASS,
-  P_COUNT
+  P_OCCUPANCY, P_COUNT
 };
 enum { OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_RMSNORM_QUANT, OP_SMOOTHQUANT };
 enum { Q_NONE, Q_I8, Q_FP8_E4M3 };
@@ -39,6 +39,8 @@ static const ckjit_param_desc params[P_COUNT] = {
     [P_VEC] = {"vec", NULL, NULL, 1, 8, 8},
     [P_ITEMS] = {"items", NULL, NULL, 1, 32, 4},
     [P_PASS] = {"pass", pass_names, pass_tokens, 0, 0, 0},
+    /* Resident threads per SM the compiler must allow (NVIDIA; 0: no bound). */
+    [P_OCCUPANCY] = {"occupancy", NULL, NULL, 0, 2048, 1024},
 };
 
 /* At most this many f32 values of a row per thread stay in registers. */
@@ -74,6 +76,8 @@ static ckjit_status check(const ckjit_spec *s) {
     return bad("split passes take one row per block (row_threads = threads)", s);
   if (v[P_PASS] == PASS_AMAX && op != OP_RMSNORM_QUANT)
     return bad("pass=amax is for rmsnorm_quant only", s);
+  if (v[P_OCCUPANCY] % 256)
+    return bad("occupancy must be a multiple of 256 threads", s);
   return CKJIT_SUCCESS;
 }
 
@@ -106,6 +110,7 @@ static int default_spec(size_t index, ckjit_spec *out) {
   v[P_VEC] = widest > 8 ? 8 : widest;
   v[P_ITEMS] = 4;
   v[P_PASS] = PASS_FUSED;
+  v[P_OCCUPANCY] = 1024;
   return 1;
 }
 
@@ -124,6 +129,7 @@ const ckjit_family ckjit__family_rownorm = {
 
 typedef struct rownorm_policy {
   int threads, row_threads, items;
+  int occupancy;          /* resident threads per SM to leave registers for */
   int split;              /* 0: fused, one group per row; 1: chunks over several passes */
   int64_t chunk_cols, n_chunks;
 } rownorm_policy;
@@ -153,6 +159,7 @@ static void pick_policy(int64_t rows, int64_t cols, int vec, int sms, rownorm_po
   const int64_t row_blocks = cdiv(rows, threads / rt);
   if (sms < 1) sms = 1;
   memset(p, 0, sizeof *p);
+  p->occupancy = 1024;
   if (fits && !(row_blocks < sms / 2 && cols >= 8192)) {
     p->threads = threads;
     p->row_threads = (int)rt;
@@ -275,6 +282,7 @@ static ckjit_status run(const rownorm_call *c) {
   v[P_ROW_THREADS] = pol.row_threads;
   v[P_VEC] = vec;
   v[P_ITEMS] = pol.items;
+  v[P_OCCUPANCY] = pol.occupancy;
   if (!pol.split) return launch_pass(rt, &spec, PASS_FUSED, c, &pol, NULL);
 
   /* Split: partials are (2 floats per chunk) and, for the quantizing
