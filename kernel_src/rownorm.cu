@@ -127,27 +127,40 @@ template <int K> CKJIT_INLINE stat merge(stat x, stat y) {
   return r;
 }
 
-// Combines the group's statistics; every thread of the group gets the result.
-// Every thread of the block must call it (it may synchronize the block).
-template <int K> CKJIT_INLINE stat group_combine(stat s, float (*smem)[WARPS]) {
+// Shared memory for the cross-warp step: two buffers used in turn, so a
+// reduction needs one barrier, not two (the barrier of the reduction in
+// between separates the last readers of a buffer from its next writers).
+struct reducer {
+  float (*smem)[3][WARPS];
+  int buf;
+};
+
+// Combines the group's statistics; every thread of the group gets the same
+// result.  Every thread of the block must call it (it may synchronize).
+template <int K> CKJIT_INLINE stat group_combine(stat s, reducer &red) {
 #pragma unroll
   for (int m = LANES / 2; m > 0; m /= 2) {
     stat o = {ckjit_shfl_xor(s.a, m), ckjit_shfl_xor(s.b, m), ckjit_shfl_xor(s.c, m)};
     s = merge<K>(s, o);
   }
 #if ROW_THREADS > CKJIT_WARP_SIZE
-  const int warp = threadIdx.x / CKJIT_WARP_SIZE;
-  __syncthreads(); // earlier readers of smem are done
-  if (threadIdx.x % CKJIT_WARP_SIZE == 0) {
-    smem[0][warp] = s.a;
-    smem[1][warp] = s.b;
-    smem[2][warp] = s.c;
+  // The group's warps leave one partial each; then lane j of every warp
+  // reads partial j of its group and the lanes fold them by shuffles.
+  const int per_group = ROW_THREADS / CKJIT_WARP_SIZE;
+  const int warp = threadIdx.x / CKJIT_WARP_SIZE, lane = threadIdx.x % CKJIT_WARP_SIZE;
+  float(*sm)[WARPS] = red.smem[red.buf];
+  red.buf ^= 1;
+  if (lane == 0) {
+    sm[0][warp] = s.a;
+    sm[1][warp] = s.b;
+    sm[2][warp] = s.c;
   }
   __syncthreads();
-  const int per_group = ROW_THREADS / CKJIT_WARP_SIZE, first = warp / per_group * per_group;
-  stat r = {smem[0][first], smem[1][first], smem[2][first]};
-  for (int w = 1; w < per_group; w++) {
-    stat o = {smem[0][first + w], smem[1][first + w], smem[2][first + w]};
+  const int j = warp / per_group * per_group + lane % per_group;
+  stat r = {sm[0][j], sm[1][j], sm[2][j]};
+#pragma unroll
+  for (int m = per_group / 2; m > 0; m /= 2) {
+    stat o = {ckjit_shfl_xor(r.a, m), ckjit_shfl_xor(r.b, m), ckjit_shfl_xor(r.c, m)};
     r = merge<K>(r, o);
   }
   s = r;
@@ -260,7 +273,7 @@ template <class Val, class Ok> CKJIT_INLINE stat tile_stat(Val val, Ok ok) {
   for (int i = 0; i < ITEMS; i++)
 #pragma unroll
     for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) sum += __expf(val(i, k) - m);
+      if (ok(i, k) && val(i, k) != -CKJIT_INF) sum += __expf(val(i, k) - m); // -inf - -inf
   s.a = m;
   s.b = sum;
 #elif KIND == KIND_MOMENTS
@@ -299,12 +312,12 @@ template <class Val, class Ok> CKJIT_INLINE stat tile_stat(Val val, Ok ok) {
   return s;
 }
 
-CKJIT_INLINE float group_sum(float v, float (*smem)[WARPS]) {
+CKJIT_INLINE float group_sum(float v, reducer &smem) {
   stat s = {v, 0.0f, 0.0f};
   return group_combine<KIND_SUM>(s, smem).a;
 }
 
-CKJIT_INLINE float group_max(float v, float (*smem)[WARPS]) {
+CKJIT_INLINE float group_max(float v, reducer &smem) {
   stat s = {v, 0.0f, 0.0f};
   return group_combine<KIND_MAX>(s, smem).a;
 }
@@ -315,7 +328,7 @@ CKJIT_INLINE float group_max(float v, float (*smem)[WARPS]) {
 // Cheaper than merging (max, sum) or (count, mean, M2) pairs, and exact
 // two-pass variance.
 template <class Val, class Ok>
-CKJIT_INLINE void fused_stats(Val val, Ok ok, float (*smem)[WARPS], long long cols, float alpha,
+CKJIT_INLINE void fused_stats(Val val, Ok ok, reducer &smem, long long cols, float alpha,
                               row_stats &st) {
 #if IS_SOFTMAX
   float m = -CKJIT_INF;
@@ -428,7 +441,8 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
               float *rstd_out, float *row_scale, const int *__restrict__ valid_cols, float alpha,
               float *partials, long long rows, long long cols, long long chunk_cols,
               long long n_chunks) {
-  __shared__ float smem[3][WARPS];
+  __shared__ float red_smem[2][3][WARPS];
+  reducer smem = {red_smem, 0};
   const int t = threadIdx.x % ROW_THREADS;
 #if PASS == PASS_FUSED
   for (long long rb = blockIdx.x; rb * GROUPS < rows; rb += gridDim.x) {

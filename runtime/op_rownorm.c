@@ -142,30 +142,42 @@ static int64_t next_pow2(int64_t v) {
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Fused when the row fits in one group's registers (up to 1024 threads x 32
- * values) and there are rows enough to fill the GPU: a group of
- * ROW_THREADS sized for about 4 vectors per thread (several 16-byte loads
- * in flight), at least 256 threads per block.  Otherwise split: 256-thread
- * blocks own chunks of a row, each a whole number of tiles, with about 4
- * blocks per multiprocessor in all (the partials each block folds stay few). */
+/* Fused when the row fits in one group's registers and there are rows
+ * enough to fill the GPU.  The group size and occupancy come from
+ * bench/sweep_rownorm on an H100 (bench/NOTES.md): short rows (up to 128
+ * vectors) one vector per thread in blocks of at least 128; rows up to 1024
+ * vectors two per thread with 1536 resident threads per SM; longer rows
+ * groups of 512 (1024 if needed) with up to 32 values per thread.
+ * Otherwise split: 256-thread blocks own chunks of a row, each a whole
+ * number of tiles, about 4 blocks per multiprocessor in all (so the
+ * partials each block folds stay few). */
 static void pick_policy(int64_t rows, int64_t cols, int vec, int sms, rownorm_policy *p) {
   const int max_items = MAX_VALUES_PER_THREAD / vec;
   const int64_t vecs = cdiv(cols, vec);
-  int64_t rt = next_pow2(cdiv(vecs, max_items < 4 ? max_items : 4));
-  if (rt > 1024) rt = 1024;
-  int64_t items = next_pow2(cdiv(vecs, rt));
+  int64_t rt, items;
+  int occupancy;
+  if (vecs <= 128) {
+    rt = next_pow2(vecs), items = 1, occupancy = 2048;
+  } else if (vecs <= 1024) {
+    rt = next_pow2(cdiv(vecs, 2)), items = 2, occupancy = 1536;
+  } else {
+    rt = 512, items = next_pow2(cdiv(vecs, 512)), occupancy = 1024;
+    if (items > max_items) rt = 1024, items = next_pow2(cdiv(vecs, 1024));
+  }
   const int fits = items <= max_items;
-  const int threads = rt > 256 ? (int)rt : 256;
+  const int threads = rt > 128 ? (int)rt : 128;
+  if (occupancy < threads) occupancy = threads;
   const int64_t row_blocks = cdiv(rows, threads / rt);
   if (sms < 1) sms = 1;
   memset(p, 0, sizeof *p);
-  p->occupancy = 1024;
   if (fits && !(row_blocks < sms / 2 && cols >= 8192)) {
     p->threads = threads;
     p->row_threads = (int)rt;
     p->items = (int)items;
+    p->occupancy = occupancy;
     return;
   }
+  p->occupancy = 1024;
   const int64_t target = 4 * (int64_t)sms;
   p->split = 1;
   p->threads = p->row_threads = 256;
