@@ -146,20 +146,25 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * enough to fill the GPU.  The group size and occupancy come from
  * bench/sweep_rownorm on an H100 (bench/NOTES.md): short rows (up to 128
  * vectors) one vector per thread in blocks of at least 128; rows up to 1024
- * vectors two per thread with 1536 resident threads per SM; longer rows
- * groups of 512 (1024 if needed) with up to 32 values per thread.
+ * vectors two per thread (softmax at 2048 resident threads per SM, the rest
+ * at 1536; layernorm, whose weight and bias need registers, four per thread
+ * at 1024); longer rows groups of 512 (1024 if needed) with up to 32 values
+ * per thread.
  * Otherwise split: 256-thread blocks own chunks of a row, each a whole
  * number of tiles, about 4 blocks per multiprocessor in all (so the
  * partials each block folds stay few). */
-static void pick_policy(int64_t rows, int64_t cols, int vec, int sms, rownorm_policy *p) {
+static void pick_policy(int op, int64_t rows, int64_t cols, int vec, int sms, rownorm_policy *p) {
   const int max_items = MAX_VALUES_PER_THREAD / vec;
   const int64_t vecs = cdiv(cols, vec);
   int64_t rt, items;
   int occupancy;
   if (vecs <= 128) {
     rt = next_pow2(vecs), items = 1, occupancy = 2048;
+  } else if (vecs <= 1024 && op == OP_LAYERNORM) {
+    rt = next_pow2(cdiv(vecs, 4)), items = 4, occupancy = 1024;
   } else if (vecs <= 1024) {
-    rt = next_pow2(cdiv(vecs, 2)), items = 2, occupancy = 1536;
+    rt = next_pow2(cdiv(vecs, 2)), items = 2;
+    occupancy = op == OP_SOFTMAX || op == OP_LOG_SOFTMAX ? 2048 : 1536;
   } else {
     rt = 512, items = next_pow2(cdiv(vecs, 512)), occupancy = 1024;
     if (items > max_items) rt = 1024, items = next_pow2(cdiv(vecs, 1024));
@@ -279,7 +284,7 @@ static ckjit_status run(const rownorm_call *c) {
   ckjit_status st = ckjit__runtime_device(&rt);
   if (st) return st;
   rownorm_policy pol;
-  pick_policy(c->rows, c->cols, vec, rt->device.multiprocessors, &pol);
+  pick_policy(c->op, c->rows, c->cols, vec, rt->device.multiprocessors, &pol);
 
   ckjit_spec spec;
   memset(&spec, 0, sizeof spec);
