@@ -33,14 +33,15 @@ static int cmp(const void *a, const void *b) {
 
 typedef struct op_case {
   const char *name, *spec; /* spec prefix (op, affine, residual, qtype) */
-  int quant, residual;
+  int quant, residual, smooth;
 } op_case;
 
 static const op_case ops[] = {
-    {"softmax", "op=softmax,affine=none", 0, 0},
-    {"layernorm", "op=layernorm,affine=weight_bias", 0, 0},
-    {"rmsnorm", "op=rmsnorm,affine=weight", 0, 0},
-    {"rmsnorm_quant", "op=rmsnorm_quant,qtype=i8,residual=1,affine=weight", 1, 1},
+    {"softmax", "op=softmax,affine=none", 0, 0, 0},
+    {"layernorm", "op=layernorm,affine=weight_bias", 0, 0, 0},
+    {"rmsnorm", "op=rmsnorm,affine=weight", 0, 0, 0},
+    {"rmsnorm_quant", "op=rmsnorm_quant,qtype=i8,residual=1,affine=weight", 1, 1, 0},
+    {"smoothquant", "op=smoothquant,qtype=i8", 1, 0, 1},
 };
 
 int main(int argc, char **argv) {
@@ -56,10 +57,11 @@ int main(int argc, char **argv) {
     long long rows, cols;
     if (sscanf(shapes[si], "%lldx%lld", &rows, &cols) != 2) return 2;
     size_t n = (size_t)rows * (size_t)cols;
-    void *x, *y, *res, *sum, *w, *b, *scale;
+    void *x, *y, *res, *sum, *w, *b, *scale, *smooth;
     if (ckjit_malloc(&x, 2 * n) || ckjit_malloc(&y, 2 * n) || ckjit_malloc(&res, 2 * n) ||
         ckjit_malloc(&sum, 2 * n) || ckjit_malloc(&w, 2 * (size_t)cols) ||
-        ckjit_malloc(&b, 2 * (size_t)cols) || ckjit_malloc(&scale, 4 * (size_t)rows)) {
+        ckjit_malloc(&b, 2 * (size_t)cols) || ckjit_malloc(&scale, 4 * (size_t)rows) ||
+        ckjit_malloc(&smooth, 4 * (size_t)cols)) {
       fprintf(stderr, "sweep_rownorm: %s\n", ckjit_last_error());
       return 1;
     }
@@ -68,6 +70,7 @@ int main(int argc, char **argv) {
     ckjit_memset(res, 0x3f, 2 * n);
     ckjit_memset(w, 0x3f, 2 * (size_t)cols);
     ckjit_memset(b, 0, 2 * (size_t)cols);
+    ckjit_memset(smooth, 0x3f, 4 * (size_t)cols);
     CUevent e0, e1;
     CU(cuEventCreate(&e0, 0));
     CU(cuEventCreate(&e1, 0));
@@ -82,26 +85,30 @@ int main(int argc, char **argv) {
         if (it * vec > 32) continue;
         if (rt > 1 && (long long)(rt / 2) * it >= vecs) continue; /* a smaller group fits too */
         for (int threads = rt < 64 ? 64 : rt; threads <= 1024; threads *= 2)
-        for (int occ = 0; occ <= 2048; occ += occ ? 512 : 1024) {
+        for (int occ = 0; occ <= 2048; occ += occ ? 512 : 1024)
+        for (int persist = 0; persist <= (oi == 0 ? 0 : 1) /* softmax has no parameters */; persist++) {
           if (occ && occ < threads) continue;
           char spec[256];
           snprintf(spec, sizeof spec,
                    "rownorm:dtype=bf16,%s,threads=%d,row_threads=%d,vec=%d,items=%d,pass=fused,"
-                   "occupancy=%d",
-                   oc->spec, threads, rt, vec, it, occ);
+                   "occupancy=%d,persist=%d",
+                   oc->spec, threads, rt, vec, it, occ, persist);
           void *fn;
           if (ckjit_get_function(spec, &fn)) {
             fprintf(stderr, "%s: %s\n", spec, ckjit_last_error());
             continue;
           }
           long long groups = threads / rt, blocks = (rows + groups - 1) / groups;
+          long long cap = (long long)info.multiprocessors * (2048 / threads);
+          if (persist && blocks > cap) blocks = cap;
           long long ld = cols, zero = 0, chunk = 0, nch = 0;
           void *null = NULL, *xp = x, *resp = oc->residual ? res : NULL,
+               *smp = oc->smooth ? smooth : NULL,
                *sump = oc->residual ? sum : NULL, *wp = w, *bp = b, *yp = y,
                *scp = oc->quant ? scale : NULL;
           float alpha = oc->name[0] == 's' ? 1.0f : 1e-5f;
           void *args[] = {&xp,   &ld,   &resp, &ld,    &sump,  &ld,  &wp,    &bp,
-                          &null, &yp,   &ld,   &null,  &null,  &scp, &null,  &alpha,
+                          &smp,  &yp,   &ld,   &null,  &null,  &scp, &null,  &alpha,
                           &null, &rows, &cols, &chunk, &nch};
           (void)zero;
           float ms[20];
@@ -115,16 +122,19 @@ int main(int argc, char **argv) {
           }
           qsort(ms, 20, sizeof ms[0], cmp);
           double med = (ms[9] + ms[10]) / 2;
-          double bytes = oc->quant ? (3.0 * 2 + 1) * (double)n : 4.0 * (double)n;
+          double bytes = oc->smooth ? 3.0 * (double)n
+                         : oc->quant ? (3.0 * 2 + 1) * (double)n : 4.0 * (double)n;
           printf("{\"op\": \"%s\", \"shape\": \"%s\", \"threads\": %d, \"row_threads\": %d, "
-                 "\"items\": %d, \"occupancy\": %d, \"median_ms\": %.5f, \"gbps\": %.1f}\n",
-                 oc->name, shapes[si], threads, rt, it, occ, med, bytes / (med * 1e-3) / 1e9);
+                 "\"items\": %d, \"occupancy\": %d, \"persist\": %d, \"median_ms\": %.5f, "
+                 "\"gbps\": %.1f}\n",
+                 oc->name, shapes[si], threads, rt, it, occ, persist, med,
+                 bytes / (med * 1e-3) / 1e9);
           fflush(stdout);
         }
       }
     }
     ckjit_free(x), ckjit_free(y), ckjit_free(res), ckjit_free(sum), ckjit_free(w), ckjit_free(b),
-        ckjit_free(scale);
+        ckjit_free(scale), ckjit_free(smooth);
   }
   return 0;
 }
