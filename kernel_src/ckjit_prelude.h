@@ -169,8 +169,16 @@ CKJIT_INLINE float ckjit_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 
 // ---- quantized storage -------------------------------------------------------
 // int8: round half to even, saturate to [-127, 127]; NaN becomes 0.
 CKJIT_INLINE signed char ckjit_to_i8(float f) {
+#if defined(CKJIT_NVIDIA)
+  // Round to nearest even and saturate to [-128, 127] (NaN -> 0) in one
+  // instruction, then keep the range symmetric.
+  int r;
+  asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return (signed char)(r < -127 ? -127 : r);
+#else
   if (f != f) return 0;
   return (signed char)(int)rintf(fminf(fmaxf(f, -127.0f), 127.0f));
+#endif
 }
 
 // fp8 e4m3 (OCP "e4m3fn": bias 7, largest 448, no infinity, NaN 0x7F):
@@ -187,4 +195,16 @@ CKJIT_INLINE unsigned char ckjit_to_e4m3(float f) {
   u += 0x7ffffu + ((u >> 20) & 1u); // round the mantissa to 3 bits, ties to even
   unsigned code = (u >> 20) - (120u << 3); // exponent bias 127 -> 7
   return (unsigned char)(sign | (code > 0x7eu ? 0x7eu : code));
+}
+
+// Two e4m3 values at once (lo, hi bytes) with the sm_89+ instruction, which
+// rounds and saturates as ckjit_to_e4m3 does (NaN: 0x7F).
+CKJIT_INLINE unsigned short ckjit_to_e4m3x2(float lo, float hi) {
+#if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 890
+  unsigned short r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return (unsigned short)(ckjit_to_e4m3(lo) | (ckjit_to_e4m3(hi) << 8));
+#endif
 }

@@ -188,6 +188,16 @@ template <typename S> CKJIT_INLINE void load(const S *p, long long c, long long 
 
 template <typename D> CKJIT_INLINE void store(D *p, long long c, long long end, const float *in) {
   ckjit_vec<D, VEC> v;
+#if QTYPE == Q_FP8_E4M3
+  if (sizeof(D) == 1 && VEC % 2 == 0) { // fp8 pairs: one instruction on sm_89+
+#pragma unroll
+    for (int k = 0; k < VEC; k += 2) {
+      unsigned short two = ckjit_to_e4m3x2(in[k], in[k + 1]);
+      v.v[k] = (D)(two & 0xff);
+      v.v[k + 1] = (D)(two >> 8);
+    }
+  } else
+#endif
 #pragma unroll
   for (int k = 0; k < VEC; k++) convert(in[k], v.v[k]);
   if (c + VEC <= end) {
