@@ -394,11 +394,12 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "device %d requested but only %d present",
                        ordinal, count);
   CUdevice dev;
-  int major = 0, minor = 0, sms = 0;
+  int major = 0, minor = 0, sms = 0, l2 = 0;
   if ((r = cu.device_get(&dev, ordinal))) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDeviceGet");
   cu.device_attribute(&major, 75, dev); /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
   cu.device_attribute(&minor, 76, dev); /* ..._MINOR */
   cu.device_attribute(&sms, 16, dev);   /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+  cu.device_attribute(&l2, 38, dev);    /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE */
   if ((r = cu.primary_retain(&cuda_context, dev)))
     return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDevicePrimaryCtxRetain");
   cuda_device = dev;
@@ -409,6 +410,7 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   snprintf(out->arch, sizeof out->arch, "sm_%d%d", major, minor);
   cu.device_name(out->name, (int)sizeof out->name, dev);
   out->multiprocessors = sms;
+  out->l2_bytes = l2 > 0 ? l2 : 0;
   out->bind = cuda_bind;
   out->module_load = cuda_module_load;
   out->module_unload = cuda_module_unload;

@@ -316,15 +316,47 @@ static ckjit_status run(const rownorm_call *c) {
   pol.max_blocks = v[P_PERSIST] ? (int64_t)rt->device.multiprocessors * (2048 / pol.threads) : 0;
   if (!pol.split) return launch_pass(rt, &spec, PASS_FUSED, c, &pol, NULL);
 
-  /* Split: partials are (2 floats per chunk) and, for the quantizing
-   * rmsnorm, one max |y| per chunk, in stream-ordered scratch memory. */
+  /* Split: the passes after the first read the data again.  Rows go in
+   * batches of about a third of the L2 cache, so that the re-read comes from
+   * L2 rather than memory (a row larger than that is one batch). */
+  const long long l2 = rt->device.l2_bytes > 0 ? rt->device.l2_bytes : 24ll << 20;
+  const int64_t row_bytes = c->cols * (int64_t)es * (c->res && !c->sum_out ? 2 : 1);
+  int64_t batch = (l2 / 3) / (row_bytes > 0 ? row_bytes : 1);
+  if (batch < 1) batch = 1;
+  if (batch > c->rows) batch = c->rows;
+  if (batch < c->rows) {
+    rownorm_policy bp;
+    pick_policy(c->op, batch, c->cols, vec, rt->device.multiprocessors, &bp);
+    if (bp.split) {
+      pol = bp;
+      v[P_THREADS] = pol.threads;
+      v[P_ROW_THREADS] = pol.row_threads;
+      v[P_ITEMS] = pol.items;
+      v[P_OCCUPANCY] = pol.occupancy;
+    } else {
+      batch = c->rows;
+    }
+  }
+  /* Partials: 2 floats per chunk and, for the quantizing rmsnorm, one max |y|. */
   size_t per_chunk = c->op == OP_RMSNORM_QUANT ? 3 : 2;
-  size_t bytes = (size_t)c->rows * (size_t)pol.n_chunks * per_chunk * sizeof(float);
+  size_t bytes = (size_t)batch * (size_t)pol.n_chunks * per_chunk * sizeof(float);
   void *scratch;
   if ((st = ckjit__scratch_alloc(rt, bytes, c->stream, &scratch))) return st;
-  st = launch_pass(rt, &spec, PASS_STATS, c, &pol, scratch);
-  if (!st && c->op == OP_RMSNORM_QUANT) st = launch_pass(rt, &spec, PASS_AMAX, c, &pol, scratch);
-  if (!st) st = launch_pass(rt, &spec, PASS_APPLY, c, &pol, scratch);
+  for (int64_t r0 = 0; r0 < c->rows && !st; r0 += batch) {
+    rownorm_call b = *c;
+    b.rows = c->rows - r0 < batch ? c->rows - r0 : batch;
+    b.x = (const char *)c->x + (size_t)(r0 * c->ld_x) * es;
+    b.y = (char *)c->y + (size_t)(r0 * c->ld_y) * (is_quant(c->op) ? 1 : es);
+    if (c->res) b.res = (const char *)c->res + (size_t)(r0 * c->ld_res) * es;
+    if (c->sum_out) b.sum_out = (char *)c->sum_out + (size_t)(r0 * c->ld_sum) * es;
+    if (c->mean_out) b.mean_out = c->mean_out + r0;
+    if (c->rstd_out) b.rstd_out = c->rstd_out + r0;
+    if (c->row_scale) b.row_scale = c->row_scale + r0;
+    if (c->valid_cols) b.valid_cols = c->valid_cols + r0;
+    st = launch_pass(rt, &spec, PASS_STATS, &b, &pol, scratch);
+    if (!st && c->op == OP_RMSNORM_QUANT) st = launch_pass(rt, &spec, PASS_AMAX, &b, &pol, scratch);
+    if (!st) st = launch_pass(rt, &spec, PASS_APPLY, &b, &pol, scratch);
+  }
   ckjit_status fst = ckjit__scratch_free(rt, scratch, c->stream);
   return st ? st : fst;
 }
