@@ -277,7 +277,10 @@ typedef struct ckjit_tensor_layout {
 
 /* y = op(x) over dimension `dim` of x.  y is contiguous (row-major) with
  * x's shape less `dim`; its dtype is f32/f16/bf16 for SUM..MIN and
- * CKJIT_I32/CKJIT_I64 for ARGMAX/ARGMIN.  x's dtype is f32, f16 or bf16. */
+ * CKJIT_I32/CKJIT_I64 for ARGMAX/ARGMIN (I32 only while the reduced
+ * dimension has fewer than 2^31 elements).  x's dtype is f32, f16 or bf16.
+ * Rows too long or too few for the GPU are split over blocks; the partial
+ * results are combined in a fixed order (deterministic, no atomics). */
 CKJIT_API ckjit_status ckjit_reduce(ckjit_reduce_op op, ckjit_dtype dtype,
                                     const ckjit_tensor_layout *x_layout, const void *x,
                                     int dim, ckjit_dtype y_dtype, void *y, void *stream);
