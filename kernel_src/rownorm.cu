@@ -53,11 +53,8 @@ typedef @DTYPE@ T;
 #define VEC @VEC@
 #define ITEMS @ITEMS@
 #define PASS @PASS@
-// PERSIST: the fused pass keeps the per-column parameters (weight, bias,
-// smoothing scales) of its columns in registers across the rows it visits,
-// instead of reading them again for every row (the launch then has about
-// as many blocks as fit on the GPU).
-#define PERSIST @PERSIST@
+// STREAM: row loads bypass L1 (NVIDIA), leaving it to the parameters.
+#define STREAM @STREAM@
 
 #define IS_SOFTMAX (OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX)
 #define IS_QUANT (OP == OP_RMSNORM_QUANT || OP == OP_SMOOTHQUANT)
@@ -459,67 +456,23 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
   __shared__ float red_smem[2][3][WARPS];
   reducer smem = {red_smem, 0};
   const int t = threadIdx.x % ROW_THREADS;
-#if PERSIST && PASS == PASS_FUSED
-  // This thread's columns are the same in every row: (i * ROW_THREADS + t) * VEC.
-#if OP == OP_SMOOTHQUANT
-  float pw[ITEMS][VEC];
-#else
-  ckjit_vec<T, VEC> pw[ITEMS], pb[ITEMS]; // raw: half the registers of f32 for 16-bit types
-#endif
-  auto load_raw = [&](const T *p, long long c, ckjit_vec<T, VEC> &out) {
-    if (c + VEC <= cols) {
-      out = ckjit_load<T, VEC>(p + c);
-    } else {
-#pragma unroll
-      for (int k = 0; k < VEC; k++) out.v[k] = c + k < cols ? p[c + k] : T{};
-    }
-  };
-  (void)load_raw;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) {
-    const long long c = ((long long)i * ROW_THREADS + t) * VEC;
-#if OP == OP_SMOOTHQUANT
-    load_scales(smooth, c, cols, pw[i]);
-#elif AFFINE >= 1
-    load_raw(weight, c, pw[i]);
-#endif
-#if AFFINE == 2
-    load_raw(bias, c, pb[i]);
-#endif
-  }
-#endif
   // Per-column parameters of vector i (at column c) of the current tile.
-  auto get_w = [&](int i, long long c, long long end, float *w) {
-#if PERSIST && PASS == PASS_FUSED && OP == OP_SMOOTHQUANT
-    (void)c, (void)end;
-#pragma unroll
-    for (int k = 0; k < VEC; k++) w[k] = pw[i][k];
-#elif PERSIST && PASS == PASS_FUSED && AFFINE >= 1
-    (void)c, (void)end;
-#pragma unroll
-    for (int k = 0; k < VEC; k++) w[k] = ckjit_to_float(pw[i].v[k]);
-#elif OP == OP_SMOOTHQUANT
-    (void)i;
+  auto get_w = [&](long long c, long long end, float *w) {
+#if OP == OP_SMOOTHQUANT
     load_scales(smooth, c, end, w);
 #elif AFFINE >= 1
-    (void)i;
     load(weight, c, end, w);
 #else
-    (void)i, (void)c, (void)end;
+    (void)c, (void)end;
 #pragma unroll
     for (int k = 0; k < VEC; k++) w[k] = 1.0f;
 #endif
   };
-  auto get_b = [&](int i, long long c, long long end, float *b) {
-#if PERSIST && PASS == PASS_FUSED && AFFINE == 2
-    (void)c, (void)end;
-#pragma unroll
-    for (int k = 0; k < VEC; k++) b[k] = ckjit_to_float(pb[i].v[k]);
-#elif AFFINE == 2
-    (void)i;
+  auto get_b = [&](long long c, long long end, float *b) {
+#if AFFINE == 2
     load(bias, c, end, b);
 #else
-    (void)i, (void)c, (void)end;
+    (void)c, (void)end;
 #pragma unroll
     for (int k = 0; k < VEC; k++) b[k] = 0.0f;
 #endif
@@ -588,7 +541,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #endif
 #else
         if (c + VEC <= c_end) {
-          raw[i] = ckjit_load<T, VEC>(xr + c);
+          raw[i] = STREAM ? ckjit_load_stream<T, VEC>(xr + c) : ckjit_load<T, VEC>(xr + c);
         } else {
 #pragma unroll
           for (int k = 0; k < VEC; k++) raw[i].v[k] = c + k < c_end ? xr[c + k] : T{};
@@ -631,7 +584,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
         float sc[VEC];
-        get_w(i, col(i), c_end, sc);
+        get_w(col(i), c_end, sc);
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
           f[i][k] = ok(i, k) ? ckjit_to_float(raw[i].v[k]) * sc[k] : 0.0f;
@@ -647,7 +600,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
         float w[VEC], b[VEC] = {};
-        get_w(i, col(i), c_end, w);
+        get_w(col(i), c_end, w);
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
           f[i][k] = ok(i, k) ? op_output(val(i, k), st, w[k], b[k]) : 0.0f;
@@ -743,8 +696,8 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
           o[k] = ok(i, k) ? f[i][k] * (OP == OP_SOFTMAX ? st.inv_s : qs.inv) : 0.0f;
 #else
         float w[VEC], b[VEC];
-        get_w(i, c, c_end, w);
-        get_b(i, c, c_end, b);
+        get_w(c, c_end, w);
+        get_b(c, c_end, b);
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
           o[k] = ok(i, k) ? op_output(val(i, k), st, w[k], b[k]) : (OP == OP_LOG_SOFTMAX ? -CKJIT_INF : 0.0f);

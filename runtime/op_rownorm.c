@@ -10,7 +10,7 @@
 
 enum {
   P_DTYPE, P_OP, P_QTYPE, P_RESIDUAL, P_AFFINE, P_THREADS, P_ROW_THREADS, P_VEC, P_ITEMS, P_PASS,
-  P_OCCUPANCY, P_PERSIST, P_COUNT
+  P_OCCUPANCY, P_STREAM, P_COUNT
 };
 enum { OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_RMSNORM_QUANT, OP_SMOOTHQUANT };
 enum { Q_NONE, Q_I8, Q_FP8_E4M3 };
@@ -41,8 +41,8 @@ static const ckjit_param_desc params[P_COUNT] = {
     [P_PASS] = {"pass", pass_names, pass_tokens, 0, 0, 0},
     /* Resident threads per SM the compiler must allow (NVIDIA; 0: no bound). */
     [P_OCCUPANCY] = {"occupancy", NULL, NULL, 0, 2048, 1024},
-    /* Fused pass: per-column parameters stay in registers across rows. */
-    [P_PERSIST] = {"persist", NULL, NULL, 0, 1, 0},
+    /* Row loads that do not allocate in L1 (NVIDIA). */
+    [P_STREAM] = {"stream", NULL, NULL, 0, 1, 0},
 };
 
 /* At most this many f32 values of a row per thread stay in registers. */
@@ -80,7 +80,7 @@ static ckjit_status check(const ckjit_spec *s) {
     return bad("pass=amax is for rmsnorm_quant only", s);
   if (v[P_OCCUPANCY] % 256)
     return bad("occupancy must be a multiple of 256 threads", s);
-  if (v[P_PERSIST] && v[P_PASS] != PASS_FUSED) return bad("persist is for pass=fused only", s);
+
   return CKJIT_SUCCESS;
 }
 
@@ -134,7 +134,6 @@ typedef struct rownorm_policy {
   int threads, row_threads, items;
   int occupancy;          /* resident threads per SM to leave registers for */
   int split;              /* 0: fused, one group per row; 1: chunks over several passes */
-  int64_t max_blocks;     /* fused: grid limit (0: one block per row group) */
   int64_t chunk_cols, n_chunks;
 } rownorm_policy;
 
@@ -247,7 +246,6 @@ static ckjit_status launch_pass(ckjit_runtime *rt, ckjit_spec *spec, int pass,
   unsigned grid[3] = {1, 1, 1}, block[3] = {(unsigned)pol->threads, 1, 1};
   if (pass == PASS_FUSED) {
     int64_t blocks = cdiv(c->rows, pol->threads / pol->row_threads);
-    if (pol->max_blocks > 0 && blocks > pol->max_blocks) blocks = pol->max_blocks;
     grid[0] = (unsigned)(blocks < 0x7fffffff ? blocks : 0x7fffffff);
   } else {
     grid[0] = (unsigned)pol->n_chunks;
@@ -309,11 +307,6 @@ static ckjit_status run(const rownorm_call *c) {
   v[P_VEC] = vec;
   v[P_ITEMS] = pol.items;
   v[P_OCCUPANCY] = pol.occupancy;
-  /* Parameters worth keeping: a weight (and bias) or the smoothing scales. */
-  /* Not chosen: keeping parameters in registers spilled and measured slower
-   * on the H100 (bench/NOTES.md); it stays a spec option for other GPUs. */
-  v[P_PERSIST] = 0;
-  pol.max_blocks = v[P_PERSIST] ? (int64_t)rt->device.multiprocessors * (2048 / pol.threads) : 0;
   if (!pol.split) return launch_pass(rt, &spec, PASS_FUSED, c, &pol, NULL);
 
   /* Split: the passes after the first read the data again.  Rows go in
