@@ -101,22 +101,6 @@ CKJIT_INLINE ckjit_vec<T, VEC> ckjit_load(const T *p) {
   return u.v;
 }
 
-// The same for data read once: on NVIDIA, 16-byte loads that do not
-// allocate in L1, which then keeps what is reused (weights, scales).
-template <typename T, int VEC>
-CKJIT_INLINE ckjit_vec<T, VEC> ckjit_load_stream(const T *p) {
-#if defined(CKJIT_NVIDIA)
-  if (sizeof(T) * VEC == 16) {
-    union { uint4 w; ckjit_vec<T, VEC> v; } u;
-    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(u.w.x), "=r"(u.w.y), "=r"(u.w.z), "=r"(u.w.w)
-                 : "l"(p));
-    return u.v;
-  }
-#endif
-  return ckjit_load<T, VEC>(p);
-}
-
 template <typename T, int VEC>
 CKJIT_INLINE void ckjit_store(T *p, const ckjit_vec<T, VEC> &v) {
   typedef typename ckjit_word<sizeof(T) * VEC>::type W;

@@ -53,8 +53,6 @@ typedef @DTYPE@ T;
 #define VEC @VEC@
 #define ITEMS @ITEMS@
 #define PASS @PASS@
-// STREAM: row loads bypass L1 (NVIDIA), leaving it to the parameters.
-#define STREAM @STREAM@
 
 #define IS_SOFTMAX (OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX)
 #define IS_QUANT (OP == OP_RMSNORM_QUANT || OP == OP_SMOOTHQUANT)
@@ -541,7 +539,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #endif
 #else
         if (c + VEC <= c_end) {
-          raw[i] = STREAM ? ckjit_load_stream<T, VEC>(xr + c) : ckjit_load<T, VEC>(xr + c);
+          raw[i] = ckjit_load<T, VEC>(xr + c);
         } else {
 #pragma unroll
           for (int k = 0; k < VEC; k++) raw[i].v[k] = c + k < c_end ? xr[c + k] : T{};

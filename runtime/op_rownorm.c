@@ -10,7 +10,7 @@
 
 enum {
   P_DTYPE, P_OP, P_QTYPE, P_RESIDUAL, P_AFFINE, P_THREADS, P_ROW_THREADS, P_VEC, P_ITEMS, P_PASS,
-  P_OCCUPANCY, P_STREAM, P_COUNT
+  P_OCCUPANCY, P_COUNT
 };
 enum { OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_RMSNORM_QUANT, OP_SMOOTHQUANT };
 enum { Q_NONE, Q_I8, Q_FP8_E4M3 };
@@ -41,8 +41,6 @@ static const ckjit_param_desc params[P_COUNT] = {
     [P_PASS] = {"pass", pass_names, pass_tokens, 0, 0, 0},
     /* Resident threads per SM the compiler must allow (NVIDIA; 0: no bound). */
     [P_OCCUPANCY] = {"occupancy", NULL, NULL, 0, 2048, 1024},
-    /* Row loads that do not allocate in L1 (NVIDIA). */
-    [P_STREAM] = {"stream", NULL, NULL, 0, 1, 0},
 };
 
 /* At most this many f32 values of a row per thread stay in registers. */
