@@ -86,13 +86,14 @@ int main(int argc, char **argv) {
         if (rt > 1 && (long long)(rt / 2) * it >= vecs) continue; /* a smaller group fits too */
         for (int threads = rt < 64 ? 64 : rt; threads <= 1024; threads *= 2)
         for (int occ = 0; occ <= 2048; occ += occ ? 512 : 1024)
-        {
+        for (int sm = 0; sm <= 1; sm++) {
+          if (sm && threads * it * vec * 2 > 32768) continue;
           if (occ && occ < threads) continue;
           char spec[256];
           snprintf(spec, sizeof spec,
                    "rownorm:dtype=bf16,%s,threads=%d,row_threads=%d,vec=%d,items=%d,pass=fused,"
-                   "occupancy=%d",
-                   oc->spec, threads, rt, vec, it, occ);
+                   "occupancy=%d,smem_tile=%d",
+                   oc->spec, threads, rt, vec, it, occ, sm);
           void *fn;
           if (ckjit_get_function(spec, &fn)) {
             fprintf(stderr, "%s: %s\n", spec, ckjit_last_error());
@@ -123,9 +124,9 @@ int main(int argc, char **argv) {
           double bytes = oc->smooth ? 3.0 * (double)n
                          : oc->quant ? (3.0 * 2 + 1) * (double)n : 4.0 * (double)n;
           printf("{\"op\": \"%s\", \"shape\": \"%s\", \"threads\": %d, \"row_threads\": %d, "
-                 "\"items\": %d, \"occupancy\": %d, \"median_ms\": %.5f, "
+                 "\"items\": %d, \"occupancy\": %d, \"smem_tile\": %d, \"median_ms\": %.5f, "
                  "\"gbps\": %.1f}\n",
-                 oc->name, shapes[si], threads, rt, it, occ, med,
+                 oc->name, shapes[si], threads, rt, it, occ, sm, med,
                  bytes / (med * 1e-3) / 1e9);
           fflush(stdout);
         }

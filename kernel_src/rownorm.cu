@@ -53,6 +53,10 @@ typedef @DTYPE@ T;
 #define VEC @VEC@
 #define ITEMS @ITEMS@
 #define PASS @PASS@
+// SMEM_TILE: the fused pass keeps its tile in shared memory (filled by
+// cp.async on sm_80+) instead of registers, which frees the registers that
+// otherwise limit occupancy (layernorm spilled above 1024 threads/SM).
+#define SMEM_TILE @SMEM_TILE@
 
 #define IS_SOFTMAX (OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX)
 #define IS_QUANT (OP == OP_RMSNORM_QUANT || OP == OP_SMOOTHQUANT)
@@ -217,6 +221,25 @@ CKJIT_INLINE void load_scales(const float *s, long long c, long long end, float 
 #pragma unroll
     for (int k = 0; k < VEC; k++) out[k] = c + k < end ? s[c + k] : 0.0f;
   }
+}
+
+// 16 bytes global -> shared without passing through registers (sm_80+).
+CKJIT_INLINE void copy_async16(void *smem, const void *gmem) {
+#if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
+  unsigned s;
+  ckjit_u64 g;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(s) : "l"(smem));
+  asm("cvta.to.global.u64 %0, %1;" : "=l"(g) : "l"(gmem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(g) : "memory");
+#else
+  *(uint4 *)smem = *(const uint4 *)gmem;
+#endif
+}
+
+CKJIT_INLINE void copy_async_wait() {
+#if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }
 
 // ---- the per-op transforms ---------------------------------------------------
@@ -452,6 +475,9 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
               float *partials, long long rows, long long cols, long long chunk_cols,
               long long n_chunks) {
   __shared__ float red_smem[2][3][WARPS];
+#if SMEM_TILE
+  __shared__ ckjit_vec<T, VEC> tile_sm[ITEMS][THREADS];
+#endif
   reducer smem = {red_smem, 0};
   const int t = threadIdx.x % ROW_THREADS;
   // Per-column parameters of vector i (at column c) of the current tile.
@@ -501,16 +527,24 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
       if (vc < valid_end) valid_end = vc < c_begin ? c_begin : vc;
     }
 #endif
-    // The tile lives in registers as the raw T vectors (h is T-rounded by
-    // definition), half the registers of floats for 16-bit types; values are
-    // converted where they are used.
+    // The tile is kept as raw T vectors (h is T-rounded by definition), half
+    // the space of floats for 16-bit types; values are converted where they
+    // are used.  In registers, or in shared memory (each thread reads only
+    // its own slots, so no barrier is needed).
+#if SMEM_TILE
+    auto tile_vec = [&](int i) -> ckjit_vec<T, VEC> { return tile_sm[i][threadIdx.x]; };
+    auto put_vec = [&](int i, const ckjit_vec<T, VEC> &v) { tile_sm[i][threadIdx.x] = v; };
+#else
     ckjit_vec<T, VEC> raw[ITEMS];
+    auto tile_vec = [&](int i) -> ckjit_vec<T, VEC> { return raw[i]; };
+    auto put_vec = [&](int i, const ckjit_vec<T, VEC> &v) { raw[i] = v; };
+#endif
     int n_ok[ITEMS]; // how many leading elements of vector i take part (32-bit tests per element)
     long long tile_c0 = c_begin;
     auto col = [&](int i) { return tile_c0 + ((long long)i * ROW_THREADS + t) * VEC; };
     auto ok = [&](int i, int k) { return k < n_ok[i]; };
     auto val = [&](int i, int k) {
-      return op_value(ckjit_to_float(raw[i].v[k]), col(i) + k, smooth, alpha);
+      return op_value(ckjit_to_float(tile_vec(i).v[k]), col(i) + k, smooth, alpha);
     };
     // Loads the tile starting at column c0 (columns past the chunk read 0).
     auto load_tile = [&](long long c0) {
@@ -523,29 +557,41 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
         float xv[VEC], rv[VEC];
         load(xr, c, c_end, xv);
         load(resr, c, c_end, rv);
+        ckjit_vec<T, VEC> h;
 #pragma unroll
-        for (int k = 0; k < VEC; k++) raw[i].v[k] = ckjit_from_float<T>(xv[k] + rv[k]);
+        for (int k = 0; k < VEC; k++) h.v[k] = ckjit_from_float<T>(xv[k] + rv[k]);
+        put_vec(i, h);
 #if PASS == PASS_FUSED || PASS == PASS_STATS
         if (sum_out) {
           T *sr = sum_out + rr * ld_sum;
           if (c + VEC <= c_end) {
-            ckjit_store<T, VEC>(sr + c, raw[i]);
+            ckjit_store<T, VEC>(sr + c, h);
           } else {
 #pragma unroll
             for (int k = 0; k < VEC; k++)
-              if (c + k < c_end) sr[c + k] = raw[i].v[k];
+              if (c + k < c_end) sr[c + k] = h.v[k];
           }
         }
 #endif
 #else
         if (c + VEC <= c_end) {
-          raw[i] = ckjit_load<T, VEC>(xr + c);
+#if SMEM_TILE
+          if (sizeof(ckjit_vec<T, VEC>) == 16)
+            copy_async16(&tile_sm[i][threadIdx.x], xr + c);
+          else
+#endif
+            put_vec(i, ckjit_load<T, VEC>(xr + c));
         } else {
+          ckjit_vec<T, VEC> h;
 #pragma unroll
-          for (int k = 0; k < VEC; k++) raw[i].v[k] = c + k < c_end ? xr[c + k] : T{};
+          for (int k = 0; k < VEC; k++) h.v[k] = c + k < c_end ? xr[c + k] : T{};
+          put_vec(i, h);
         }
 #endif
       }
+#if SMEM_TILE
+      copy_async_wait();
+#endif
     };
 
     row_stats st;
@@ -570,7 +616,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
       for (int i = 0; i < ITEMS; i++)
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
-          f[i][k] = ok(i, k) ? __expf(fmaf(ckjit_to_float(raw[i].v[k]), alpha, -m)) : 0.0f;
+          f[i][k] = ok(i, k) ? __expf(fmaf(ckjit_to_float(tile_vec(i).v[k]), alpha, -m)) : 0.0f;
           sum += f[i][k];
         }
       st.m = m;
@@ -585,7 +631,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
         get_w(col(i), c_end, sc);
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
-          f[i][k] = ok(i, k) ? ckjit_to_float(raw[i].v[k]) * sc[k] : 0.0f;
+          f[i][k] = ok(i, k) ? ckjit_to_float(tile_vec(i).v[k]) * sc[k] : 0.0f;
           a = ckjit_nan_max(a, fabsf(f[i][k]));
         }
       }

@@ -10,7 +10,7 @@
 
 enum {
   P_DTYPE, P_OP, P_QTYPE, P_RESIDUAL, P_AFFINE, P_THREADS, P_ROW_THREADS, P_VEC, P_ITEMS, P_PASS,
-  P_OCCUPANCY, P_COUNT
+  P_OCCUPANCY, P_SMEM_TILE, P_COUNT
 };
 enum { OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_RMSNORM_QUANT, OP_SMOOTHQUANT };
 enum { Q_NONE, Q_I8, Q_FP8_E4M3 };
@@ -41,6 +41,8 @@ static const ckjit_param_desc params[P_COUNT] = {
     [P_PASS] = {"pass", pass_names, pass_tokens, 0, 0, 0},
     /* Resident threads per SM the compiler must allow (NVIDIA; 0: no bound). */
     [P_OCCUPANCY] = {"occupancy", NULL, NULL, 0, 2048, 1024},
+    /* Fused pass: the tile waits in shared memory instead of registers. */
+    [P_SMEM_TILE] = {"smem_tile", NULL, NULL, 0, 1, 0},
 };
 
 /* At most this many f32 values of a row per thread stay in registers. */
@@ -78,6 +80,10 @@ static ckjit_status check(const ckjit_spec *s) {
     return bad("pass=amax is for rmsnorm_quant only", s);
   if (v[P_OCCUPANCY] % 256)
     return bad("occupancy must be a multiple of 256 threads", s);
+  if (v[P_SMEM_TILE] && (v[P_PASS] != PASS_FUSED ||
+                         (int64_t)v[P_THREADS] * v[P_ITEMS] * v[P_VEC] *
+                                 (int64_t)ckjit__dtype_param_size(v[P_DTYPE]) > 32768))
+    return bad("smem_tile is for pass=fused with a tile of at most 32 KiB", s);
 
   return CKJIT_SUCCESS;
 }
