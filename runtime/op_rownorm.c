@@ -137,6 +137,7 @@ const ckjit_family ckjit__family_rownorm = {
 typedef struct rownorm_policy {
   int threads, row_threads, items;
   int occupancy;          /* resident threads per SM to leave registers for */
+  int smem_tile;          /* fused: the tile waits in shared memory */
   int split;              /* 0: fused, one group per row; 1: chunks over several passes */
   int64_t chunk_cols, n_chunks;
 } rownorm_policy;
@@ -150,47 +151,54 @@ static int64_t next_pow2(int64_t v) {
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Fused when the row fits in one group's registers and there are rows
- * enough to fill the GPU.  The group size and occupancy come from
- * bench/sweep_rownorm on an H100 (bench/NOTES.md): short rows (up to 128
- * vectors) one vector per thread in blocks of at least 128; rows up to 1024
- * vectors two per thread (softmax at 2048 resident threads per SM, the rest
- * at 1536; layernorm, whose weight and bias need registers, four per thread
- * at 1024); longer rows groups of 1024 for softmax and rmsnorm (2048
- * threads/SM while a thread holds two vectors), else 512 (1024 if needed),
- * with up to 32 values per thread.
+ * enough to fill the GPU.  Group size, occupancy and where the tile waits
+ * come from bench/sweep_rownorm on an H100 (bench/NOTES.md):
+ *  - short rows (up to 128 vectors): one vector per thread, blocks >= 128,
+ *    2048 threads/SM;
+ *  - longer rows: softmax two vectors per thread at 2048 threads/SM (groups
+ *    of 1024 past 1024 vectors); layernorm and rmsnorm four vectors per
+ *    thread with the tile in shared memory (registers then allow 1536
+ *    threads/SM); the quantizing ops two (four past 1024 vectors) in
+ *    registers, smoothquant's longest rows in shared memory.
  * Otherwise split: 256-thread blocks own chunks of a row, each a whole
  * number of tiles, about 4 blocks per multiprocessor in all (so the
  * partials each block folds stay few). */
-static void pick_policy(int op, int64_t rows, int64_t cols, int vec, int sms, rownorm_policy *p) {
+static void pick_policy(int op, int64_t rows, int64_t cols, int vec, size_t es, int sms,
+                        rownorm_policy *p) {
   const int max_items = MAX_VALUES_PER_THREAD / vec;
   const int64_t vecs = cdiv(cols, vec);
+  const int softmax = op == OP_SOFTMAX || op == OP_LOG_SOFTMAX;
+  const int norm = op == OP_LAYERNORM || op == OP_RMSNORM;
   int64_t rt, items;
-  int occupancy;
+  int occupancy, smem = 0;
   if (vecs <= 128) {
     rt = next_pow2(vecs), items = 1, occupancy = 2048;
-  } else if (vecs <= 1024 && op == OP_LAYERNORM) {
-    rt = next_pow2(cdiv(vecs, 4)), items = 4, occupancy = 1024;
-  } else if (vecs <= 1024) {
-    rt = next_pow2(cdiv(vecs, 2)), items = 2;
-    occupancy = op == OP_SOFTMAX || op == OP_LOG_SOFTMAX ? 2048 : 1536;
-  } else if (op == OP_SOFTMAX || op == OP_LOG_SOFTMAX || op == OP_RMSNORM) {
-    rt = 1024, items = next_pow2(cdiv(vecs, 1024));
-    occupancy = items <= 2 ? 2048 : 1024;
+  } else if (softmax) {
+    items = 2, rt = next_pow2(cdiv(vecs, 2)), occupancy = 2048;
+    if (rt > 1024) rt = 1024, items = next_pow2(cdiv(vecs, 1024)), occupancy = items <= 2 ? 2048 : 1024;
+  } else if (norm) {
+    items = 4, rt = next_pow2(cdiv(vecs, 4)), occupancy = 1536, smem = 1;
+    if (rt > 512) rt = 512, items = next_pow2(cdiv(vecs, 512));
   } else {
-    rt = 512, items = next_pow2(cdiv(vecs, 512)), occupancy = 1024;
-    if (items > max_items) rt = 1024, items = next_pow2(cdiv(vecs, 1024));
+    items = vecs <= 1024 ? 2 : 4, rt = next_pow2(cdiv(vecs, items));
+    occupancy = vecs <= 1024 ? 1536 : 1024;
+    smem = op == OP_SMOOTHQUANT && vecs > 1024;
+    if (rt > 512) rt = 512, items = next_pow2(cdiv(vecs, 512));
   }
+  if (items > max_items) rt = 1024, items = next_pow2(cdiv(vecs, 1024));
   const int fits = items <= max_items;
   const int threads = rt > 128 ? (int)rt : 128;
-  if (occupancy < threads) occupancy = threads;
   const int64_t row_blocks = cdiv(rows, threads / rt);
   if (sms < 1) sms = 1;
   memset(p, 0, sizeof *p);
   if (fits && !(row_blocks < sms / 2 && cols >= 8192)) {
+    /* A shared-memory tile must fit the static 48 KiB with room to spare. */
+    if (smem && (int64_t)threads * items * vec * (int64_t)es > 32768) smem = 0, occupancy = 1024;
     p->threads = threads;
     p->row_threads = (int)rt;
     p->items = (int)items;
-    p->occupancy = occupancy;
+    p->occupancy = occupancy < threads ? threads : occupancy;
+    p->smem_tile = smem;
     return;
   }
   p->occupancy = 1024;
@@ -295,7 +303,7 @@ static ckjit_status run(const rownorm_call *c) {
   ckjit_status st = ckjit__runtime_device(&rt);
   if (st) return st;
   rownorm_policy pol;
-  pick_policy(c->op, c->rows, c->cols, vec, rt->device.multiprocessors, &pol);
+  pick_policy(c->op, c->rows, c->cols, vec, es, rt->device.multiprocessors, &pol);
 
   ckjit_spec spec;
   memset(&spec, 0, sizeof spec);
@@ -311,6 +319,7 @@ static ckjit_status run(const rownorm_call *c) {
   v[P_VEC] = vec;
   v[P_ITEMS] = pol.items;
   v[P_OCCUPANCY] = pol.occupancy;
+  v[P_SMEM_TILE] = pol.smem_tile;
   if (!pol.split) return launch_pass(rt, &spec, PASS_FUSED, c, &pol, NULL);
 
   /* Split: the passes after the first read the data again.  Rows go in
@@ -323,7 +332,7 @@ static ckjit_status run(const rownorm_call *c) {
   if (batch > c->rows) batch = c->rows;
   if (batch < c->rows) {
     rownorm_policy bp;
-    pick_policy(c->op, batch, c->cols, vec, rt->device.multiprocessors, &bp);
+    pick_policy(c->op, batch, c->cols, vec, es, rt->device.multiprocessors, &bp);
     if (bp.split) {
       pol = bp;
       v[P_THREADS] = pol.threads;
