@@ -154,7 +154,8 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * enough to fill the GPU.  Group size, occupancy and where the tile waits
  * come from bench/sweep_rownorm on an H100 (bench/NOTES.md):
  *  - short rows (up to 128 vectors): one vector per thread, blocks >= 128,
- *    2048 threads/SM;
+ *    2048 threads/SM (layernorm: four per thread in a shared-memory tile;
+ *    smoothquant: two; blocks of 64);
  *  - longer rows: softmax two vectors per thread at 2048 threads/SM (groups
  *    of 1024 past 1024 vectors); layernorm and rmsnorm four vectors per
  *    thread with the tile in shared memory (registers then allow 1536
@@ -170,8 +171,14 @@ static void pick_policy(int op, int64_t rows, int64_t cols, int vec, size_t es, 
   const int softmax = op == OP_SOFTMAX || op == OP_LOG_SOFTMAX;
   const int norm = op == OP_LAYERNORM || op == OP_RMSNORM;
   int64_t rt, items;
-  int occupancy, smem = 0;
-  if (vecs <= 128) {
+  int occupancy, smem = 0, min_threads = 128;
+  if (vecs <= 128 && op == OP_LAYERNORM) {
+    items = vecs < 4 ? 1 : 4, rt = next_pow2(cdiv(vecs, items)), occupancy = 1024, smem = 1;
+    min_threads = 64;
+  } else if (vecs <= 128 && op == OP_SMOOTHQUANT) {
+    items = vecs < 2 ? 1 : 2, rt = next_pow2(cdiv(vecs, items)), occupancy = 1536;
+    min_threads = 64;
+  } else if (vecs <= 128) {
     rt = next_pow2(vecs), items = 1, occupancy = 2048;
   } else if (softmax) {
     items = 2, rt = next_pow2(cdiv(vecs, 2)), occupancy = 2048;
@@ -187,7 +194,7 @@ static void pick_policy(int op, int64_t rows, int64_t cols, int vec, size_t es, 
   }
   if (items > max_items) rt = 1024, items = next_pow2(cdiv(vecs, 1024));
   const int fits = items <= max_items;
-  const int threads = rt > 128 ? (int)rt : 128;
+  const int threads = rt > min_threads ? (int)rt : min_threads;
   const int64_t row_blocks = cdiv(rows, threads / rt);
   if (sms < 1) sms = 1;
   memset(p, 0, sizeof *p);
