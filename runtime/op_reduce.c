@@ -86,11 +86,13 @@ static int32_t widest_vec(int32_t dtype) { return (int32_t)(16 / ckjit__dtype_pa
 
 /* Default set: the row kernel of the long-row class (a block per row, which
  * the split uses too) per op and dtype, with torch's output dtype (the
- * input's; i64 indices); then the combine pass per op and those outputs. */
-enum { N_DEFAULT_ROW = 3 * 6, N_DEFAULT_COMBINE = 4 * 3 + 2 };
+ * input's; i64 indices); then the combine pass per op and those outputs;
+ * then the column kernel (a strided reduced dim) per op and dtype, scalar
+ * and widest vector. */
+enum { N_DEFAULT_ROW = 3 * 6, N_DEFAULT_COMBINE = 4 * 3 + 2, N_DEFAULT_COL = 3 * 6 * 2 };
 
 static int default_spec(size_t index, ckjit_spec *out) {
-  if (index >= N_DEFAULT_ROW + N_DEFAULT_COMBINE) return 0;
+  if (index >= N_DEFAULT_ROW + N_DEFAULT_COMBINE + N_DEFAULT_COL) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_REDUCE;
   int32_t *v = out->value;
@@ -104,6 +106,14 @@ static int default_spec(size_t index, ckjit_spec *out) {
     v[P_YDTYPE] = is_arg_op(op) ? Y_I64 : dtype;
     v[P_MODE] = MODE_ROW;
     v[P_VEC] = widest_vec(dtype);
+  } else if (index >= N_DEFAULT_ROW + N_DEFAULT_COMBINE) {
+    size_t i = index - N_DEFAULT_ROW - N_DEFAULT_COMBINE;
+    int32_t dtype = (int32_t)(i / 12), op = (int32_t)(i % 12 / 2);
+    v[P_DTYPE] = dtype;
+    v[P_OP] = op;
+    v[P_YDTYPE] = is_arg_op(op) ? Y_I64 : dtype;
+    v[P_MODE] = MODE_COL;
+    v[P_VEC] = i % 2 ? widest_vec(dtype) : 1;
   } else {
     size_t i = index - N_DEFAULT_ROW;
     v[P_DTYPE] = 0;

@@ -95,29 +95,47 @@ static void complete(ckjit_spec *s, unsigned given) {
   }
 }
 
-/* Default set: each op per dtype on the fused path for rows of up to
- * 256 threads x 4 vectors (8192 columns of a 16-bit type). */
+/* Default set, per dtype: each op on the fused path for rows of up to 256
+ * threads x 4 vectors (8192 columns of a 16-bit type); layernorm and
+ * rmsnorm with their shared-memory tile; then the split passes of each op
+ * (stats, [amax,] apply), so that every kernel the policy can pick is
+ * compiled by `ckjit-prewarm --all` and by CI for every arch. */
+static const struct default_row {
+  int op, pass, smem;
+} default_rows[] = {
+    {OP_SOFTMAX, PASS_FUSED, 0},       {OP_LOG_SOFTMAX, PASS_FUSED, 0},
+    {OP_LAYERNORM, PASS_FUSED, 0},     {OP_RMSNORM, PASS_FUSED, 0},
+    {OP_RMSNORM_QUANT, PASS_FUSED, 0}, {OP_SMOOTHQUANT, PASS_FUSED, 0},
+    {OP_LAYERNORM, PASS_FUSED, 1},     {OP_RMSNORM, PASS_FUSED, 1},
+    {OP_SOFTMAX, PASS_STATS, 0},       {OP_SOFTMAX, PASS_APPLY, 0},
+    {OP_LOG_SOFTMAX, PASS_APPLY, 0},   {OP_LAYERNORM, PASS_STATS, 0},
+    {OP_LAYERNORM, PASS_APPLY, 0},     {OP_RMSNORM, PASS_STATS, 0},
+    {OP_RMSNORM, PASS_APPLY, 0},       {OP_RMSNORM_QUANT, PASS_STATS, 0},
+    {OP_RMSNORM_QUANT, PASS_AMAX, 0},  {OP_RMSNORM_QUANT, PASS_APPLY, 0},
+    {OP_SMOOTHQUANT, PASS_STATS, 0},   {OP_SMOOTHQUANT, PASS_APPLY, 0},
+};
+
 static int default_spec(size_t index, ckjit_spec *out) {
-  static const int ops[] = {OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM,
-                            OP_RMSNORM, OP_RMSNORM_QUANT, OP_SMOOTHQUANT};
-  const size_t n_ops = sizeof ops / sizeof ops[0];
-  if (index >= 3 * n_ops) return 0;
-  int dtype = (int)(index / n_ops), op = ops[index % n_ops];
+  const size_t n = sizeof default_rows / sizeof default_rows[0];
+  if (index >= 3 * n) return 0;
+  const struct default_row *d = &default_rows[index % n];
+  int dtype = (int)(index / n), op = d->op;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_ROWNORM;
   int32_t *v = out->value;
   v[P_DTYPE] = dtype;
   v[P_OP] = op;
   v[P_QTYPE] = is_quant(op) ? Q_I8 : Q_NONE;
-  v[P_RESIDUAL] = op == OP_RMSNORM_QUANT;
+  v[P_RESIDUAL] = op == OP_RMSNORM_QUANT && d->pass <= PASS_STATS;
   v[P_AFFINE] = op == OP_LAYERNORM ? AFFINE_WEIGHT_BIAS : is_norm(op) ? AFFINE_WEIGHT : AFFINE_NONE;
   v[P_THREADS] = 256;
   v[P_ROW_THREADS] = 256;
   int32_t widest = (int32_t)(16 / ckjit__dtype_param_size(dtype));
   v[P_VEC] = widest > 8 ? 8 : widest;
   v[P_ITEMS] = 4;
-  v[P_PASS] = PASS_FUSED;
-  v[P_OCCUPANCY] = 1024;
+  v[P_PASS] = d->pass;
+  v[P_OCCUPANCY] = d->smem ? 1536 : 1024;
+  v[P_SMEM_TILE] = d->smem;
   return 1;
 }
 
