@@ -8,8 +8,9 @@
 //           ITEMS vectors of VEC elements per tile (a tile is
 //           ROW_THREADS * VEC * ITEMS columns).  THREADS / ROW_THREADS
 //           groups share a block.
-// Pipeline: PASS_FUSED: the row is one tile, kept in registers: load, reduce
-//           within the group, write.  Rows too long for that (or too few to
+// Pipeline: PASS_FUSED: the row is one tile, kept on chip (in registers,
+//           or with SMEM_TILE in shared memory): load, reduce within the
+//           group, write.  Rows too long for that (or too few to
 //           fill the GPU) are split into chunks of chunk_cols columns, one
 //           block per (chunk, row), over several launches: PASS_STATS writes
 //           each chunk's statistics to `partials`, PASS_AMAX (quantizing
