@@ -291,57 +291,45 @@ CKJIT_INLINE float op_output(float v, const row_stats &st, float w, float b) {
 #endif
 }
 
+// Calls f(i, k) for element k of each vector i of this thread's part of a
+// tile (fully unrolled: the tile's arrays stay in registers).
+template <class F> CKJIT_INLINE void each(F f) {
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+    for (int k = 0; k < VEC; k++) f(i, k);
+}
+
 // Statistics of this thread's values in a tile: val(i, k) is the value of
 // element k of vector i, ok(i, k) whether it takes part.
 template <class Val, class Ok> CKJIT_INLINE stat tile_stat(Val val, Ok ok) {
   stat s = stat_empty<KIND>();
 #if KIND == KIND_SOFTMAX
   float m = -CKJIT_INF;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) m = ckjit_nan_max(m, val(i, k));
+  each([&](int i, int k) { if (ok(i, k)) m = ckjit_nan_max(m, val(i, k)); });
   float sum = 0.0f;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k) && val(i, k) != -CKJIT_INF) sum += __expf(val(i, k) - m); // -inf - -inf
+  each([&](int i, int k) {
+    if (ok(i, k) && val(i, k) != -CKJIT_INF) sum += __expf(val(i, k) - m); // -inf - -inf
+  });
   s.a = m;
   s.b = sum;
 #elif KIND == KIND_MOMENTS
   float n = 0.0f, sum = 0.0f;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) n += 1.0f, sum += val(i, k);
+  each([&](int i, int k) { if (ok(i, k)) n += 1.0f, sum += val(i, k); });
   if (n > 0.0f) {
     float mean = sum / n, m2 = 0.0f;
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-      for (int k = 0; k < VEC; k++) {
-        float d = val(i, k) - mean;
-        if (ok(i, k)) m2 += d * d;
-      }
+    each([&](int i, int k) {
+      float d = val(i, k) - mean;
+      if (ok(i, k)) m2 += d * d;
+    });
     s.a = n;
     s.b = mean;
     s.c = m2;
   }
 #elif KIND == KIND_SUM
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) s.a += val(i, k) * val(i, k);
+  each([&](int i, int k) { if (ok(i, k)) s.a += val(i, k) * val(i, k); });
 #else
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) s.a = ckjit_nan_max(s.a, fabsf(val(i, k)));
+  each([&](int i, int k) { if (ok(i, k)) s.a = ckjit_nan_max(s.a, fabsf(val(i, k))); });
 #endif
   return s;
 }
@@ -356,69 +344,27 @@ CKJIT_INLINE float group_max(float v, reducer &smem) {
   return group_combine<KIND_MAX>(s, smem).a;
 }
 
-// The fused pass's statistics: the row is in registers, so each one is a
-// plain sum or max over the group, in the textbook order (max, then the sum
-// of exponentials; mean, then the sum of squared deviations from it).
-// Cheaper than merging (max, sum) or (count, mean, M2) pairs, and exact
-// two-pass variance.
+// The fused pass's statistics of the norms (softmax's are in the kernel,
+// next to the exponentials it keeps): the row is on chip, so they are plain
+// group sums in the textbook order (mean, then the sum of squared
+// deviations from it: exact two-pass variance), cheaper than merging
+// (count, mean, M2) triples.
 template <class Val, class Ok>
 CKJIT_INLINE void fused_stats(Val val, Ok ok, reducer &smem, long long cols, float alpha,
                               row_stats &st) {
-#if IS_SOFTMAX
-  float m = -CKJIT_INF;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) m = ckjit_nan_max(m, val(i, k));
-  m = group_max(m, smem);
+#if OP == OP_LAYERNORM
   float sum = 0.0f;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) sum += __expf(val(i, k) - m);
-  sum = group_sum(sum, smem);
-  st.m = m;
-  st.inv_s = 1.0f / sum;
-  st.log_s = logf(sum);
-  (void)alpha;
-#elif OP == OP_LAYERNORM
-  float sum = 0.0f;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) sum += val(i, k);
+  each([&](int i, int k) { if (ok(i, k)) sum += val(i, k); });
   const float mean = group_sum(sum, smem) / (float)cols;
   float m2 = 0.0f;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++) {
-      const float d = val(i, k) - mean;
-      if (ok(i, k)) m2 += d * d;
-    }
+  each([&](int i, int k) {
+    const float d = val(i, k) - mean;
+    if (ok(i, k)) m2 += d * d;
+  });
   st.mean = mean;
   st.rstd = rsqrtf(group_sum(m2, smem) / (float)cols + alpha);
-#elif OP == OP_SMOOTHQUANT
-  float a = 0.0f;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) a = ckjit_nan_max(a, fabsf(val(i, k)));
-  st.amax = group_max(a, smem);
-  (void)cols;
-  (void)alpha;
-#else
-  float ss = 0.0f;
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-    for (int k = 0; k < VEC; k++)
-      if (ok(i, k)) ss += val(i, k) * val(i, k);
-  st.rstd = rsqrtf(group_sum(ss, smem) / (float)cols + alpha);
+#else // rmsnorm: the sum of squares
+  st.rstd = rsqrtf(group_sum(tile_stat(val, ok).a, smem) / (float)cols + alpha);
 #endif
 }
 
@@ -602,53 +548,46 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
 #if KEEPS
     float f[ITEMS][VEC];
 #endif
-#if OP == OP_SOFTMAX
+#if IS_SOFTMAX
     {
-      // One exponential per element, kept for the output.
+      // The row's max, then one exponential per element (kept for the
+      // softmax output; log-softmax needs only their sum).
       float m = -CKJIT_INF;
-#pragma unroll
-      for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-        for (int k = 0; k < VEC; k++)
-          if (ok(i, k)) m = ckjit_nan_max(m, val(i, k));
+      each([&](int i, int k) { if (ok(i, k)) m = ckjit_nan_max(m, val(i, k)); });
       m = group_max(m, smem);
       float sum = 0.0f;
-#pragma unroll
-      for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-        for (int k = 0; k < VEC; k++) {
-          f[i][k] = ok(i, k) ? __expf(fmaf(ckjit_to_float(tile_vec(i).v[k]), alpha, -m)) : 0.0f;
-          sum += f[i][k];
-        }
+      each([&](int i, int k) {
+        const float e = ok(i, k) ? __expf(fmaf(ckjit_to_float(tile_vec(i).v[k]), alpha, -m)) : 0.0f;
+#if KEEPS
+        f[i][k] = e;
+#endif
+        sum += e;
+      });
+      sum = group_sum(sum, smem);
       st.m = m;
-      st.inv_s = 1.0f / group_sum(sum, smem);
+      st.inv_s = 1.0f / sum;
+      st.log_s = logf(sum);
     }
-#elif OP == OP_SMOOTHQUANT
-    {
-      float a = 0.0f;
-#pragma unroll
-      for (int i = 0; i < ITEMS; i++) {
-        float sc[VEC];
-        get_w(col(i), c_end, sc);
-#pragma unroll
-        for (int k = 0; k < VEC; k++) {
-          f[i][k] = ok(i, k) ? ckjit_to_float(tile_vec(i).v[k]) * sc[k] : 0.0f;
-          a = ckjit_nan_max(a, fabsf(f[i][k]));
-        }
-      }
-      amax = group_max(a, smem);
-    }
-#elif OP == OP_RMSNORM_QUANT
+#elif IS_QUANT
+#if OP == OP_RMSNORM_QUANT
     fused_stats(val, ok, smem, cols, alpha, st);
+#endif
     {
+      // The value to quantize, kept, and its max |.|: h * rstd * weight
+      // (rmsnorm) or h * smoothing scale.
       float a = 0.0f;
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
-        float w[VEC], b[VEC] = {};
-        get_w(col(i), c_end, w);
+        float p[VEC];
+        get_w(col(i), c_end, p);
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
-          f[i][k] = ok(i, k) ? op_output(val(i, k), st, w[k], b[k]) : 0.0f;
+#if OP == OP_RMSNORM_QUANT
+          const float v = ckjit_to_float(tile_vec(i).v[k]) * st.rstd * p[k];
+#else
+          const float v = ckjit_to_float(tile_vec(i).v[k]) * p[k];
+#endif
+          f[i][k] = ok(i, k) ? v : 0.0f;
           a = ckjit_nan_max(a, fabsf(f[i][k]));
         }
       }

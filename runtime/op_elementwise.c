@@ -6,6 +6,7 @@
 
 #include "dispatch.h"
 #include "error.h"
+#include "int_math.h"
 #include "spec.h"
 
 enum { P_DTYPE, P_OP, P_EPILOGUE, P_VEC, P_THREADS, P_UNROLL, P_COUNT };
@@ -29,18 +30,17 @@ static const ckjit_param_desc params[P_COUNT] = {
 };
 
 
-static int is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static ckjit_status check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  if (!is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * ckjit__dtype_param_size(v[P_DTYPE]) > 16)
+  if (!ckjit__is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * ckjit__dtype_param_size(v[P_DTYPE]) > 16)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: elementwise vec=%d must be a power of two of at most 16 bytes",
                        v[P_VEC]);
   if (v[P_THREADS] % 32)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: threads=%d is not a multiple of 32",
                        v[P_THREADS]);
-  if (!is_pow2(v[P_UNROLL]))
+  if (!ckjit__is_pow2(v[P_UNROLL]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: unroll=%d is not a power of two",
                        v[P_UNROLL]);
   return CKJIT_SUCCESS;

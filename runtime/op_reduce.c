@@ -10,6 +10,7 @@
 
 #include "dispatch.h"
 #include "error.h"
+#include "int_math.h"
 #include "op_elementwise.h"
 #include "runtime.h"
 #include "spec.h"
@@ -45,7 +46,6 @@ enum {
   COMBINE_WIDE = 128     /* more partials than this: a whole block per output */
 };
 
-static int is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static int is_arg_op(int op) { return op == CKJIT_REDUCE_ARGMAX || op == CKJIT_REDUCE_ARGMIN; }
 
@@ -55,13 +55,13 @@ static ckjit_status check(const ckjit_spec *s) {
   if (arg != (v[P_YDTYPE] >= Y_I32))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: reduce op=%s needs ydtype=%s",
                        op_names[v[P_OP]], arg ? "i32|i64" : "f32|f16|bf16");
-  if (!is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * ckjit__dtype_param_size(v[P_DTYPE]) > 16)
+  if (!ckjit__is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * ckjit__dtype_param_size(v[P_DTYPE]) > 16)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: reduce vec=%d must be a power of two of at most 16 bytes", v[P_VEC]);
-  if (!is_pow2(v[P_THREADS]))
+  if (!ckjit__is_pow2(v[P_THREADS]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: reduce threads=%d is not a power of two",
                        v[P_THREADS]);
-  if (!is_pow2(v[P_TPR]) || v[P_TPR] > v[P_THREADS])
+  if (!ckjit__is_pow2(v[P_TPR]) || v[P_TPR] > v[P_THREADS])
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: reduce tpr=%d must be a power of two of at most threads=%d",
                        v[P_TPR], v[P_THREADS]);
@@ -169,13 +169,6 @@ typedef struct reduce_policy {
   int combine_group; /* threads per output in the combine pass */
 } reduce_policy;
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static int64_t pow2_ceil(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
 
 /* The split over blocks: only when `blocks` (without it) leaves the GPU
  * mostly idle and there is enough to split.  Aims at one full wave of
@@ -185,12 +178,12 @@ static void pick_split(int64_t blocks, int64_t len, int64_t granule, int sms, re
   p->nsplit = 1;
   p->chunk = len;
   if (blocks >= 2 * (int64_t)sms || len < 2 * granule) return;
-  int64_t want = ceil_div(8 * (int64_t)sms, blocks), most = len / granule;
+  int64_t want = ckjit__ceil_div(8 * (int64_t)sms, blocks), most = len / granule;
   int64_t ns = want < most ? want : most;
   if (ns > MAX_SPLIT) ns = MAX_SPLIT;
   if (ns < 2) return;
-  p->chunk = ceil_div(ceil_div(len, ns), granule) * granule;
-  p->nsplit = ceil_div(len, p->chunk);
+  p->chunk = ckjit__ceil_div(ckjit__ceil_div(len, ns), granule) * granule;
+  p->nsplit = ckjit__ceil_div(len, p->chunk);
 }
 
 /* Tile policy.  Shape classes (each a spec, compiled once):
@@ -214,14 +207,14 @@ static void reduce_policy_pick(const reduce_problem *pb, int mode, int vec, int 
   p->threads = BLOCK_THREADS;
   p->unroll = 4;
   if (mode == MODE_ROW) {
-    int64_t nv = ceil_div(pb->len, vec);
+    int64_t nv = ckjit__ceil_div(pb->len, vec);
     p->tpr = nv <= 8 ? 4 : nv <= 512 ? 32 : BLOCK_THREADS;
     /* Few rows that take a warp more than one pass: a block per row gives
      * more loads in flight (and may split). */
-    if (p->tpr == 32 && nv > 32 * p->unroll && ceil_div(pb->n_out, p->threads / 32) < sms)
+    if (p->tpr == 32 && nv > 32 * p->unroll && ckjit__ceil_div(pb->n_out, p->threads / 32) < sms)
       p->tpr = BLOCK_THREADS;
     if (p->tpr == 4) p->unroll = 2;
-    int64_t groups = ceil_div(pb->n_out, p->threads / p->tpr);
+    int64_t groups = ckjit__ceil_div(pb->n_out, p->threads / p->tpr);
     p->nsplit = 1;
     p->chunk = pb->len;
     if (p->tpr == p->threads) pick_split(groups, pb->len, (int64_t)p->tpr * vec * p->unroll, sms, p);
@@ -230,14 +223,14 @@ static void reduce_policy_pick(const reduce_problem *pb, int mode, int vec, int 
     p->work = groups * p->nsplit;
   } else {
     p->tpr = p->threads;
-    int64_t tx_need = ceil_div(pb->n_out, vec), ty_need = ceil_div(pb->len, p->unroll);
-    tx_need = pow2_ceil(tx_need < p->threads ? tx_need : p->threads);
-    ty_need = pow2_ceil(ty_need < p->threads ? ty_need : p->threads);
+    int64_t tx_need = ckjit__ceil_div(pb->n_out, vec), ty_need = ckjit__ceil_div(pb->len, p->unroll);
+    tx_need = ckjit__pow2_ceil(tx_need < p->threads ? tx_need : p->threads);
+    ty_need = ckjit__pow2_ceil(ty_need < p->threads ? ty_need : p->threads);
     int64_t ty = p->threads / (tx_need < 32 ? tx_need : 32);
     if (ty > ty_need) ty = ty_need;
     int64_t tx = p->threads / ty;
     if (tx > tx_need) tx = tx_need;
-    int64_t tiles = ceil_div(pb->n_out, tx * vec);
+    int64_t tiles = ckjit__ceil_div(pb->n_out, tx * vec);
     pick_split(tiles, pb->len, ty * p->unroll * 2, sms, p);
     p->block[0] = (unsigned)tx;
     p->block[1] = (unsigned)ty;
@@ -460,7 +453,7 @@ static ckjit_status reduce_run(const char *api, ckjit_reduce_op op, ckjit_dtype 
       void *cargs[] = {&cx,   &y,      &pval, &pidx, &n_out,  &c_len, &c_rstride,
                        &count, &c_n0,  &c_n1, &c_s0, &c_s,    &c_s,   &c_o0,
                        &c_o,  &c_o,    &c_chunk, &c_nsplit, &c_group};
-      unsigned cgrid[3] = {grid_of(ceil_div(pb.n_out, BLOCK_THREADS / p.combine_group)), 1, 1};
+      unsigned cgrid[3] = {grid_of(ckjit__ceil_div(pb.n_out, BLOCK_THREADS / p.combine_group)), 1, 1};
       unsigned cblock[3] = {BLOCK_THREADS, 1, 1};
       st = ckjit__kernel_launch(rt, k2, cgrid, cblock, 0, stream, cargs);
     }

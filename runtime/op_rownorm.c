@@ -1,10 +1,12 @@
 /* Rownorm family: softmax, log-softmax, layernorm2d, rmsnorm2d, quantizing
  * rmsnorm and smoothquant.  Descriptor, tile policy, validation, launch. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "dispatch.h"
 #include "error.h"
+#include "int_math.h"
 #include "op_elementwise.h"
 #include "spec.h"
 
@@ -48,7 +50,6 @@ static const ckjit_param_desc params[P_COUNT] = {
 /* At most this many f32 values of a row per thread stay in registers. */
 #define MAX_VALUES_PER_THREAD 32
 
-static int is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 static int is_quant(int op) { return op == OP_RMSNORM_QUANT || op == OP_SMOOTHQUANT; }
 static int is_norm(int op) { return op == OP_LAYERNORM || op == OP_RMSNORM || op == OP_RMSNORM_QUANT; }
 
@@ -60,11 +61,11 @@ static ckjit_status bad(const char *what, const ckjit_spec *s) {
 static ckjit_status check(const ckjit_spec *s) {
   const int32_t *v = s->value;
   int op = v[P_OP];
-  if (!is_pow2(v[P_THREADS]) || v[P_THREADS] % 64)
+  if (!ckjit__is_pow2(v[P_THREADS]) || v[P_THREADS] % 64)
     return bad("threads must be a power of two and a multiple of 64", s);
-  if (!is_pow2(v[P_ROW_THREADS]) || v[P_ROW_THREADS] > v[P_THREADS])
+  if (!ckjit__is_pow2(v[P_ROW_THREADS]) || v[P_ROW_THREADS] > v[P_THREADS])
     return bad("row_threads must be a power of two no larger than threads", s);
-  if (!is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * ckjit__dtype_param_size(v[P_DTYPE]) > 16)
+  if (!ckjit__is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * ckjit__dtype_param_size(v[P_DTYPE]) > 16)
     return bad("vec must be a power of two of at most 16 bytes", s);
   if (v[P_VEC] * v[P_ITEMS] > MAX_VALUES_PER_THREAD)
     return bad("vec * items must be at most 32 (values per thread in registers)", s);
@@ -160,13 +161,7 @@ typedef struct rownorm_policy {
   int64_t chunk_cols, n_chunks;
 } rownorm_policy;
 
-static int64_t next_pow2(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Fused when the row fits in one group's registers and there are rows
  * enough to fill the GPU.  Group size, occupancy and where the tile waits
@@ -185,35 +180,35 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static void pick_policy(int op, int64_t rows, int64_t cols, int vec, size_t es, int sms,
                         rownorm_policy *p) {
   const int max_items = MAX_VALUES_PER_THREAD / vec;
-  const int64_t vecs = cdiv(cols, vec);
+  const int64_t vecs = ckjit__ceil_div(cols, vec);
   const int softmax = op == OP_SOFTMAX || op == OP_LOG_SOFTMAX;
   const int norm = op == OP_LAYERNORM || op == OP_RMSNORM;
   int64_t rt, items;
   int occupancy, smem = 0, min_threads = 128;
   if (vecs <= 128 && op == OP_LAYERNORM) {
-    items = vecs < 4 ? 1 : 4, rt = next_pow2(cdiv(vecs, items)), occupancy = 1024, smem = 1;
+    items = vecs < 4 ? 1 : 4, rt = ckjit__pow2_ceil(ckjit__ceil_div(vecs, items)), occupancy = 1024, smem = 1;
     min_threads = 64;
   } else if (vecs <= 128 && op == OP_SMOOTHQUANT) {
-    items = vecs < 2 ? 1 : 2, rt = next_pow2(cdiv(vecs, items)), occupancy = 1536;
+    items = vecs < 2 ? 1 : 2, rt = ckjit__pow2_ceil(ckjit__ceil_div(vecs, items)), occupancy = 1536;
     min_threads = 64;
   } else if (vecs <= 128) {
-    rt = next_pow2(vecs), items = 1, occupancy = 2048;
+    rt = ckjit__pow2_ceil(vecs), items = 1, occupancy = 2048;
   } else if (softmax) {
-    items = 2, rt = next_pow2(cdiv(vecs, 2)), occupancy = 2048;
-    if (rt > 1024) rt = 1024, items = next_pow2(cdiv(vecs, 1024)), occupancy = items <= 2 ? 2048 : 1024;
+    items = 2, rt = ckjit__pow2_ceil(ckjit__ceil_div(vecs, 2)), occupancy = 2048;
+    if (rt > 1024) rt = 1024, items = ckjit__pow2_ceil(ckjit__ceil_div(vecs, 1024)), occupancy = items <= 2 ? 2048 : 1024;
   } else if (norm) {
-    items = 4, rt = next_pow2(cdiv(vecs, 4)), occupancy = 1536, smem = 1;
-    if (rt > 512) rt = 512, items = next_pow2(cdiv(vecs, 512));
+    items = 4, rt = ckjit__pow2_ceil(ckjit__ceil_div(vecs, 4)), occupancy = 1536, smem = 1;
+    if (rt > 512) rt = 512, items = ckjit__pow2_ceil(ckjit__ceil_div(vecs, 512));
   } else {
-    items = vecs <= 1024 ? 2 : 4, rt = next_pow2(cdiv(vecs, items));
+    items = vecs <= 1024 ? 2 : 4, rt = ckjit__pow2_ceil(ckjit__ceil_div(vecs, items));
     occupancy = vecs <= 1024 ? 1536 : 1024;
     smem = op == OP_SMOOTHQUANT && vecs > 1024;
-    if (rt > 512) rt = 512, items = next_pow2(cdiv(vecs, 512));
+    if (rt > 512) rt = 512, items = ckjit__pow2_ceil(ckjit__ceil_div(vecs, 512));
   }
-  if (items > max_items) rt = 1024, items = next_pow2(cdiv(vecs, 1024));
+  if (items > max_items) rt = 1024, items = ckjit__pow2_ceil(ckjit__ceil_div(vecs, 1024));
   const int fits = items <= max_items;
   const int threads = rt > min_threads ? (int)rt : min_threads;
-  const int64_t row_blocks = cdiv(rows, threads / rt);
+  const int64_t row_blocks = ckjit__ceil_div(rows, threads / rt);
   if (sms < 1) sms = 1;
   memset(p, 0, sizeof *p);
   if (fits && !(row_blocks < sms / 2 && cols >= 8192)) {
@@ -231,13 +226,13 @@ static void pick_policy(int op, int64_t rows, int64_t cols, int vec, size_t es, 
   p->split = 1;
   p->threads = p->row_threads = 256;
   p->items = max_items;
-  while (p->items > 1 && rows * cdiv(cols, 256LL * vec * p->items) < target) p->items /= 2;
-  const int64_t tile = 256LL * vec * p->items, tiles = cdiv(cols, tile);
-  int64_t chunks = cdiv(target, rows);
+  while (p->items > 1 && rows * ckjit__ceil_div(cols, 256LL * vec * p->items) < target) p->items /= 2;
+  const int64_t tile = 256LL * vec * p->items, tiles = ckjit__ceil_div(cols, tile);
+  int64_t chunks = ckjit__ceil_div(target, rows);
   if (chunks > tiles) chunks = tiles;
   if (chunks > 1024) chunks = 1024;
-  p->chunk_cols = cdiv(tiles, chunks) * tile;
-  p->n_chunks = cdiv(cols, p->chunk_cols);
+  p->chunk_cols = ckjit__ceil_div(tiles, chunks) * tile;
+  p->n_chunks = ckjit__ceil_div(cols, p->chunk_cols);
 }
 
 /* ---- launch -------------------------------------------------------------------- */
@@ -261,9 +256,8 @@ typedef struct rownorm_call {
   void *stream;
 } rownorm_call;
 
-static ckjit_status launch_pass(ckjit_runtime *rt, ckjit_spec *spec, int pass,
-                                const rownorm_call *c, const rownorm_policy *pol, float *partials) {
-  (void)rt;
+static ckjit_status launch_pass(ckjit_spec *spec, int pass, const rownorm_call *c,
+                                const rownorm_policy *pol, float *partials) {
   spec->value[P_PASS] = pass;
   const void *x = c->x, *res = c->res;
   long long ld_x = c->ld_x, ld_res = c->ld_res;
@@ -282,7 +276,7 @@ static ckjit_status launch_pass(ckjit_runtime *rt, ckjit_spec *spec, int pass,
   if (st) return st;
   unsigned grid[3] = {1, 1, 1}, block[3] = {(unsigned)pol->threads, 1, 1};
   if (pass == PASS_FUSED) {
-    int64_t blocks = cdiv(c->rows, pol->threads / pol->row_threads);
+    int64_t blocks = ckjit__ceil_div(c->rows, pol->threads / pol->row_threads);
     grid[0] = (unsigned)(blocks < 0x7fffffff ? blocks : 0x7fffffff);
   } else {
     grid[0] = (unsigned)pol->n_chunks;
@@ -345,7 +339,7 @@ static ckjit_status run(const rownorm_call *c) {
   v[P_ITEMS] = pol.items;
   v[P_OCCUPANCY] = pol.occupancy;
   v[P_SMEM_TILE] = pol.smem_tile;
-  if (!pol.split) return launch_pass(rt, &spec, PASS_FUSED, c, &pol, NULL);
+  if (!pol.split) return launch_pass(&spec, PASS_FUSED, c, &pol, NULL);
 
   /* Split: the passes after the first read the data again.  Rows go in
    * batches of about a third of the L2 cache, so that the re-read comes from
@@ -384,9 +378,9 @@ static ckjit_status run(const rownorm_call *c) {
     if (c->rstd_out) b.rstd_out = c->rstd_out + r0;
     if (c->row_scale) b.row_scale = c->row_scale + r0;
     if (c->valid_cols) b.valid_cols = c->valid_cols + r0;
-    st = launch_pass(rt, &spec, PASS_STATS, &b, &pol, scratch);
-    if (!st && c->op == OP_RMSNORM_QUANT) st = launch_pass(rt, &spec, PASS_AMAX, &b, &pol, scratch);
-    if (!st) st = launch_pass(rt, &spec, PASS_APPLY, &b, &pol, scratch);
+    st = launch_pass(&spec, PASS_STATS, &b, &pol, scratch);
+    if (!st && c->op == OP_RMSNORM_QUANT) st = launch_pass(&spec, PASS_AMAX, &b, &pol, scratch);
+    if (!st) st = launch_pass(&spec, PASS_APPLY, &b, &pol, scratch);
   }
   ckjit_status fst = ckjit__scratch_free(rt, scratch, c->stream);
   return st ? st : fst;
@@ -412,7 +406,7 @@ static ckjit_status norm_setup(rownorm_call *c, const ckjit_norm_params *p) {
   ckjit_norm_params defaults;
   ckjit_norm_params_init(&defaults);
   if (!p) p = &defaults;
-  if (!(p->eps >= 0.0f) || p->eps > 3.4e38f)
+  if (!isfinite(p->eps) || p->eps < 0.0f)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: eps %g must be finite and >= 0", c->api,
                        (double)p->eps);
   if (p->bias && c->op != OP_LAYERNORM)

@@ -4,6 +4,7 @@
 
 #include "dispatch.h"
 #include "error.h"
+#include "int_math.h"
 #include "op_elementwise.h"
 #include "spec.h"
 
@@ -24,19 +25,18 @@ static const ckjit_param_desc params[P_COUNT] = {
     [P_THREADS] = {"threads", NULL, NULL, 64, 1024, 256},
 };
 
-static int is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static ckjit_status check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  if (!is_pow2(v[P_EXPERTS]))
+  if (!ckjit__is_pow2(v[P_EXPERTS]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: topk_softmax experts=%d must be a power of two", v[P_EXPERTS]);
-  if (!is_pow2(v[P_LANES]) || v[P_LANES] > v[P_EXPERTS])
+  if (!ckjit__is_pow2(v[P_LANES]) || v[P_LANES] > v[P_EXPERTS])
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: topk_softmax lanes=%d must be 8, 16 or 32 and at most experts=%d",
                        v[P_LANES], v[P_EXPERTS]);
   int vpl = v[P_EXPERTS] / v[P_LANES];
-  if (!is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * ckjit__dtype_param_size(v[P_DTYPE]) > 16 ||
+  if (!ckjit__is_pow2(v[P_VEC]) || (size_t)v[P_VEC] * ckjit__dtype_param_size(v[P_DTYPE]) > 16 ||
       v[P_VEC] > vpl)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: topk_softmax vec=%d must be a power of two of at most 16 bytes and "
