@@ -167,14 +167,14 @@ CKJIT_INLINE float ckjit_gelu_tanh(float x) {
 CKJIT_INLINE float ckjit_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
 
 // ---- quantized storage -------------------------------------------------------
-// int8: round half to even, saturate to [-127, 127]; NaN becomes 0.
+// int8: round half to even; NaN becomes 0.  The caller keeps f within
+// [-127.5, 127.5] (a rowwise scale does), so the range stays symmetric
+// without a clamp; beyond it NVIDIA saturates to [-128, 127].
 CKJIT_INLINE signed char ckjit_to_i8(float f) {
 #if defined(CKJIT_NVIDIA)
-  // Round to nearest even and saturate to [-128, 127] (NaN -> 0) in one
-  // instruction, then keep the range symmetric.
   int r;
   asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return (signed char)(r < -127 ? -127 : r);
+  return (signed char)r;
 #else
   if (f != f) return 0;
   return (signed char)(int)rintf(fminf(fmaxf(f, -127.0f), 127.0f));

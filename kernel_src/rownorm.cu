@@ -140,14 +140,24 @@ struct reducer {
   int buf;
 };
 
+// How many of a stat's floats a kind uses: shuffles are not removed as dead
+// code, so the unused ones must not be moved at all.
+CKJIT_INLINE constexpr int stat_fields(int k) {
+  return k == KIND_MOMENTS ? 3 : k == KIND_SOFTMAX ? 2 : 1;
+}
+
+template <int K> CKJIT_INLINE stat shfl_stat(const stat &s, int m) {
+  stat o = {ckjit_shfl_xor(s.a, m), 0.0f, 0.0f};
+  if (stat_fields(K) > 1) o.b = ckjit_shfl_xor(s.b, m);
+  if (stat_fields(K) > 2) o.c = ckjit_shfl_xor(s.c, m);
+  return o;
+}
+
 // Combines the group's statistics; every thread of the group gets the same
 // result.  Every thread of the block must call it (it may synchronize).
 template <int K> CKJIT_INLINE stat group_combine(stat s, reducer &red) {
 #pragma unroll
-  for (int m = LANES / 2; m > 0; m /= 2) {
-    stat o = {ckjit_shfl_xor(s.a, m), ckjit_shfl_xor(s.b, m), ckjit_shfl_xor(s.c, m)};
-    s = merge<K>(s, o);
-  }
+  for (int m = LANES / 2; m > 0; m /= 2) s = merge<K>(s, shfl_stat<K>(s, m));
 #if ROW_THREADS > CKJIT_WARP_SIZE
   // The group's warps leave one partial each; then lane j of every warp
   // reads partial j of its group and the lanes fold them by shuffles.
@@ -157,17 +167,14 @@ template <int K> CKJIT_INLINE stat group_combine(stat s, reducer &red) {
   red.buf ^= 1;
   if (lane == 0) {
     sm[0][warp] = s.a;
-    sm[1][warp] = s.b;
-    sm[2][warp] = s.c;
+    if (stat_fields(K) > 1) sm[1][warp] = s.b;
+    if (stat_fields(K) > 2) sm[2][warp] = s.c;
   }
   __syncthreads();
   const int j = warp / per_group * per_group + lane % per_group;
-  stat r = {sm[0][j], sm[1][j], sm[2][j]};
+  stat r = {sm[0][j], stat_fields(K) > 1 ? sm[1][j] : 0.0f, stat_fields(K) > 2 ? sm[2][j] : 0.0f};
 #pragma unroll
-  for (int m = per_group / 2; m > 0; m /= 2) {
-    stat o = {ckjit_shfl_xor(r.a, m), ckjit_shfl_xor(r.b, m), ckjit_shfl_xor(r.c, m)};
-    r = merge<K>(r, o);
-  }
+  for (int m = per_group / 2; m > 0; m /= 2) r = merge<K>(r, shfl_stat<K>(r, m));
   s = r;
 #endif
   return s;
@@ -482,20 +489,47 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
     auto tile_vec = [&](int i) -> ckjit_vec<T, VEC> { return tile_sm[i][threadIdx.x]; };
     auto put_vec = [&](int i, const ckjit_vec<T, VEC> &v) { tile_sm[i][threadIdx.x] = v; };
 #else
-    ckjit_vec<T, VEC> raw[ITEMS];
-    auto tile_vec = [&](int i) -> ckjit_vec<T, VEC> { return raw[i]; };
-    auto put_vec = [&](int i, const ckjit_vec<T, VEC> &v) { raw[i] = v; };
+    // Kept as whole words: 16-bit elements split into registers of their
+    // own at the join after the loads, which made every thread wait for its
+    // first load before it issued the next one.
+    typedef typename ckjit_word<sizeof(T) * VEC>::type W;
+    union word_vec { W w; ckjit_vec<T, VEC> v; };
+    W raw[ITEMS];
+    auto tile_vec = [&](int i) -> ckjit_vec<T, VEC> { word_vec u; u.w = raw[i]; return u.v; };
+    auto put_vec = [&](int i, const ckjit_vec<T, VEC> &v) { word_vec u; u.v = v; raw[i] = u.w; };
 #endif
     int n_ok[ITEMS]; // how many leading elements of vector i take part (32-bit tests per element)
     long long tile_c0 = c_begin;
     auto col = [&](int i) { return tile_c0 + ((long long)i * ROW_THREADS + t) * VEC; };
-    auto ok = [&](int i, int k) { return k < n_ok[i]; };
+    // full: the whole tile lies inside the row (and its mask), so nothing
+    // needs a per-element test and the loads go out with no branch between
+    // them (a branch per vector cost smoothquant a fifth of its bandwidth).
+    bool full = false;
+    auto ok = [&](int i, int k) { return full || k < n_ok[i]; };
     auto val = [&](int i, int k) {
       return op_value(ckjit_to_float(tile_vec(i).v[k]), col(i) + k, smooth, alpha);
     };
     // Loads the tile starting at column c0 (columns past the chunk read 0).
     auto load_tile = [&](long long c0) {
       tile_c0 = c0;
+      full = c0 + TILE <= valid_end;
+#if !RESIDUAL
+      if (full) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+#if SMEM_TILE
+          if (sizeof(ckjit_vec<T, VEC>) == 16)
+            copy_async16(&tile_sm[i][threadIdx.x], xr + col(i));
+          else
+#endif
+            put_vec(i, ckjit_load<T, VEC>(xr + col(i)));
+        }
+#if SMEM_TILE
+        copy_async_wait();
+#endif
+        return;
+      }
+#endif
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
         const long long c = col(i);
@@ -576,16 +610,37 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
       // The value to quantize, kept, and its max |.|: h * rstd * weight
       // (rmsnorm) or h * smoothing scale.
       float a = 0.0f;
+#if OP == OP_SMOOTHQUANT
+      // All scales first, as 16-byte loads with no branch between them.
+      float p[ITEMS][VEC];
+      if (full && VEC % 4 == 0 && ((ckjit_u64)smooth & 15) == 0) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+          for (int k = 0; k < VEC; k += 4) {
+            ckjit_vec<float, 4> v = ckjit_load<float, 4>(smooth + col(i) + k);
+#pragma unroll
+            for (int j = 0; j < 4; j++) p[i][k + j] = v.v[j];
+          }
+      } else {
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) get_w(col(i), c_end, p[i]);
+      }
+#endif
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
-        float p[VEC];
-        get_w(col(i), c_end, p);
+#if OP == OP_SMOOTHQUANT
+        const float *w = p[i];
+#else
+        float w[VEC]; // the weights a vector at a time: registers are short here
+        get_w(col(i), c_end, w);
+#endif
 #pragma unroll
         for (int k = 0; k < VEC; k++) {
 #if OP == OP_RMSNORM_QUANT
-          const float v = ckjit_to_float(tile_vec(i).v[k]) * st.rstd * p[k];
+          const float v = ckjit_to_float(tile_vec(i).v[k]) * st.rstd * w[k];
 #else
-          const float v = ckjit_to_float(tile_vec(i).v[k]) * p[k];
+          const float v = ckjit_to_float(tile_vec(i).v[k]) * w[k];
 #endif
           f[i][k] = ok(i, k) ? v : 0.0f;
           a = ckjit_nan_max(a, fabsf(f[i][k]));
