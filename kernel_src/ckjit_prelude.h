@@ -21,6 +21,15 @@
 
 #define CKJIT_INLINE __device__ inline __attribute__((always_inline))
 
+// A by-value kernel parameter whose address is taken (indexed) without a
+// per-thread copy: __grid_constant__ on NVIDIA sm_70+; AMD reads kernel
+// arguments from memory anyway.
+#if defined(CKJIT_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#define CKJIT_GRID_CONSTANT __grid_constant__
+#else
+#define CKJIT_GRID_CONSTANT
+#endif
+
 typedef long long ckjit_i64;
 typedef unsigned long long ckjit_u64;
 

@@ -44,6 +44,7 @@ typedef struct ckjit_device {
   char name[128];
   int multiprocessors;
   long long l2_bytes;     /* last-level cache size (0: unknown) */
+  int max_shared_bytes;   /* shared memory (LDS) one block may use, dynamic included */
   /* Makes the device current on the calling thread (cheap when it already is). */
   ckjit_status (*bind)(const struct ckjit_device *d);
   ckjit_status (*module_load)(const struct ckjit_device *d, const void *code, size_t size,

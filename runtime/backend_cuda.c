@@ -167,6 +167,8 @@ static struct {
   CUresult (*module_load_data)(void **, const void *);
   CUresult (*module_unload)(void *);
   CUresult (*module_get_function)(void **, void *, const char *);
+  CUresult (*func_get_attribute)(int *, int, void *);
+  CUresult (*func_set_attribute)(void *, int, int);
   CUresult (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                      void *, void **, void **);
   CUresult (*mem_alloc)(CUdeviceptr *, size_t);
@@ -188,6 +190,7 @@ static struct {
 
 static CUcontext cuda_context; /* the device's primary context, retained while open */
 static CUdevice cuda_device;
+static int cuda_smem_optin; /* shared memory a block may opt in to (bytes) */
 /* Bumped by every open, so a thread's memory of having bound the context
  * never outlives a shutdown and re-initialization. */
 static _Atomic unsigned cuda_generation;
@@ -278,7 +281,14 @@ static ckjit_status cuda_get_function(const ckjit_device *d, void *module, const
                                       void **function) {
   (void)d;
   CUresult r = cu.module_get_function(function, module, name);
-  return r ? cuda_fail(CKJIT_ERROR_LOAD, r, "cuModuleGetFunction") : CKJIT_SUCCESS;
+  if (r) return cuda_fail(CKJIT_ERROR_LOAD, r, "cuModuleGetFunction");
+  /* Past 48 KiB, dynamic shared memory (the GEMM pipelines' stages) needs an
+   * opt-in per function: allow all the device has beside the static part. */
+  int static_smem = 0;
+  if (cu.func_set_attribute && cuda_smem_optin > 0 &&
+      !cu.func_get_attribute(&static_smem, 1, *function)) /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
+    cu.func_set_attribute(*function, 8, cuda_smem_optin - static_smem); /* ..._MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  return CKJIT_SUCCESS;
 }
 
 static ckjit_status cuda_launch(void *function, const unsigned grid[3], const unsigned block[3],
@@ -376,6 +386,9 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   SYM(error_string, "cuGetErrorString");
 #undef SYM
   /* Optional: only the split (multi-block-per-row) reductions need them. */
+  *(void **)&cu.func_get_attribute = dlsym(h, "cuFuncGetAttribute");
+  *(void **)&cu.func_set_attribute = dlsym(h, "cuFuncSetAttribute");
+  if (!cu.func_get_attribute) cu.func_set_attribute = NULL;
   *(void **)&cu.mem_alloc_async = dlsym(h, "cuMemAllocAsync");
   *(void **)&cu.mem_free_async = dlsym(h, "cuMemFreeAsync");
   if (!cu.mem_free_async) cu.mem_alloc_async = NULL;
@@ -400,6 +413,8 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   cu.device_attribute(&minor, 76, dev); /* ..._MINOR */
   cu.device_attribute(&sms, 16, dev);   /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
   cu.device_attribute(&l2, 38, dev);    /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE */
+  int optin = 0;
+  cu.device_attribute(&optin, 97, dev); /* ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
   if ((r = cu.primary_retain(&cuda_context, dev)))
     return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDevicePrimaryCtxRetain");
   cuda_device = dev;
@@ -411,6 +426,8 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   cu.device_name(out->name, (int)sizeof out->name, dev);
   out->multiprocessors = sms;
   out->l2_bytes = l2 > 0 ? l2 : 0;
+  out->max_shared_bytes = optin > 48 * 1024 ? optin : 48 * 1024;
+  cuda_smem_optin = optin;
   out->bind = cuda_bind;
   out->module_load = cuda_module_load;
   out->module_unload = cuda_module_unload;

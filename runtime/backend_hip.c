@@ -361,6 +361,7 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   int sms = 0;
   hip.device_attribute(&sms, 63 /* hipDeviceAttributeMultiprocessorCount */, ordinal);
   out->multiprocessors = sms > 0 && sms < 4096 ? sms : 0;
+  out->max_shared_bytes = 64 * 1024; /* LDS per workgroup on gfx9 and gfx10/11 */
   out->bind = hip_bind;
   out->module_load = hip_module_load;
   out->module_unload = hip_module_unload;

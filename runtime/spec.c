@@ -17,6 +17,9 @@ static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_REDUCE] = &ckjit__family_reduce,
     [CKJIT_FAMILY_ROWNORM] = &ckjit__family_rownorm,
     [CKJIT_FAMILY_TOPK_SOFTMAX] = &ckjit__family_topk_softmax,
+    [CKJIT_FAMILY_GEMM_MMA] = &ckjit__family_gemm_mma,
+    [CKJIT_FAMILY_GEMM_SIMT] = &ckjit__family_gemm_simt,
+    [CKJIT_FAMILY_GEMM_REDUCE] = &ckjit__family_gemm_reduce,
 };
 
 const char *const ckjit__dtype_names[] = {"f32", "f16", "bf16", NULL};

@@ -11,7 +11,7 @@
 #include "buffer.h"
 #include "ckjit/ckjit.h"
 
-#define CKJIT_MAX_PARAMS 12
+#define CKJIT_MAX_PARAMS 20
 #define CKJIT_SPEC_TEXT_MAX 256
 
 typedef enum ckjit_family_id {
@@ -20,6 +20,9 @@ typedef enum ckjit_family_id {
   CKJIT_FAMILY_REDUCE = 2,
   CKJIT_FAMILY_ROWNORM = 3,
   CKJIT_FAMILY_TOPK_SOFTMAX = 4,
+  CKJIT_FAMILY_GEMM_MMA = 5,
+  CKJIT_FAMILY_GEMM_SIMT = 6,
+  CKJIT_FAMILY_GEMM_REDUCE = 7,
   CKJIT_FAMILY_COUNT_
 } ckjit_family_id;
 
@@ -64,6 +67,9 @@ extern const ckjit_family ckjit__family_transpose;   /* runtime/op_transpose.c *
 extern const ckjit_family ckjit__family_reduce;      /* runtime/op_reduce.c */
 extern const ckjit_family ckjit__family_rownorm;     /* runtime/op_rownorm.c */
 extern const ckjit_family ckjit__family_topk_softmax; /* runtime/op_topk_softmax.c */
+extern const ckjit_family ckjit__family_gemm_mma;     /* runtime/gemm_family.c */
+extern const ckjit_family ckjit__family_gemm_simt;
+extern const ckjit_family ckjit__family_gemm_reduce;
 
 const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
 

@@ -387,6 +387,88 @@ CKJIT_API ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int
                                           float *weights, ckjit_dtype index_dtype,
                                           void *indices, void *stream);
 
+/* ---- GEMM ------------------------------------------------------------------------ */
+/* D = epilogue(alpha * op(A) op(B)), per batch entry:
+ *   v = alpha * sum_k A[m][k] B[k][n]          (f32 accumulation)
+ *     + beta * C[m][n]                         (when c != NULL)
+ *     + bias[m] or bias[n]                     (bias_mode)
+ *     + D0[m][n]                               (when d0 != NULL)
+ *   v = activation(v)                          (CKJIT_UNARY_* of ckjit_unary)
+ *   v = v * D1[m][n]                           (when d1 != NULL)
+ *   D[m][n] = v rounded to out_dtype (nearest even)
+ * A is m x k and B is k x n, each row-major (element [i][j] at i * ld + j)
+ * or column-major (at j * ld + i).  C, D, D0 and D1 are m x n row-major in
+ * out_dtype, as is bias.  A column-major D is the row-major D^T = B^T A^T:
+ * swap the operands and flip both orders.
+ *
+ * ab_dtype CKJIT_F16 or CKJIT_BF16 runs on tensor cores where the GPU has
+ * them (sm_80+; a SIMT kernel elsewhere); CKJIT_F32 runs in f32 SIMT, or on
+ * tf32 tensor cores (10-bit mantissa inputs) only with allow_tf32.  Any m, n,
+ * k >= 0 (k = 0 gives alpha * 0 and the epilogue), any leading dimensions
+ * (>= the contiguous extent) and any element-aligned pointers; 16-byte
+ * aligned pointers and leading dimensions that are multiples of 8 elements
+ * take the fastest paths.  d may be c (same ldc and stride: in place);
+ * otherwise outputs must not overlap inputs.
+ *
+ * split_k > 1 cuts K into that many slices whose f32 partials are summed in a
+ * fixed order by a second kernel (results do not depend on scheduling); 0
+ * lets ckjit choose (it splits small-m or small-n, large-k problems). */
+typedef enum ckjit_order {
+  CKJIT_ROW_MAJOR = 0,
+  CKJIT_COL_MAJOR = 1
+} ckjit_order;
+
+typedef enum ckjit_bias_mode {
+  CKJIT_BIAS_NONE = 0,
+  CKJIT_BIAS_PER_ROW = 1, /* bias[m], m entries */
+  CKJIT_BIAS_PER_COL = 2  /* bias[n], n entries */
+} ckjit_bias_mode;
+
+typedef struct ckjit_gemm_desc {
+  int64_t m, n, k;
+  ckjit_dtype ab_dtype;      /* A and B: CKJIT_F16, CKJIT_BF16 or CKJIT_F32 */
+  ckjit_dtype out_dtype;     /* C, D, D0, D1 and bias: CKJIT_F16, CKJIT_BF16 or CKJIT_F32 */
+  const void *a;
+  int64_t lda;
+  ckjit_order a_order;
+  const void *b;
+  int64_t ldb;
+  ckjit_order b_order;
+  void *d;
+  int64_t ldd;
+  const void *c;             /* NULL: no beta term */
+  int64_t ldc;
+  float alpha, beta;
+  const void *bias;          /* with bias_mode != CKJIT_BIAS_NONE; shared by every batch entry */
+  ckjit_bias_mode bias_mode;
+  ckjit_unary_op activation; /* IDENTITY, RELU, GELU_TANH, GELU_ERF, SILU or SIGMOID */
+  const void *d0;            /* NULL: none */
+  int64_t ldd0;
+  const void *d1;            /* NULL: none */
+  int64_t ldd1;
+  /* Strided batch: entry i uses a + i * stride_a, ... (elements; 0 repeats
+   * the same matrix for every entry). */
+  int64_t batch;
+  int64_t stride_a, stride_b, stride_c, stride_d, stride_d0, stride_d1;
+  int split_k;               /* 0: automatic, 1: no split, > 1: that many slices */
+  int allow_tf32;            /* f32 inputs only: tf32 tensor cores */
+} ckjit_gemm_desc;
+
+/* Zeroes `desc`, then sets alpha 1, batch 1, ab_dtype and out_dtype
+ * CKJIT_BF16, both orders row-major and activation IDENTITY. */
+CKJIT_API void ckjit_gemm_desc_init(ckjit_gemm_desc *desc);
+
+/* One (possibly batched) GEMM. */
+CKJIT_API ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream);
+
+/* Grouped GEMM: `count` independent problems of different shapes and
+ * pointers in one launch.  They share ab_dtype, out_dtype, orders,
+ * activation, bias_mode, allow_tf32, and which of c / d0 / d1 are given;
+ * each has batch 1 and split_k 0 or 1.  The descriptors are read before
+ * the call returns. */
+CKJIT_API ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count,
+                                          void *stream);
+
 #ifdef __cplusplus
 }
 #endif

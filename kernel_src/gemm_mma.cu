@@ -1,0 +1,246 @@
+// GEMM on NVIDIA tensor cores (sm_80+): mma.sync m16n8k16, f16/bf16 in,
+// f32 accumulation.
+//
+// Problem:  D = epilogue(alpha * A B) per batch entry / group (gemm_common.h).
+// Policy:   a block of WM x WN warps owns a BM x BN output tile; each warp a
+//           (BM / WM) x (BN / WN) piece of it, as MT x NT mma fragments.
+//           K advances BK columns per step.
+// Pipeline: STAGES shared-memory buffers filled by cp.async (zero-filled
+//           past the matrix edges), one barrier per K step; fragments are
+//           read with ldmatrix (.trans for the operand whose contiguous
+//           dimension is M or N).  Shared rows are XOR-swizzled in 16-byte
+//           chunks so that ldmatrix and cp.async hit distinct banks.
+// Epilogue: alpha, beta * C, bias, D0, activation, D1, cast (gemm_common.h),
+//           or raw f32 partials for a split-K slice.
+//
+// Kernel argument: gemm_problem p, or (GROUPED) gemm_groups gs, by value.
+#include "ckjit_prelude.h"
+
+typedef @DTYPE@ TA;
+typedef @OUT@ TC;
+#define A_KCONTIG @A@ // A row-major: K is A's contiguous dimension
+#define B_KCONTIG @B@ // B column-major: K is B's contiguous dimension
+#define BM @BM@
+#define BN @BN@
+#define BK @BK@
+#define WM @WM@
+#define WN @WN@
+#define STAGES @STAGES@
+#define VEC_A @VEC_A@ // elements per global -> shared copy (8: 16 bytes)
+#define VEC_B @VEC_B@
+#define BIAS @BIAS@
+#define ACT @ACT@
+#define HAS_C @C@
+#define HAS_D0 @D0@
+#define HAS_D1 @D1@
+#define SPLIT @SPLIT@
+#define GROUPED @GROUPED@
+
+#include "gemm_common.h"
+
+#if defined(CKJIT_NVIDIA) // the whole pipeline is PTX; AMD builds an empty kernel
+
+#define THREADS (WM * WN * 32)
+#define WTM (BM / WM) // warp tile
+#define WTN (BN / WN)
+#define MT (WTM / 16) // mma fragments per warp
+#define NT (WTN / 8)
+
+// ---- shared-memory tiles ---------------------------------------------------
+// An operand tile is ROWS x COLS with COLS contiguous: BM x BK for a
+// K-contiguous A, BK x BM for an M-contiguous one (likewise B with BN).
+#define A_ROWS (A_KCONTIG ? BM : BK)
+#define A_COLS (A_KCONTIG ? BK : BM)
+#define B_ROWS (B_KCONTIG ? BN : BK)
+#define B_COLS (B_KCONTIG ? BK : BN)
+#define A_TILE (A_ROWS * A_COLS)
+#define B_TILE (B_ROWS * B_COLS)
+#define STAGE_ELEMS (A_TILE + B_TILE)
+#define SMEM_BYTES (STAGES * STAGE_ELEMS * 2)
+
+// Element offset of (row, col) in a tile with COLS columns: the 16-byte
+// chunk index is XORed with the row so that eight consecutive rows at the
+// same column fall in eight different bank groups.
+template <int COLS> CKJIT_INLINE int swz(int row, int col) {
+  const int chunks = COLS / 8;
+  const int span = chunks >= 8 ? 1 : 8 / chunks; // rows sharing one 128-byte line
+  const int mask = chunks >= 8 ? 7 : chunks - 1;
+  const int chunk = (col / 8) ^ ((row / span) & mask);
+  return row * COLS + chunk * 8 + col % 8;
+}
+
+CKJIT_INLINE unsigned smem_addr(const void *p) {
+  unsigned s;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(s) : "l"(p));
+  return s;
+}
+
+// Copies BYTES (4, 8 or 16) from global to shared; only the first `valid`
+// bytes are read, the rest of the destination is zeroed.
+template <int BYTES> CKJIT_INLINE void copy_async(unsigned dst, const void *src, int valid) {
+  if (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(BYTES),
+                 "r"(valid)
+                 : "memory");
+}
+
+CKJIT_INLINE void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> CKJIT_INLINE void copy_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// Loads rows [r0, r0 + ROWS) x cols [c0, c0 + COLS) of a matrix with
+// leading dimension ld (row r at src + r * ld) into a swizzled tile; rows
+// >= r_end and columns >= c_end read as zero.
+template <int ROWS, int COLS, int VEC>
+CKJIT_INLINE void load_tile(TA *tile, const TA *src, long long ld, long long r0, long long c0,
+                            long long r_end, long long c_end) {
+  constexpr int per_row = COLS / VEC, total = ROWS * per_row;
+#pragma unroll
+  for (int it = 0; it < (total + THREADS - 1) / THREADS; it++) {
+    const int i = it * THREADS + threadIdx.x;
+    if (total % THREADS != 0 && i >= total) break;
+    const int r = i / per_row, c = (i % per_row) * VEC;
+    const long long gr = r0 + r, gc = c0 + c;
+    TA *dst = tile + swz<COLS>(r, c);
+    long long left = gr < r_end ? c_end - gc : 0;
+    left = left < 0 ? 0 : left > VEC ? VEC : left;
+    const TA *g = left > 0 ? src + gr * ld + gc : src;
+    if (VEC >= 2) {
+      copy_async<VEC * 2>(smem_addr(dst), g, (int)left * 2);
+    } else { // odd leading dimension or pointer: a plain load and store
+      *dst = left > 0 ? *g : TA{};
+    }
+  }
+}
+
+CKJIT_INLINE void ldmatrix_x4(unsigned (&r)[4], const TA *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+CKJIT_INLINE void ldmatrix_x4_trans(unsigned (&r)[4], const TA *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+template <typename T> struct is_bf16 { static const bool value = false; };
+template <> struct is_bf16<ckjit_bf16> { static const bool value = true; };
+
+// d += a b for one m16n8k16 fragment.
+CKJIT_INLINE void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if (is_bf16<TA>::value)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Fragments of one 16-wide K step: A for rows [m, m + 16), B for columns
+// [n, n + 16) (two n8 fragments: {b[0], b[1]} and {b[2], b[3]}).
+CKJIT_INLINE void load_a_frag(unsigned (&a)[4], const TA *tile, int m, int k) {
+  const int lane = threadIdx.x % 32, mat = lane / 8, r = lane % 8;
+#if A_KCONTIG
+  ldmatrix_x4(a, tile + swz<A_COLS>(m + r + (mat & 1) * 8, k + (mat >> 1) * 8));
+#else
+  ldmatrix_x4_trans(a, tile + swz<A_COLS>(k + r + (mat >> 1) * 8, m + (mat & 1) * 8));
+#endif
+}
+CKJIT_INLINE void load_b_frag(unsigned (&b)[4], const TA *tile, int n, int k) {
+  const int lane = threadIdx.x % 32, mat = lane / 8, r = lane % 8;
+#if B_KCONTIG
+  ldmatrix_x4(b, tile + swz<B_COLS>(n + r + (mat >> 1) * 8, k + (mat & 1) * 8));
+#else
+  ldmatrix_x4_trans(b, tile + swz<B_COLS>(k + r + (mat & 1) * 8, n + (mat >> 1) * 8));
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+ckjit_gemm_mma(GEMM_PARAMS) {
+#if __CUDA_ARCH__ >= 800
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  TA *smem = reinterpret_cast<TA *>(smem_raw);
+  GEMM_PROBLEM(p, t);
+  const TA *a = static_cast<const TA *>(p.a) + t.batch * p.stride_a;
+  const TA *b = static_cast<const TA *>(p.b) + t.batch * p.stride_b;
+  const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
+
+  // Issues the copies of K step `kt` into stage `s` (nothing past the end,
+  // but a group is committed regardless so the wait counts stay uniform).
+  auto issue = [&](int kt, int s) {
+    if (kt < k_tiles) {
+      TA *sa = smem + s * STAGE_ELEMS, *sb = sa + A_TILE;
+      const long long k = t.k0 + (long long)kt * BK;
+#if A_KCONTIG
+      load_tile<BM, BK, VEC_A>(sa, a, p.lda, t.m0, k, p.m, t.k1);
+#else
+      load_tile<BK, BM, VEC_A>(sa, a, p.lda, k, t.m0, t.k1, p.m);
+#endif
+#if B_KCONTIG
+      load_tile<BN, BK, VEC_B>(sb, b, p.ldb, t.n0, k, p.n, t.k1);
+#else
+      load_tile<BK, BN, VEC_B>(sb, b, p.ldb, k, t.n0, t.k1, p.n);
+#endif
+    }
+    copy_commit();
+  };
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm0 = (warp / WN) * WTM, wn0 = (warp % WN) * WTN;
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; i++)
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; s++) issue(s, s);
+
+  for (int kt = 0; kt < k_tiles; kt++) {
+    copy_wait<STAGES - 2>();
+    __syncthreads(); // stage kt is visible to all; stage kt - 1 is free
+    issue(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+    const TA *sa = smem + (kt % STAGES) * STAGE_ELEMS, *sb = sa + A_TILE;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      unsigned af[MT][4], bf[NT / 2][4];
+#pragma unroll
+      for (int i = 0; i < MT; i++) load_a_frag(af[i], sa, wm0 + i * 16, kk);
+#pragma unroll
+      for (int j = 0; j < NT / 2; j++) load_b_frag(bf[j], sb, wn0 + j * 16, kk);
+#pragma unroll
+      for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NT; j++) mma(acc[i][j], af[i], bf[j / 2][(j % 2) * 2], bf[j / 2][(j % 2) * 2 + 1]);
+    }
+  }
+  copy_wait<0>();
+
+  // Fragment element e of (i, j): row g (+8 for e >= 2), columns 2q, 2q + 1.
+  const int g = lane / 4, q = lane % 4;
+#pragma unroll
+  for (int i = 0; i < MT; i++)
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+      const long long m = t.m0 + wm0 + i * 16 + g, n = t.n0 + wn0 + j * 8 + 2 * q;
+      store_pair(p, t, m, n, acc[i][j][0], acc[i][j][1]);
+      store_pair(p, t, m + 8, n, acc[i][j][2], acc[i][j][3]);
+    }
+#else
+#endif
+}
+
+#else
+extern "C" __global__ void ckjit_gemm_mma(GEMM_PARAMS) {}
+#endif

@@ -1,0 +1,197 @@
+/* GEMM kernel families: gemm_mma (NVIDIA tensor cores), gemm_simt
+ * (portable) and gemm_reduce (split-K sum + epilogue).  Parameters, their
+ * checks and the default (prewarm) set. */
+#include <string.h>
+
+#include "error.h"
+#include "gemm.h"
+#include "int_math.h"
+
+static const char *const order_names[] = {"row", "col", NULL};
+/* The kernels want "is K the contiguous dimension": A row-major, B column-major. */
+static const char *const a_tokens[] = {"1", "0"};
+static const char *const b_tokens[] = {"0", "1"};
+static const char *const bias_names[] = {"none", "row", "col", NULL};
+static const char *const act_names[] = {"identity", "relu", "gelu_tanh", "gelu_erf",
+                                        "silu",     "sigmoid", NULL};
+static const char *const index_tokens[] = {"0", "1", "2", "3", "4", "5"};
+
+#define DTYPE_BF16 2
+#define OUT_PARAM(name) {name, ckjit__dtype_names, ckjit__dtype_tokens, 0, 0, DTYPE_BF16}
+#define EPILOGUE_PARAMS(P)                                              \
+  [P##_BIAS] = {"bias", bias_names, index_tokens, 0, 0, 0},             \
+  [P##_ACT] = {"act", act_names, index_tokens, 0, 0, 0},                \
+  [P##_C] = {"c", NULL, NULL, 0, 1, 0},                                 \
+  [P##_D0] = {"d0", NULL, NULL, 0, 1, 0},                               \
+  [P##_D1] = {"d1", NULL, NULL, 0, 1, 0}
+
+static const ckjit_param_desc mma_params[GM_COUNT] = {
+    [GM_DTYPE] = OUT_PARAM("dtype"), /* f16 or bf16 */
+    [GM_OUT] = OUT_PARAM("out"),
+    [GM_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
+    [GM_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
+    [GM_BM] = {"bm", NULL, NULL, 16, 256, 128},
+    [GM_BN] = {"bn", NULL, NULL, 16, 256, 128},
+    [GM_BK] = {"bk", NULL, NULL, 16, 64, 32},
+    [GM_WM] = {"wm", NULL, NULL, 1, 8, 2},
+    [GM_WN] = {"wn", NULL, NULL, 1, 8, 2},
+    [GM_STAGES] = {"stages", NULL, NULL, 2, 6, 4},
+    [GM_VEC_A] = {"vec_a", NULL, NULL, 1, 8, 8},
+    [GM_VEC_B] = {"vec_b", NULL, NULL, 1, 8, 8},
+    EPILOGUE_PARAMS(GM),
+    [GM_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
+    [GM_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
+};
+
+static const ckjit_param_desc simt_params[GS_COUNT] = {
+    [GS_DTYPE] = {"dtype", ckjit__dtype_names, ckjit__dtype_tokens, 0, 0, 0},
+    [GS_OUT] = {"out", ckjit__dtype_names, ckjit__dtype_tokens, 0, 0, 0},
+    [GS_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
+    [GS_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
+    [GS_BM] = {"bm", NULL, NULL, 8, 256, 64},
+    [GS_BN] = {"bn", NULL, NULL, 8, 256, 64},
+    [GS_BK] = {"bk", NULL, NULL, 4, 64, 16},
+    [GS_TM] = {"tm", NULL, NULL, 1, 16, 4},
+    [GS_TN] = {"tn", NULL, NULL, 1, 16, 4},
+    EPILOGUE_PARAMS(GS),
+    [GS_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
+    [GS_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
+};
+
+static const ckjit_param_desc reduce_params[GR_COUNT] = {
+    [GR_OUT] = OUT_PARAM("out"),
+    [GR_VEC] = {"vec", NULL, NULL, 1, 4, 4},
+    EPILOGUE_PARAMS(GR),
+};
+
+int ckjit__gemm_mma_smem(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  return v[GM_STAGES] * (v[GM_BM] + v[GM_BN]) * v[GM_BK] * 2;
+}
+
+static ckjit_status mma_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  if (v[GM_DTYPE] == 0) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma dtype must be f16 or bf16");
+  if (v[GM_BM] % (16 * v[GM_WM]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma bm=%d must be a multiple of 16 * wm=%d", v[GM_BM], v[GM_WM]);
+  if (v[GM_BN] % (16 * v[GM_WN]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma bn=%d must be a multiple of 16 * wn=%d", v[GM_BN], v[GM_WN]);
+  if (v[GM_BK] % 16 || !ckjit__is_pow2(v[GM_BK]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma bk=%d must be 16, 32 or 64", v[GM_BK]);
+  if (!ckjit__is_pow2(v[GM_BM]) || !ckjit__is_pow2(v[GM_BN]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma bm=%d and bn=%d must be powers of two", v[GM_BM], v[GM_BN]);
+  if (v[GM_WM] * v[GM_WN] > 8)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma wm=%d x wn=%d: at most 8 warps", v[GM_WM], v[GM_WN]);
+  if (!ckjit__is_pow2(v[GM_VEC_A]) || !ckjit__is_pow2(v[GM_VEC_B]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma vec_a=%d and vec_b=%d must be 1, 2, 4 or 8", v[GM_VEC_A],
+               v[GM_VEC_B]);
+  if (ckjit__gemm_mma_smem(s) > 227 * 1024)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma needs %d bytes of shared memory (at most %d)",
+               ckjit__gemm_mma_smem(s), 227 * 1024);
+  if (v[GM_SPLIT] && (v[GM_BIAS] || v[GM_ACT] || v[GM_C] || v[GM_D0] || v[GM_D1]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma split=1 writes partials; its epilogue is gemm_reduce's");
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status simt_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  if (v[GS_BM] % v[GS_TM] || v[GS_BN] % v[GS_TN])
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_simt tm=%d and tn=%d must divide bm and bn", v[GS_TM], v[GS_TN]);
+  const int threads = (v[GS_BM] / v[GS_TM]) * (v[GS_BN] / v[GS_TN]);
+  if (threads < 32 || threads > 1024)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_simt has %d threads per block (32 .. 1024)", threads);
+  if (v[GS_SPLIT] && (v[GS_BIAS] || v[GS_ACT] || v[GS_C] || v[GS_D0] || v[GS_D1]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_simt split=1 writes partials; its epilogue is gemm_reduce's");
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status reduce_check(const ckjit_spec *s) {
+  if (!ckjit__is_pow2(s->value[GR_VEC]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_reduce vec=%d must be 1, 2 or 4", s->value[GR_VEC]);
+  return CKJIT_SUCCESS;
+}
+
+/* ---- default (prewarm) sets ----------------------------------------------------- */
+/* gemm_mma: f16 and bf16 (output in the same type), every order pair, at
+ * the three tiles the policy picks for large, small-m and decode shapes
+ * (aligned operands; decode as split-K partials), plus the fused bias +
+ * gelu_tanh and the f32-output forms of the bf16 row-major large tile. */
+static const gemm_mma_tile default_tiles[] = {
+    {128, 128, 32, 2, 2, 4}, /* large */
+    {64, 128, 32, 2, 2, 4},  /* m <= 64 */
+    {16, 128, 64, 1, 4, 4},  /* decode, split-K */
+};
+enum { N_TILES = 3, N_MMA_MAIN = 2 * 4 * N_TILES, N_MMA_DEFAULTS = N_MMA_MAIN + 2 };
+
+static void mma_fill(ckjit_spec *out, int dtype, int a, int b, const gemm_mma_tile *t) {
+  memset(out, 0, sizeof *out);
+  out->family = CKJIT_FAMILY_GEMM_MMA;
+  int32_t *v = out->value;
+  v[GM_DTYPE] = dtype, v[GM_OUT] = dtype, v[GM_A] = a, v[GM_B] = b;
+  v[GM_BM] = t->bm, v[GM_BN] = t->bn, v[GM_BK] = t->bk, v[GM_WM] = t->wm, v[GM_WN] = t->wn;
+  v[GM_STAGES] = t->stages, v[GM_VEC_A] = 8, v[GM_VEC_B] = 8;
+}
+
+static int mma_default(size_t i, ckjit_spec *out) {
+  if (i >= N_MMA_DEFAULTS) return 0;
+  if (i < N_MMA_MAIN) {
+    const int tile = (int)(i % N_TILES), orders = (int)(i / N_TILES) % 4, dtype = 1 + (int)(i / (4 * N_TILES));
+    mma_fill(out, dtype, orders / 2, orders % 2, &default_tiles[tile]);
+    out->value[GM_SPLIT] = tile == 2;
+    return 1;
+  }
+  mma_fill(out, DTYPE_BF16, GEMM_ROW, GEMM_ROW, &default_tiles[0]);
+  if (i == N_MMA_MAIN) out->value[GM_BIAS] = CKJIT_BIAS_PER_COL, out->value[GM_ACT] = CKJIT_UNARY_GELU_TANH;
+  else out->value[GM_OUT] = 0; /* f32 output */
+  return 1;
+}
+
+/* gemm_simt: f32 in every order pair, and its split-K form for row-major. */
+static int simt_default(size_t i, ckjit_spec *out) {
+  if (i > 4) return 0;
+  memset(out, 0, sizeof *out);
+  out->family = CKJIT_FAMILY_GEMM_SIMT;
+  int32_t *v = out->value;
+  v[GS_BM] = 64, v[GS_BN] = 64, v[GS_BK] = 16, v[GS_TM] = 4, v[GS_TN] = 4;
+  v[GS_A] = (int)(i % 4) / 2, v[GS_B] = (int)(i % 4) % 2, v[GS_SPLIT] = i == 4;
+  return 1;
+}
+
+/* gemm_reduce: each output dtype, no epilogue, 16-byte reads. */
+static int reduce_default(size_t i, ckjit_spec *out) {
+  if (i >= 3) return 0;
+  memset(out, 0, sizeof *out);
+  out->family = CKJIT_FAMILY_GEMM_REDUCE;
+  out->value[GR_OUT] = (int)i, out->value[GR_VEC] = 4;
+  return 1;
+}
+
+const ckjit_family ckjit__family_gemm_mma = {
+    .name = "gemm_mma",
+    .source = "gemm_mma.cu",
+    .kernel = "ckjit_gemm_mma",
+    .n_params = GM_COUNT,
+    .params = mma_params,
+    .check = mma_check,
+    .default_spec = mma_default,
+};
+
+const ckjit_family ckjit__family_gemm_simt = {
+    .name = "gemm_simt",
+    .source = "gemm_simt.cu",
+    .kernel = "ckjit_gemm_simt",
+    .n_params = GS_COUNT,
+    .params = simt_params,
+    .check = simt_check,
+    .default_spec = simt_default,
+};
+
+const ckjit_family ckjit__family_gemm_reduce = {
+    .name = "gemm_reduce",
+    .source = "gemm_reduce.cu",
+    .kernel = "ckjit_gemm_reduce",
+    .n_params = GR_COUNT,
+    .params = reduce_params,
+    .check = reduce_check,
+    .default_spec = reduce_default,
+};

@@ -1,0 +1,389 @@
+/* GEMM front-end: validation, pipeline and tile policy, split-K, launch. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch.h"
+#include "error.h"
+#include "gemm.h"
+#include "int_math.h"
+#include "op_elementwise.h"
+
+/* The kernels' gemm_problem and gemm_groups (kernel_src/gemm_common.h),
+ * field for field. */
+typedef struct gemm_problem {
+  const void *a, *b, *c, *d0, *d1, *bias;
+  void *d;
+  float *partials;
+  long long lda, ldb, ldc, ldd, ldd0, ldd1;
+  long long stride_a, stride_b, stride_c, stride_d, stride_d0, stride_d1;
+  long long m, n, k, batch, k_slice, splits, tile_begin, tiles_m, tiles_n;
+  float alpha, beta;
+} gemm_problem;
+
+enum { MAX_GROUPS = 16 };
+typedef struct gemm_groups {
+  gemm_problem g[MAX_GROUPS];
+  long long count;
+} gemm_groups;
+
+_Static_assert(sizeof(gemm_problem) == 240, "gemm_problem must match kernel_src/gemm_common.h");
+_Static_assert(sizeof(gemm_groups) <= 4096, "kernel parameters are limited to 4 KiB");
+
+void ckjit_gemm_desc_init(ckjit_gemm_desc *desc) {
+  if (!desc) return;
+  memset(desc, 0, sizeof *desc);
+  desc->alpha = 1.0f;
+  desc->batch = 1;
+  desc->ab_dtype = CKJIT_BF16;
+  desc->out_dtype = CKJIT_BF16;
+  desc->a_order = CKJIT_ROW_MAJOR;
+  desc->b_order = CKJIT_ROW_MAJOR;
+  desc->activation = CKJIT_UNARY_IDENTITY;
+}
+
+/* ---- validation ----------------------------------------------------------------- */
+
+static int float_dtype(ckjit_dtype t) { return t == CKJIT_F32 || t == CKJIT_F16 || t == CKJIT_BF16; }
+
+/* A rows x cols matrix with leading dimension ld (and a batch stride) must
+ * be given and addressable. */
+static ckjit_status check_operand(const char *api, const char *name, const void *ptr, int64_t rows,
+                                  int64_t cols, int64_t ld, int64_t stride, int64_t batch) {
+  if (rows == 0 || cols == 0) return CKJIT_SUCCESS;
+  if (!ptr) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", api, name);
+  if (ld < cols || ld < 1)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: the leading dimension of %s is %lld; it must be >= %lld", api, name,
+                       (long long)ld, (long long)(cols > 1 ? cols : 1));
+  int64_t extent, last;
+  if (stride < 0)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: the batch stride of %s is negative (%lld)",
+                       api, name, (long long)stride);
+  if (__builtin_mul_overflow(rows - 1, ld, &extent) ||
+      __builtin_mul_overflow(batch - 1, stride, &last) ||
+      __builtin_add_overflow(extent, last, &extent) || extent > INT64_MAX / 16 - cols)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s's extent overflows", api, name);
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g, int index) {
+  char what[48] = "";
+  if (index >= 0) snprintf(what, sizeof what, " (problem %d)", index);
+  if (!g) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL%s", api, what);
+  if (g->m < 0 || g->n < 0 || g->k < 0)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: m, n, k = %lld, %lld, %lld%s; must be >= 0",
+                       api, (long long)g->m, (long long)g->n, (long long)g->k, what);
+  if (g->batch < 1)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: batch is %lld%s; must be >= 1", api,
+                       (long long)g->batch, what);
+  if (!float_dtype(g->ab_dtype))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: ab_dtype %s (%d)%s must be f32, f16 or bf16",
+                       api, ckjit_dtype_name(g->ab_dtype), (int)g->ab_dtype, what);
+  if (!float_dtype(g->out_dtype))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: out_dtype %s (%d)%s must be f32, f16 or bf16",
+                       api, ckjit_dtype_name(g->out_dtype), (int)g->out_dtype, what);
+  if ((g->a_order != CKJIT_ROW_MAJOR && g->a_order != CKJIT_COL_MAJOR) ||
+      (g->b_order != CKJIT_ROW_MAJOR && g->b_order != CKJIT_COL_MAJOR))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: a_order %d / b_order %d%s must be CKJIT_ROW_MAJOR or CKJIT_COL_MAJOR", api,
+                       (int)g->a_order, (int)g->b_order, what);
+  if ((unsigned)g->bias_mode > CKJIT_BIAS_PER_COL)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: bias_mode %d%s is not a ckjit_bias_mode", api,
+                       (int)g->bias_mode, what);
+  if ((g->bias_mode != CKJIT_BIAS_NONE) != (g->bias != NULL))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: bias is %s but bias_mode is %d%s (a bias needs a mode and a mode a bias)",
+                       api, g->bias ? "given" : "NULL", (int)g->bias_mode, what);
+  if ((unsigned)g->activation > CKJIT_UNARY_SIGMOID)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: activation %d%s is not a ckjit_unary_op", api,
+                       (int)g->activation, what);
+  if (g->split_k < 0)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: split_k is %d%s; must be >= 0", api, g->split_k,
+                       what);
+  if (g->allow_tf32 && g->ab_dtype != CKJIT_F32)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: allow_tf32 is for f32 inputs, not %s%s", api,
+                       ckjit_dtype_name(g->ab_dtype), what);
+  const int64_t m = g->m, n = g->n, k = g->k, b = g->batch;
+  if (m == 0 || n == 0) return CKJIT_SUCCESS; /* nothing to write */
+  const int a_row = g->a_order == CKJIT_ROW_MAJOR, b_row = g->b_order == CKJIT_ROW_MAJOR;
+  ckjit_status st;
+  if ((st = check_operand(api, "a", g->a, a_row ? m : k, a_row ? k : m, g->lda, g->stride_a, b)) ||
+      (st = check_operand(api, "b", g->b, b_row ? k : n, b_row ? n : k, g->ldb, g->stride_b, b)) ||
+      (st = check_operand(api, "d", g->d, m, n, g->ldd, g->stride_d, b)))
+    return st;
+  if ((g->c && (st = check_operand(api, "c", g->c, m, n, g->ldc, g->stride_c, b))) ||
+      (g->d0 && (st = check_operand(api, "d0", g->d0, m, n, g->ldd0, g->stride_d0, b))) ||
+      (g->d1 && (st = check_operand(api, "d1", g->d1, m, n, g->ldd1, g->stride_d1, b))))
+    return st;
+  return CKJIT_SUCCESS;
+}
+
+/* ---- tile policy ------------------------------------------------------------------ */
+
+/* Tensor cores: 128 x 128 tiles of four warps (64 x 64 each) for large
+ * problems; 64-row tiles when m is small; 16-row tiles of four warps side by
+ * side along N for decode shapes, which are memory-bound and need split-K
+ * to occupy the GPU.  Unaligned operands (copies narrower than 8 bytes)
+ * take a small tile: their per-element loads cost registers.  Split-K
+ * (automatic) when the tiles cannot fill the multiprocessors twice over
+ * and K is long: slices of at least four K steps. */
+void ckjit__gemm_pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, int vec_a,
+                          int vec_b, gemm_mma_tile *t, int *splits) {
+  static const gemm_mma_tile large = {128, 128, 32, 2, 2, 4}, small = {64, 128, 32, 2, 2, 4},
+                             decode = {16, 128, 64, 1, 4, 4}, narrow = {64, 64, 32, 2, 2, 3};
+  (void)n;
+  *t = m <= 16 ? decode : m <= 64 ? small : large;
+  if (vec_a < 4 || vec_b < 4) *t = narrow;
+  const int64_t tiles = ckjit__ceil_div(m, t->bm) * ckjit__ceil_div(n, t->bn) * batch;
+  int64_t s = 1;
+  if (sms < 1) sms = 1;
+  if (tiles < sms) {
+    s = ckjit__ceil_div(2 * (int64_t)sms, tiles);
+    const int64_t max_s = k / (4 * t->bk);
+    if (s > max_s) s = max_s;
+    if (s > 32) s = 32;
+    if (s < 1) s = 1;
+  }
+  *splits = (int)s;
+}
+
+/* K per slice, a whole number of K steps; then the number of non-empty slices. */
+static void slice_k(int64_t k, int bk, int want, int64_t *k_slice, int64_t *splits) {
+  if (want <= 1 || k == 0) {
+    *k_slice = k > 0 ? k : 1, *splits = 1;
+    return;
+  }
+  int64_t per = ckjit__ceil_div(ckjit__ceil_div(k, want), bk) * bk;
+  *k_slice = per;
+  *splits = ckjit__ceil_div(k, per);
+}
+
+/* ---- launch ------------------------------------------------------------------------ */
+
+typedef struct gemm_plan {
+  int mma;            /* tensor-core pipeline (else SIMT) */
+  gemm_mma_tile tile; /* mma */
+  int vec_a, vec_b;
+  int bm, bn, bk;     /* the chosen pipeline's block tile */
+} gemm_plan;
+
+static int dtype_value(ckjit_dtype t) { return ckjit__dtype_param_value(t); }
+
+static void fill_epilogue(int32_t *v, const ckjit_gemm_desc *g, int bias, int act, int c, int d0,
+                          int d1) {
+  v[bias] = (int32_t)g->bias_mode;
+  v[act] = (int32_t)g->activation;
+  v[c] = g->c != NULL;
+  v[d0] = g->d0 != NULL;
+  v[d1] = g->d1 != NULL;
+}
+
+/* The main kernel's spec: with split, partials only (no epilogue). */
+static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, int grouped,
+                      ckjit_spec *s) {
+  memset(s, 0, sizeof *s);
+  int32_t *v = s->value;
+  if (pl->mma) {
+    s->family = CKJIT_FAMILY_GEMM_MMA;
+    v[GM_DTYPE] = dtype_value(g->ab_dtype), v[GM_OUT] = dtype_value(g->out_dtype);
+    v[GM_A] = g->a_order == CKJIT_COL_MAJOR, v[GM_B] = g->b_order == CKJIT_COL_MAJOR;
+    v[GM_BM] = pl->tile.bm, v[GM_BN] = pl->tile.bn, v[GM_BK] = pl->tile.bk;
+    v[GM_WM] = pl->tile.wm, v[GM_WN] = pl->tile.wn, v[GM_STAGES] = pl->tile.stages;
+    v[GM_VEC_A] = pl->vec_a, v[GM_VEC_B] = pl->vec_b;
+    if (!split) fill_epilogue(v, g, GM_BIAS, GM_ACT, GM_C, GM_D0, GM_D1);
+    v[GM_SPLIT] = split, v[GM_GROUPED] = grouped;
+  } else {
+    s->family = CKJIT_FAMILY_GEMM_SIMT;
+    v[GS_DTYPE] = dtype_value(g->ab_dtype), v[GS_OUT] = dtype_value(g->out_dtype);
+    v[GS_A] = g->a_order == CKJIT_COL_MAJOR, v[GS_B] = g->b_order == CKJIT_COL_MAJOR;
+    v[GS_BM] = pl->bm, v[GS_BN] = pl->bn, v[GS_BK] = pl->bk, v[GS_TM] = 4, v[GS_TN] = 4;
+    if (!split) fill_epilogue(v, g, GS_BIAS, GS_ACT, GS_C, GS_D0, GS_D1);
+    v[GS_SPLIT] = split, v[GS_GROUPED] = grouped;
+  }
+}
+
+static void problem_of(const ckjit_gemm_desc *g, const gemm_plan *pl, gemm_problem *p) {
+  memset(p, 0, sizeof *p);
+  p->a = g->a, p->b = g->b, p->c = g->c, p->d0 = g->d0, p->d1 = g->d1, p->bias = g->bias;
+  p->d = g->d;
+  p->lda = g->lda, p->ldb = g->ldb, p->ldc = g->ldc, p->ldd = g->ldd;
+  p->ldd0 = g->ldd0, p->ldd1 = g->ldd1;
+  p->stride_a = g->stride_a, p->stride_b = g->stride_b, p->stride_c = g->stride_c;
+  p->stride_d = g->stride_d, p->stride_d0 = g->stride_d0, p->stride_d1 = g->stride_d1;
+  p->m = g->m, p->n = g->n, p->k = g->k, p->batch = g->batch;
+  p->k_slice = g->k > 0 ? g->k : 1, p->splits = 1;
+  p->tiles_m = ckjit__ceil_div(g->m, pl->bm), p->tiles_n = ckjit__ceil_div(g->n, pl->bn);
+  p->alpha = g->alpha, p->beta = g->beta;
+}
+
+static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void *arg, void *stream) {
+  ckjit_runtime *r;
+  ckjit_kernel *k;
+  ckjit_status st = ckjit__kernel_get(spec, &r, &k);
+  if (st) return st;
+  unsigned smem = 0, threads;
+  if (spec->family == CKJIT_FAMILY_GEMM_MMA) {
+    smem = (unsigned)ckjit__gemm_mma_smem(spec);
+    threads = (unsigned)(spec->value[GM_WM] * spec->value[GM_WN] * 32);
+    if ((int)smem > r->device.max_shared_bytes)
+      return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                         "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d",
+                         smem, r->device.max_shared_bytes);
+  } else if (spec->family == CKJIT_FAMILY_GEMM_SIMT) {
+    threads = (unsigned)((spec->value[GS_BM] / spec->value[GS_TM]) *
+                         (spec->value[GS_BN] / spec->value[GS_TN]));
+  } else {
+    threads = 256;
+  }
+  if (blocks > 0x7fffffff)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "ckjit_gemm: %lld tiles are too many for one launch",
+                       (long long)blocks);
+  unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {threads, 1, 1};
+  void *args[] = {arg};
+  return ckjit__kernel_launch(r, k, grid, block, smem, stream, args);
+}
+
+static ckjit_status plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n,
+                             int64_t k, int64_t batch, gemm_plan *pl, int *auto_splits) {
+  memset(pl, 0, sizeof *pl);
+  int major = 0;
+  const int nvidia = rt->device.vendor == CKJIT_BACKEND_CUDA &&
+                     sscanf(rt->device.arch, "sm_%d", &major) == 1;
+  pl->mma = nvidia && major >= 8 && g->ab_dtype != CKJIT_F32;
+  (void)major;
+  if (pl->mma) {
+    const int64_t sa[2] = {g->lda, g->stride_a}, sb[2] = {g->ldb, g->stride_b};
+    const void *pa[1] = {g->a}, *pb[1] = {g->b};
+    pl->vec_a = ckjit__pick_vec(2, pa, 1, sa, batch > 1 && g->stride_a ? 2 : 1, 8);
+    pl->vec_b = ckjit__pick_vec(2, pb, 1, sb, batch > 1 && g->stride_b ? 2 : 1, 8);
+    ckjit__gemm_pick_mma(m, n, k, batch, rt->device.multiprocessors, pl->vec_a, pl->vec_b, &pl->tile,
+                         auto_splits);
+    pl->bm = pl->tile.bm, pl->bn = pl->tile.bn, pl->bk = pl->tile.bk;
+  } else {
+    pl->bm = 64, pl->bn = 64, pl->bk = 16;
+    const int64_t tiles = ckjit__ceil_div(m, 64) * ckjit__ceil_div(n, 64) * batch;
+    const int sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+    int64_t s = tiles < sms ? ckjit__ceil_div(2 * (int64_t)sms, tiles) : 1;
+    if (s > k / 256) s = k / 256;
+    *auto_splits = s < 1 ? 1 : s > 32 ? 32 : (int)s;
+  }
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *stream) {
+  gemm_plan pl;
+  int auto_splits = 1;
+  ckjit_status st = plan_for(rt, g, g->m, g->n, g->k, g->batch, &pl, &auto_splits);
+  if (st) return st;
+  int64_t k_slice, splits;
+  slice_k(g->k, pl.bk, g->split_k == 0 ? auto_splits : g->split_k, &k_slice, &splits);
+  gemm_problem p;
+  problem_of(g, &pl, &p);
+  ckjit_spec spec;
+  const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
+  if (splits <= 1) {
+    main_spec(&pl, g, 0, 0, &spec);
+    return launch(&spec, tiles, &p, stream);
+  }
+  /* Split-K: partials, then their fixed-order sum with the epilogue. */
+  size_t bytes = (size_t)splits * (size_t)g->batch * (size_t)g->m * (size_t)g->n * sizeof(float);
+  void *scratch;
+  if ((st = ckjit__scratch_alloc(rt, bytes, stream, &scratch))) return st;
+  p.partials = scratch, p.k_slice = k_slice, p.splits = splits;
+  main_spec(&pl, g, 1, 0, &spec);
+  st = launch(&spec, tiles * splits, &p, stream);
+  if (!st) {
+    ckjit_spec red;
+    memset(&red, 0, sizeof red);
+    red.family = CKJIT_FAMILY_GEMM_REDUCE;
+    red.value[GR_OUT] = dtype_value(g->out_dtype);
+    red.value[GR_VEC] = g->n % 4 == 0 ? 4 : g->n % 2 == 0 ? 2 : 1;
+    fill_epilogue(red.value, g, GR_BIAS, GR_ACT, GR_C, GR_D0, GR_D1);
+    const int64_t vecs = g->batch * g->m * (g->n / red.value[GR_VEC]);
+    int64_t blocks = ckjit__ceil_div(vecs, 256);
+    const int64_t cap = 8 * (int64_t)(rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1);
+    if (blocks > cap) blocks = cap;
+    st = launch(&red, blocks, &p, stream);
+  }
+  ckjit_status fst = ckjit__scratch_free(rt, scratch, stream);
+  return st ? st : fst;
+}
+
+ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
+  ckjit_status st = check_desc("ckjit_gemm", desc, -1);
+  if (st) return st;
+  if (desc->m == 0 || desc->n == 0) return CKJIT_SUCCESS;
+  ckjit_runtime *rt;
+  if ((st = ckjit__runtime_device(&rt))) return st;
+  return run_one(rt, desc, stream);
+}
+
+ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *stream) {
+  const char *api = "ckjit_gemm_grouped";
+  if (!descs) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: descs is NULL", api);
+  if (count < 1)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: count is %d; must be >= 1", api, count);
+  const ckjit_gemm_desc *g0 = &descs[0];
+  int64_t max_m = 0, max_n = 0, max_k = 0;
+  for (int i = 0; i < count; i++) {
+    const ckjit_gemm_desc *g = &descs[i];
+    ckjit_status st = check_desc(api, g, i);
+    if (st) return st;
+    if (g->batch != 1 || g->split_k > 1)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "%s: problem %d has batch %lld and split_k %d; grouped problems take batch 1 "
+                         "and split_k 0 or 1",
+                         api, i, (long long)g->batch, g->split_k);
+    if (g->ab_dtype != g0->ab_dtype || g->out_dtype != g0->out_dtype || g->a_order != g0->a_order ||
+        g->b_order != g0->b_order || g->activation != g0->activation ||
+        g->bias_mode != g0->bias_mode || g->allow_tf32 != g0->allow_tf32 ||
+        !g->c != !g0->c || !g->d0 != !g0->d0 || !g->d1 != !g0->d1)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "%s: problem %d differs from problem 0 in dtypes, orders, activation, bias "
+                         "mode, allow_tf32 or which of c / d0 / d1 are given",
+                         api, i);
+    if (g->m > max_m) max_m = g->m;
+    if (g->n > max_n) max_n = g->n;
+    if (g->k > max_k) max_k = g->k;
+  }
+  if (max_m == 0 || max_n == 0) return CKJIT_SUCCESS;
+  ckjit_runtime *rt;
+  ckjit_status st = ckjit__runtime_device(&rt);
+  if (st) return st;
+  /* One tile for all, from the largest extents; the narrowest alignment. */
+  gemm_plan pl;
+  int unused;
+  if ((st = plan_for(rt, g0, max_m, max_n, max_k, 1, &pl, &unused))) return st;
+  if (pl.mma) {
+    for (int i = 1; i < count; i++) {
+      gemm_plan pi;
+      if ((st = plan_for(rt, &descs[i], max_m, max_n, max_k, 1, &pi, &unused))) return st;
+      if (pi.vec_a < pl.vec_a) pl.vec_a = pi.vec_a;
+      if (pi.vec_b < pl.vec_b) pl.vec_b = pi.vec_b;
+    }
+    ckjit__gemm_pick_mma(max_m, max_n, max_k, 1, rt->device.multiprocessors, pl.vec_a, pl.vec_b,
+                         &pl.tile, &unused);
+    pl.bm = pl.tile.bm, pl.bn = pl.tile.bn, pl.bk = pl.tile.bk;
+  }
+  ckjit_spec spec;
+  main_spec(&pl, g0, 0, 1, &spec);
+  gemm_groups *gs = calloc(1, sizeof *gs);
+  if (!gs) return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "%s: out of host memory", api);
+  /* Up to MAX_GROUPS non-empty problems per launch. */
+  for (int i = 0; i < count && !st;) {
+    int64_t tiles = 0;
+    gs->count = 0;
+    for (; i < count && gs->count < MAX_GROUPS; i++) {
+      if (descs[i].m == 0 || descs[i].n == 0) continue;
+      gemm_problem *p = &gs->g[gs->count++];
+      problem_of(&descs[i], &pl, p);
+      p->tile_begin = tiles;
+      tiles += p->tiles_m * p->tiles_n;
+    }
+    if (gs->count) st = launch(&spec, tiles, gs, stream);
+  }
+  free(gs);
+  return st;
+}
