@@ -120,7 +120,7 @@ CKJIT_INLINE void epilogue(const gemm_problem &p, long long batch, long long m, 
   if (m >= p.m || n >= p.n) return;
   float v[2] = {acc0 * p.alpha, acc1 * p.alpha};
 #if HAS_C
-  {
+  if (p.c) { // grouped: a problem without a beta term has none
     const long long i = batch * p.stride_c + m * p.ldc + n;
     v[0] += p.beta * load_elem<TC>(p.c, i);
     if (two) v[1] += p.beta * load_elem<TC>(p.c, i + 1);

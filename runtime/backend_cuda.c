@@ -43,7 +43,9 @@ static void *open_first(const char *const *names, char *path, size_t len) {
 
 static int cuda_options(const char *arch, char opts[][96], int max) {
   if (max < 2) return 0;
-  snprintf(opts[0], 96, "--gpu-architecture=%s", arch);
+  /* A cubin for sm_90 runs on 9.0 devices only, so it may as well use the
+   * 9.0-only instructions (wgmma, setmaxnreg) that sm_90a unlocks. */
+  snprintf(opts[0], 96, "--gpu-architecture=%s%s", arch, strcmp(arch, "sm_90") ? "" : "a");
   snprintf(opts[1], 96, "-std=c++17");
   return 2;
 }

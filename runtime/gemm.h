@@ -11,6 +11,11 @@ enum {
   GM_DTYPE, GM_OUT, GM_A, GM_B, GM_BM, GM_BN, GM_BK, GM_WM, GM_WN, GM_STAGES, GM_VEC_A, GM_VEC_B,
   GM_BIAS, GM_ACT, GM_C, GM_D0, GM_D1, GM_SPLIT, GM_GROUPED, GM_COUNT
 };
+/* gemm_wgmma (Hopper tensor cores, sm_90a; 128 x BN tiles, BK 64) parameters. */
+enum {
+  GW_DTYPE, GW_OUT, GW_A, GW_B, GW_BN, GW_STAGES,
+  GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1, GW_SPLIT, GW_GROUPED, GW_COUNT
+};
 /* gemm_simt (portable) parameters. */
 enum {
   GS_DTYPE, GS_OUT, GS_A, GS_B, GS_BM, GS_BN, GS_BK, GS_TM, GS_TN,
@@ -38,7 +43,8 @@ typedef struct gemm_mma_tile {
 void ckjit__gemm_pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, int vec_a,
                           int vec_b, gemm_mma_tile *tile, int *splits);
 
-/* Shared memory (bytes) a gemm_mma spec's pipeline needs. */
+/* Shared memory (bytes) a gemm_mma or gemm_wgmma spec's pipeline needs. */
 int ckjit__gemm_mma_smem(const ckjit_spec *spec);
+int ckjit__gemm_wgmma_smem(const ckjit_spec *spec);
 
 #endif

@@ -1,4 +1,5 @@
-/* GEMM kernel families: gemm_mma (NVIDIA tensor cores), gemm_simt
+/* GEMM kernel families: gemm_mma (NVIDIA tensor cores, sm_80+),
+ * gemm_wgmma (Hopper tensor cores), gemm_simt
  * (portable) and gemm_reduce (split-K sum + epilogue).  Parameters, their
  * checks and the default (prewarm) set. */
 #include <string.h>
@@ -41,6 +42,18 @@ static const ckjit_param_desc mma_params[GM_COUNT] = {
     EPILOGUE_PARAMS(GM),
     [GM_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GM_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
+};
+
+static const ckjit_param_desc wgmma_params[GW_COUNT] = {
+    [GW_DTYPE] = OUT_PARAM("dtype"), /* f16 or bf16 */
+    [GW_OUT] = OUT_PARAM("out"),
+    [GW_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
+    [GW_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
+    [GW_BN] = {"bn", NULL, NULL, 128, 256, 256},
+    [GW_STAGES] = {"stages", NULL, NULL, 3, 6, 4},
+    EPILOGUE_PARAMS(GW),
+    [GW_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
+    [GW_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
 };
 
 static const ckjit_param_desc simt_params[GS_COUNT] = {
@@ -90,6 +103,24 @@ static ckjit_status mma_check(const ckjit_spec *s) {
                ckjit__gemm_mma_smem(s), 227 * 1024);
   if (v[GM_SPLIT] && (v[GM_BIAS] || v[GM_ACT] || v[GM_C] || v[GM_D0] || v[GM_D1]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma split=1 writes partials; its epilogue is gemm_reduce's");
+  return CKJIT_SUCCESS;
+}
+
+/* 128 x BN x 64 stages, plus 1 KiB to align the swizzled atoms. */
+int ckjit__gemm_wgmma_smem(const ckjit_spec *s) {
+  return s->value[GW_STAGES] * (128 + s->value[GW_BN]) * 64 * 2 + 1024;
+}
+
+static ckjit_status wgmma_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  if (v[GW_DTYPE] == 0) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma dtype must be f16 or bf16");
+  if (v[GW_BN] != 128 && v[GW_BN] != 256)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma bn=%d must be 128 or 256", v[GW_BN]);
+  if (ckjit__gemm_wgmma_smem(s) > 227 * 1024)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma needs %d bytes of shared memory (at most %d)",
+                       ckjit__gemm_wgmma_smem(s), 227 * 1024);
+  if (v[GW_SPLIT] && (v[GW_BIAS] || v[GW_ACT] || v[GW_C] || v[GW_D0] || v[GW_D1]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma split=1 writes partials; its epilogue is gemm_reduce's");
   return CKJIT_SUCCESS;
 }
 
@@ -146,6 +177,22 @@ static int mma_default(size_t i, ckjit_spec *out) {
   return 1;
 }
 
+/* gemm_wgmma: f16 and bf16 (output in the same type), every order pair,
+ * the 128 x 256 tile; plus bf16 row-major with the fused bias + gelu_tanh
+ * and with f32 output. */
+static int wgmma_default(size_t i, ckjit_spec *out) {
+  if (i >= 10) return 0;
+  memset(out, 0, sizeof *out);
+  out->family = CKJIT_FAMILY_GEMM_WGMMA;
+  int32_t *v = out->value;
+  v[GW_DTYPE] = v[GW_OUT] = i < 8 ? 1 + (int)(i / 4) : DTYPE_BF16;
+  v[GW_A] = i < 8 ? (int)(i % 4) / 2 : GEMM_ROW, v[GW_B] = i < 8 ? (int)(i % 4) % 2 : GEMM_ROW;
+  v[GW_BN] = 256, v[GW_STAGES] = 4;
+  if (i == 8) v[GW_BIAS] = CKJIT_BIAS_PER_COL, v[GW_ACT] = CKJIT_UNARY_GELU_TANH;
+  if (i == 9) v[GW_OUT] = 0;
+  return 1;
+}
+
 /* gemm_simt: f32 in every order pair, and its split-K form for row-major. */
 static int simt_default(size_t i, ckjit_spec *out) {
   if (i > 4) return 0;
@@ -174,6 +221,16 @@ const ckjit_family ckjit__family_gemm_mma = {
     .params = mma_params,
     .check = mma_check,
     .default_spec = mma_default,
+};
+
+const ckjit_family ckjit__family_gemm_wgmma = {
+    .name = "gemm_wgmma",
+    .source = "gemm_wgmma.cu",
+    .kernel = "ckjit_gemm_wgmma",
+    .n_params = GW_COUNT,
+    .params = wgmma_params,
+    .check = wgmma_check,
+    .default_spec = wgmma_default,
 };
 
 const ckjit_family ckjit__family_gemm_simt = {

@@ -113,6 +113,12 @@ static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g, int in
       (st = check_operand(api, "b", g->b, b_row ? k : n, b_row ? n : k, g->ldb, g->stride_b, b)) ||
       (st = check_operand(api, "d", g->d, m, n, g->ldd, g->stride_d, b)))
     return st;
+  if (g->c == g->d && (g->ldc != g->ldd || g->stride_c != g->stride_d))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: c is d (in place)%s but ldc / stride_c (%lld / %lld) differ from ldd / "
+                       "stride_d (%lld / %lld)",
+                       api, what, (long long)g->ldc, (long long)g->stride_c, (long long)g->ldd,
+                       (long long)g->stride_d);
   if ((g->c && (st = check_operand(api, "c", g->c, m, n, g->ldc, g->stride_c, b))) ||
       (g->d0 && (st = check_operand(api, "d0", g->d0, m, n, g->ldd0, g->stride_d0, b))) ||
       (g->d1 && (st = check_operand(api, "d1", g->d1, m, n, g->ldd1, g->stride_d1, b))))
@@ -162,9 +168,12 @@ static void slice_k(int64_t k, int bk, int want, int64_t *k_slice, int64_t *spli
 
 /* ---- launch ------------------------------------------------------------------------ */
 
+enum { PIPE_SIMT, PIPE_MMA, PIPE_WGMMA };
+
 typedef struct gemm_plan {
-  int mma;            /* tensor-core pipeline (else SIMT) */
+  int pipe;           /* PIPE_* */
   gemm_mma_tile tile; /* mma */
+  int wgmma_bn, wgmma_stages;
   int vec_a, vec_b;
   int bm, bn, bk;     /* the chosen pipeline's block tile */
 } gemm_plan;
@@ -175,7 +184,7 @@ static void fill_epilogue(int32_t *v, const ckjit_gemm_desc *g, int bias, int ac
                           int d1) {
   v[bias] = (int32_t)g->bias_mode;
   v[act] = (int32_t)g->activation;
-  v[c] = g->c != NULL;
+  v[c] = g->c != NULL && g->beta != 0.0f; /* beta 0 never reads C (BLAS) */
   v[d0] = g->d0 != NULL;
   v[d1] = g->d1 != NULL;
 }
@@ -185,10 +194,17 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
                       ckjit_spec *s) {
   memset(s, 0, sizeof *s);
   int32_t *v = s->value;
-  if (pl->mma) {
+  const int dt = dtype_value(g->ab_dtype), out = dtype_value(g->out_dtype);
+  const int a_col = g->a_order == CKJIT_COL_MAJOR, b_col = g->b_order == CKJIT_COL_MAJOR;
+  if (pl->pipe == PIPE_WGMMA) {
+    s->family = CKJIT_FAMILY_GEMM_WGMMA;
+    v[GW_DTYPE] = dt, v[GW_OUT] = out, v[GW_A] = a_col, v[GW_B] = b_col;
+    v[GW_BN] = pl->wgmma_bn, v[GW_STAGES] = pl->wgmma_stages;
+    if (!split) fill_epilogue(v, g, GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1);
+    v[GW_SPLIT] = split, v[GW_GROUPED] = grouped;
+  } else if (pl->pipe == PIPE_MMA) {
     s->family = CKJIT_FAMILY_GEMM_MMA;
-    v[GM_DTYPE] = dtype_value(g->ab_dtype), v[GM_OUT] = dtype_value(g->out_dtype);
-    v[GM_A] = g->a_order == CKJIT_COL_MAJOR, v[GM_B] = g->b_order == CKJIT_COL_MAJOR;
+    v[GM_DTYPE] = dt, v[GM_OUT] = out, v[GM_A] = a_col, v[GM_B] = b_col;
     v[GM_BM] = pl->tile.bm, v[GM_BN] = pl->tile.bn, v[GM_BK] = pl->tile.bk;
     v[GM_WM] = pl->tile.wm, v[GM_WN] = pl->tile.wn, v[GM_STAGES] = pl->tile.stages;
     v[GM_VEC_A] = pl->vec_a, v[GM_VEC_B] = pl->vec_b;
@@ -196,8 +212,7 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
     v[GM_SPLIT] = split, v[GM_GROUPED] = grouped;
   } else {
     s->family = CKJIT_FAMILY_GEMM_SIMT;
-    v[GS_DTYPE] = dtype_value(g->ab_dtype), v[GS_OUT] = dtype_value(g->out_dtype);
-    v[GS_A] = g->a_order == CKJIT_COL_MAJOR, v[GS_B] = g->b_order == CKJIT_COL_MAJOR;
+    v[GS_DTYPE] = dt, v[GS_OUT] = out, v[GS_A] = a_col, v[GS_B] = b_col;
     v[GS_BM] = pl->bm, v[GS_BN] = pl->bn, v[GS_BK] = pl->bk, v[GS_TM] = 4, v[GS_TN] = 4;
     if (!split) fill_epilogue(v, g, GS_BIAS, GS_ACT, GS_C, GS_D0, GS_D1);
     v[GS_SPLIT] = split, v[GS_GROUPED] = grouped;
@@ -206,7 +221,8 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
 
 static void problem_of(const ckjit_gemm_desc *g, const gemm_plan *pl, gemm_problem *p) {
   memset(p, 0, sizeof *p);
-  p->a = g->a, p->b = g->b, p->c = g->c, p->d0 = g->d0, p->d1 = g->d1, p->bias = g->bias;
+  p->a = g->a, p->b = g->b, p->d0 = g->d0, p->d1 = g->d1, p->bias = g->bias;
+  p->c = g->beta != 0.0f ? g->c : NULL;
   p->d = g->d;
   p->lda = g->lda, p->ldb = g->ldb, p->ldc = g->ldc, p->ldd = g->ldd;
   p->ldd0 = g->ldd0, p->ldd1 = g->ldd1;
@@ -224,9 +240,10 @@ static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void *arg, void *st
   ckjit_status st = ckjit__kernel_get(spec, &r, &k);
   if (st) return st;
   unsigned smem = 0, threads;
-  if (spec->family == CKJIT_FAMILY_GEMM_MMA) {
-    smem = (unsigned)ckjit__gemm_mma_smem(spec);
-    threads = (unsigned)(spec->value[GM_WM] * spec->value[GM_WN] * 32);
+  if (spec->family == CKJIT_FAMILY_GEMM_MMA || spec->family == CKJIT_FAMILY_GEMM_WGMMA) {
+    const int wgmma = spec->family == CKJIT_FAMILY_GEMM_WGMMA;
+    smem = (unsigned)(wgmma ? ckjit__gemm_wgmma_smem(spec) : ckjit__gemm_mma_smem(spec));
+    threads = wgmma ? 256u : (unsigned)(spec->value[GM_WM] * spec->value[GM_WN] * 32);
     if ((int)smem > r->device.max_shared_bytes)
       return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                          "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d",
@@ -245,38 +262,64 @@ static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void *arg, void *st
   return ckjit__kernel_launch(r, k, grid, block, smem, stream, args);
 }
 
-static ckjit_status plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n,
-                             int64_t k, int64_t batch, gemm_plan *pl, int *auto_splits) {
+/* Pipeline: wgmma on 9.0 devices for f16/bf16 with 16-byte aligned
+ * operands and m > 64 (its tiles are 128 rows); mma.sync on other sm_80+
+ * devices and the other f16/bf16 cases; SIMT for f32 and elsewhere.  Then
+ * the pipeline's tile and the automatic split-K factor. */
+/* Widest copies (elements, up to 16 bytes) A's and B's pointers, leading
+ * dimensions and batch strides allow. */
+static void operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) {
+  const int64_t sa[2] = {g->lda, g->stride_a}, sb[2] = {g->ldb, g->stride_b};
+  const void *pa[1] = {g->a}, *pb[1] = {g->b};
+  const size_t es = ckjit_dtype_size(g->ab_dtype);
+  const int max = (int)(16 / es);
+  *vec_a = ckjit__pick_vec(es, pa, 1, sa, g->batch > 1 && g->stride_a ? 2 : 1, max);
+  *vec_b = ckjit__pick_vec(es, pb, 1, sb, g->batch > 1 && g->stride_b ? 2 : 1, max);
+}
+
+static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n, int64_t k,
+                     int64_t batch, int vec_a, int vec_b, gemm_plan *pl, int *auto_splits) {
   memset(pl, 0, sizeof *pl);
-  int major = 0;
+  int major = 0, minor = 0;
   const int nvidia = rt->device.vendor == CKJIT_BACKEND_CUDA &&
-                     sscanf(rt->device.arch, "sm_%d", &major) == 1;
-  pl->mma = nvidia && major >= 8 && g->ab_dtype != CKJIT_F32;
-  (void)major;
-  if (pl->mma) {
-    const int64_t sa[2] = {g->lda, g->stride_a}, sb[2] = {g->ldb, g->stride_b};
-    const void *pa[1] = {g->a}, *pb[1] = {g->b};
-    pl->vec_a = ckjit__pick_vec(2, pa, 1, sa, batch > 1 && g->stride_a ? 2 : 1, 8);
-    pl->vec_b = ckjit__pick_vec(2, pb, 1, sb, batch > 1 && g->stride_b ? 2 : 1, 8);
-    ckjit__gemm_pick_mma(m, n, k, batch, rt->device.multiprocessors, pl->vec_a, pl->vec_b, &pl->tile,
-                         auto_splits);
-    pl->bm = pl->tile.bm, pl->bn = pl->tile.bn, pl->bk = pl->tile.bk;
-  } else {
+                     sscanf(rt->device.arch, "sm_%1d%d", &major, &minor) == 2;
+  const int sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+  pl->pipe = nvidia && major >= 8 && g->ab_dtype != CKJIT_F32 ? PIPE_MMA : PIPE_SIMT;
+  if (pl->pipe == PIPE_SIMT) {
     pl->bm = 64, pl->bn = 64, pl->bk = 16;
     const int64_t tiles = ckjit__ceil_div(m, 64) * ckjit__ceil_div(n, 64) * batch;
-    const int sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
     int64_t s = tiles < sms ? ckjit__ceil_div(2 * (int64_t)sms, tiles) : 1;
     if (s > k / 256) s = k / 256;
     *auto_splits = s < 1 ? 1 : s > 32 ? 32 : (int)s;
+    return;
   }
-  return CKJIT_SUCCESS;
+  pl->vec_a = vec_a, pl->vec_b = vec_b;
+  ckjit__gemm_pick_mma(m, n, k, batch, sms, pl->vec_a, pl->vec_b, &pl->tile, auto_splits);
+  pl->bm = pl->tile.bm, pl->bn = pl->tile.bn, pl->bk = pl->tile.bk;
+  if (major == 9 && minor == 0 && pl->vec_a == 8 && pl->vec_b == 8 && m > 64) {
+    pl->pipe = PIPE_WGMMA;
+    pl->wgmma_bn = n > 128 ? 256 : 128;
+    pl->wgmma_stages = pl->wgmma_bn == 256 ? 4 : 5;
+    pl->bm = 128, pl->bn = pl->wgmma_bn, pl->bk = 64;
+    const int64_t tiles = ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, pl->bn) * batch;
+    int64_t s = 1;
+    if (tiles < sms) {
+      s = ckjit__ceil_div(2 * (int64_t)sms, tiles);
+      if (s > k / 256) s = k / 256;
+      if (s > 32) s = 32;
+      if (s < 1) s = 1;
+    }
+    *auto_splits = (int)s;
+  }
 }
 
 static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *stream) {
   gemm_plan pl;
   int auto_splits = 1;
-  ckjit_status st = plan_for(rt, g, g->m, g->n, g->k, g->batch, &pl, &auto_splits);
-  if (st) return st;
+  ckjit_status st;
+  int vec_a, vec_b;
+  operand_vecs(g, &vec_a, &vec_b);
+  plan_for(rt, g, g->m, g->n, g->k, g->batch, vec_a, vec_b, &pl, &auto_splits);
   int64_t k_slice, splits;
   slice_k(g->k, pl.bk, g->split_k == 0 ? auto_splits : g->split_k, &k_slice, &splits);
   gemm_problem p;
@@ -339,10 +382,10 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
     if (g->ab_dtype != g0->ab_dtype || g->out_dtype != g0->out_dtype || g->a_order != g0->a_order ||
         g->b_order != g0->b_order || g->activation != g0->activation ||
         g->bias_mode != g0->bias_mode || g->allow_tf32 != g0->allow_tf32 ||
-        !g->c != !g0->c || !g->d0 != !g0->d0 || !g->d1 != !g0->d1)
+        !g->d0 != !g0->d0 || !g->d1 != !g0->d1)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                          "%s: problem %d differs from problem 0 in dtypes, orders, activation, bias "
-                         "mode, allow_tf32 or which of c / d0 / d1 are given",
+                         "mode, allow_tf32 or which of d0 / d1 are given",
                          api, i);
     if (g->m > max_m) max_m = g->m;
     if (g->n > max_n) max_n = g->n;
@@ -352,23 +395,21 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
   ckjit_runtime *rt;
   ckjit_status st = ckjit__runtime_device(&rt);
   if (st) return st;
-  /* One tile for all, from the largest extents; the narrowest alignment. */
-  gemm_plan pl;
-  int unused;
-  if ((st = plan_for(rt, g0, max_m, max_n, max_k, 1, &pl, &unused))) return st;
-  if (pl.mma) {
-    for (int i = 1; i < count; i++) {
-      gemm_plan pi;
-      if ((st = plan_for(rt, &descs[i], max_m, max_n, max_k, 1, &pi, &unused))) return st;
-      if (pi.vec_a < pl.vec_a) pl.vec_a = pi.vec_a;
-      if (pi.vec_b < pl.vec_b) pl.vec_b = pi.vec_b;
-    }
-    ckjit__gemm_pick_mma(max_m, max_n, max_k, 1, rt->device.multiprocessors, pl.vec_a, pl.vec_b,
-                         &pl.tile, &unused);
-    pl.bm = pl.tile.bm, pl.bn = pl.tile.bn, pl.bk = pl.tile.bk;
+  /* One tile for all, from the largest extents and the narrowest alignment. */
+  int vec_a = 8, vec_b = 8, unused;
+  for (int i = 0; i < count; i++) {
+    int va, vb;
+    operand_vecs(&descs[i], &va, &vb);
+    if (va < vec_a) vec_a = va;
+    if (vb < vec_b) vec_b = vb;
   }
+  gemm_plan pl;
+  plan_for(rt, g0, max_m, max_n, max_k, 1, vec_a, vec_b, &pl, &unused);
   ckjit_spec spec;
   main_spec(&pl, g0, 0, 1, &spec);
+  /* A beta term if any problem has one (the others pass C = NULL). */
+  for (int i = 0; i < count; i++)
+    if (descs[i].c && descs[i].beta != 0.0f) spec.value[pl.pipe == PIPE_WGMMA ? GW_C : pl.pipe == PIPE_MMA ? GM_C : GS_C] = 1;
   gemm_groups *gs = calloc(1, sizeof *gs);
   if (!gs) return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "%s: out of host memory", api);
   /* Up to MAX_GROUPS non-empty problems per launch. */

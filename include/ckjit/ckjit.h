@@ -388,9 +388,10 @@ CKJIT_API ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int
                                           void *indices, void *stream);
 
 /* ---- GEMM ------------------------------------------------------------------------ */
-/* D = epilogue(alpha * op(A) op(B)), per batch entry:
+/* D = epilogue(alpha * A B), per batch entry:
  *   v = alpha * sum_k A[m][k] B[k][n]          (f32 accumulation)
- *     + beta * C[m][n]                         (when c != NULL)
+ *     + beta * C[m][n]                         (when c != NULL and beta != 0;
+ *                                               beta 0 never reads C, as in BLAS)
  *     + bias[m] or bias[n]                     (bias_mode)
  *     + D0[m][n]                               (when d0 != NULL)
  *   v = activation(v)                          (CKJIT_UNARY_* of ckjit_unary)
@@ -398,17 +399,18 @@ CKJIT_API ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int
  *   D[m][n] = v rounded to out_dtype (nearest even)
  * A is m x k and B is k x n, each row-major (element [i][j] at i * ld + j)
  * or column-major (at j * ld + i).  C, D, D0 and D1 are m x n row-major in
- * out_dtype, as is bias.  A column-major D is the row-major D^T = B^T A^T:
- * swap the operands and flip both orders.
+ * out_dtype; the bias vector is out_dtype too.  A column-major D is the
+ * row-major D^T = B^T A^T: swap the operands and flip both orders.
  *
  * ab_dtype CKJIT_F16 or CKJIT_BF16 runs on tensor cores where the GPU has
- * them (sm_80+; a SIMT kernel elsewhere); CKJIT_F32 runs in f32 SIMT, or on
- * tf32 tensor cores (10-bit mantissa inputs) only with allow_tf32.  Any m, n,
+ * them (wgmma on sm_90, mma.sync on other sm_80+; a SIMT kernel elsewhere);
+ * CKJIT_F32 runs in f32 SIMT.  allow_tf32 permits tf32 tensor cores for f32
+ * inputs; no tf32 pipeline exists yet, so it changes nothing.  Any m, n,
  * k >= 0 (k = 0 gives alpha * 0 and the epilogue), any leading dimensions
  * (>= the contiguous extent) and any element-aligned pointers; 16-byte
  * aligned pointers and leading dimensions that are multiples of 8 elements
- * take the fastest paths.  d may be c (same ldc and stride: in place);
- * otherwise outputs must not overlap inputs.
+ * take the fastest paths.  d may be c (then ldc and stride_c must equal
+ * ldd and stride_d: in place); otherwise outputs must not overlap inputs.
  *
  * split_k > 1 cuts K into that many slices whose f32 partials are summed in a
  * fixed order by a second kernel (results do not depend on scheduling); 0
@@ -439,7 +441,7 @@ typedef struct ckjit_gemm_desc {
   const void *c;             /* NULL: no beta term */
   int64_t ldc;
   float alpha, beta;
-  const void *bias;          /* with bias_mode != CKJIT_BIAS_NONE; shared by every batch entry */
+  const void *bias;          /* given exactly when bias_mode != CKJIT_BIAS_NONE; shared by every batch entry */
   ckjit_bias_mode bias_mode;
   ckjit_unary_op activation; /* IDENTITY, RELU, GELU_TANH, GELU_ERF, SILU or SIGMOID */
   const void *d0;            /* NULL: none */
@@ -463,7 +465,7 @@ CKJIT_API ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream);
 
 /* Grouped GEMM: `count` independent problems of different shapes and
  * pointers in one launch.  They share ab_dtype, out_dtype, orders,
- * activation, bias_mode, allow_tf32, and which of c / d0 / d1 are given;
+ * activation, bias_mode, allow_tf32, and which of d0 / d1 are given;
  * each has batch 1 and split_k 0 or 1.  The descriptors are read before
  * the call returns. */
 CKJIT_API ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count,

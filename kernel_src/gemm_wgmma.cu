@@ -1,0 +1,190 @@
+// GEMM on Hopper tensor cores (sm_90a): wgmma, f16/bf16 in, f32
+// accumulation.  For large problems with 16-byte aligned operands.
+//
+// Problem:  D = epilogue(alpha * A B) per batch entry / group (gemm_common.h).
+// Policy:   a block of two warpgroups owns a 128 x BN tile (BN 128 or 256);
+//           each warpgroup a 64 x BN half, as one wgmma accumulator.  K
+//           advances 64 columns per step.
+// Pipeline: STAGES shared-memory buffers filled by cp.async in the 128-byte
+//           swizzled layout wgmma reads (K-contiguous operands as rows of 64
+//           K; M/N-contiguous ones as panels of 64 columns, read transposed),
+//           STAGES - 2 steps ahead; wgmma runs asynchronously with one step
+//           in flight while the next is issued.
+// Epilogue: as the other pipelines (gemm_common.h).
+//
+// Kernel argument: gemm_problem p, or (GROUPED) gemm_groups gs, by value.
+#include "ckjit_prelude.h"
+
+typedef @DTYPE@ TA;
+typedef @OUT@ TC;
+#define A_KCONTIG @A@ // A row-major: K is A's contiguous dimension
+#define B_KCONTIG @B@ // B column-major: K is B's contiguous dimension
+#define BM 128
+#define BN @BN@
+#define BK 64
+#define STAGES @STAGES@
+#define BIAS @BIAS@
+#define ACT @ACT@
+#define HAS_C @C@
+#define HAS_D0 @D0@
+#define HAS_D1 @D1@
+#define SPLIT @SPLIT@
+#define GROUPED @GROUPED@
+
+#include "gemm_common.h"
+
+// wgmma needs the arch-specific target (NVRTC's sm_90a); anything else
+// builds an empty kernel, which the front-end never picks.
+#if defined(CKJIT_NVIDIA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+#define THREADS 256
+#include "gemm_copy.h"
+
+#define A_TILE (BM * BK)
+#define B_TILE (BN * BK)
+#define STAGE_ELEMS (A_TILE + B_TILE)
+
+// ---- wgmma -------------------------------------------------------------------
+// Shared-memory matrix descriptor, 128-byte swizzle: start address, the
+// byte distance between 64-column panels (lbo; M/N-contiguous operands) and
+// between groups of eight 128-byte rows (sbo).
+CKJIT_INLINE ckjit_u64 smem_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (ckjit_u64)((addr & 0x3ffff) >> 4) | (ckjit_u64)(lbo >> 4) << 16 |
+         (ckjit_u64)(sbo >> 4) << 32 | 1ull << 62;
+}
+
+CKJIT_INLINE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+CKJIT_INLINE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> CKJIT_INLINE void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+// Shared-memory writes of the generic proxy (cp.async) made visible to the
+// async proxy that wgmma reads through.
+CKJIT_INLINE void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+template <int TRANS_A, int TRANS_B>
+CKJIT_INLINE void wgmma_bf16_n128(float (&d)[64], ckjit_u64 desc_a, ckjit_u64 desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, %66, %67;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));
+}
+template <int TRANS_A, int TRANS_B>
+CKJIT_INLINE void wgmma_f16_n128(float (&d)[64], ckjit_u64 desc_a, ckjit_u64 desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, %66, %67;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));
+}
+template <int TRANS_A, int TRANS_B>
+CKJIT_INLINE void wgmma_bf16_n256(float (&d)[128], ckjit_u64 desc_a, ckjit_u64 desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, %130, %131;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+               : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));
+}
+template <int TRANS_A, int TRANS_B>
+CKJIT_INLINE void wgmma_f16_n256(float (&d)[128], ckjit_u64 desc_a, ckjit_u64 desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, %130, %131;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+               : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));
+}
+
+template <typename T> struct is_bf16 { static const bool value = false; };
+template <> struct is_bf16<ckjit_bf16> { static const bool value = true; };
+
+#define ACC (BN / 2) // accumulators per thread
+
+CKJIT_INLINE void wgmma(float (&d)[ACC], ckjit_u64 da, ckjit_u64 db) {
+  const int ta = A_KCONTIG ? 0 : 1, tb = B_KCONTIG ? 0 : 1;
+#if BN == 128
+  if (is_bf16<TA>::value) wgmma_bf16_n128<ta, tb>(d, da, db);
+  else wgmma_f16_n128<ta, tb>(d, da, db);
+#else
+  if (is_bf16<TA>::value) wgmma_bf16_n256<ta, tb>(d, da, db);
+  else wgmma_f16_n256<ta, tb>(d, da, db);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ckjit_gemm_wgmma(GEMM_PARAMS) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // Swizzled atoms must start on 1 KiB boundaries (the host adds the slack).
+  const unsigned raw = smem_addr(smem_raw), base = (raw + 1023) & ~1023u;
+  TA *smem = reinterpret_cast<TA *>(smem_raw + (base - raw));
+  GEMM_PROBLEM(p, t);
+  const TA *a = static_cast<const TA *>(p.a) + t.batch * p.stride_a;
+  const TA *b = static_cast<const TA *>(p.b) + t.batch * p.stride_b;
+  const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
+
+  auto issue = [&](int kt, int s) {
+    if (kt < k_tiles) {
+      TA *sa = smem + s * STAGE_ELEMS, *sb = sa + A_TILE;
+      const long long k = t.k0 + (long long)kt * BK;
+#if A_KCONTIG
+      load_tile<BM, BK, 8>(sa, a, p.lda, t.m0, k, p.m, t.k1);
+#else
+      load_tile_panels<BK, BM>(sa, a, p.lda, k, t.m0, t.k1, p.m);
+#endif
+#if B_KCONTIG
+      load_tile<BN, BK, 8>(sb, b, p.ldb, t.n0, k, p.n, t.k1);
+#else
+      load_tile_panels<BK, BN>(sb, b, p.ldb, k, t.n0, t.k1, p.n);
+#endif
+    }
+    copy_commit();
+  };
+
+  const int wg = threadIdx.x / 128;
+  float acc[ACC];
+#pragma unroll
+  for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 2; s++) issue(s, s);
+
+  for (int kt = 0; kt < k_tiles; kt++) {
+    copy_wait<STAGES - 3>();
+    fence_async_shared();
+    __syncthreads(); // step kt is in shared memory; step kt - 2's wgmma are done
+    issue(kt + STAGES - 2, (kt + STAGES - 2) % STAGES);
+    const unsigned sa = base + (unsigned)((kt % STAGES) * STAGE_ELEMS * 2), sb = sa + A_TILE * 2;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      // This warpgroup's 64 rows of A: rows 64 wg.. of a K-contiguous tile,
+      // or panel wg of an M-contiguous one.  A 16-deep K step is 32 bytes
+      // into each K-contiguous row, or 16 rows of 128 bytes further.
+#if A_KCONTIG
+      const ckjit_u64 da = smem_desc(sa + wg * 64 * 128 + kk * 2, 16, 1024);
+#else
+      const ckjit_u64 da = smem_desc(sa + wg * BK * 128 + kk * 128, BK * 128, 1024);
+#endif
+#if B_KCONTIG
+      const ckjit_u64 db = smem_desc(sb + kk * 2, 16, 1024);
+#else
+      const ckjit_u64 db = smem_desc(sb + kk * 128, BK * 128, 1024);
+#endif
+      wgmma(acc, da, db);
+    }
+    wgmma_commit();
+    wgmma_wait<1>(); // step kt - 1 done; step kt may still run
+  }
+  wgmma_wait<0>();
+  copy_wait<0>();
+
+  // Accumulator 4j + e: row 16 w + lane / 4 (+8 for e >= 2) of this
+  // warpgroup's half, columns 8 j + 2 (lane % 4) + {0, 1}.
+  const int w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const long long m = t.m0 + wg * 64 + w * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++) {
+    const long long n = t.n0 + j * 8 + 2 * (lane % 4);
+    store_pair(p, t, m, n, acc[4 * j], acc[4 * j + 1]);
+    store_pair(p, t, m + 8, n, acc[4 * j + 2], acc[4 * j + 3]);
+  }
+}
+
+#else
+extern "C" __global__ void ckjit_gemm_wgmma(GEMM_PARAMS) {}
+#endif

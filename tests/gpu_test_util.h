@@ -1,0 +1,259 @@
+/* Helpers shared by the GPU test programs (header-only, static inline),
+ * through the public API only:
+ *   - element access for CKJIT_F32 / CKJIT_F16 / CKJIT_BF16 from / to double
+ *     (f16 and bf16 through half.h: round to nearest even),
+ *   - a deterministic RNG (tu_rng, splitmix64, from test_util.h) and uniform
+ *     random fills,
+ *   - gt_check: counts checks and failures, prints the first few failures
+ *     with the context they belong to,
+ *   - gt_buf: a device buffer with its host mirror (ckjit_malloc,
+ *     ckjit_memcpy, 0xFF poison: a NaN in every float dtype),
+ *   - gt_have_device: the "is there a usable GPU" test of the GPU suites
+ *     (they exit GT_SKIP_CODE = 77, skipped, with the reason when not).
+ * A gt_check belongs to one thread. */
+#ifndef CKJIT_TESTS_GPU_TEST_UTIL_H
+#define CKJIT_TESTS_GPU_TEST_UTIL_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckjit/ckjit.h"
+#include "half.h"
+#include "test_util.h"
+
+#define GT_SKIP_CODE 77
+
+/* ---- element access -------------------------------------------------------- */
+
+/* Bytes per element of the float dtypes (and the index / quantized ones). */
+static inline size_t gt_esize(ckjit_dtype dt) {
+  switch (dt) {
+    case CKJIT_F32:
+    case CKJIT_I32: return 4;
+    case CKJIT_F16:
+    case CKJIT_BF16: return 2;
+    case CKJIT_I64: return 8;
+    default: return 1;
+  }
+}
+
+/* Element i of a f32 / f16 / bf16 array. */
+static inline double gt_get(ckjit_dtype dt, const uint8_t *buf, size_t i) {
+  if (dt == CKJIT_F32) {
+    float f;
+    memcpy(&f, buf + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  memcpy(&h, buf + 2 * i, 2);
+  return dt == CKJIT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+/* Stores v rounded to the dtype (through f32); returns the value stored. */
+static inline double gt_put(ckjit_dtype dt, uint8_t *buf, size_t i, double v) {
+  if (dt == CKJIT_F32) {
+    float f = (float)v;
+    memcpy(buf + 4 * i, &f, 4);
+    return f;
+  }
+  uint16_t h = dt == CKJIT_F16 ? f32_to_f16((float)v) : f32_to_bf16((float)v);
+  memcpy(buf + 2 * i, &h, 2);
+  return dt == CKJIT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+static inline void gt_put_nan(ckjit_dtype dt, uint8_t *buf, size_t i) {
+  if (dt == CKJIT_F32) {
+    uint32_t u = 0x7FC00000u;
+    memcpy(buf + 4 * i, &u, 4);
+  } else {
+    uint16_t h = dt == CKJIT_F16 ? 0x7E00u : 0x7FC0u;
+    memcpy(buf + 2 * i, &h, 2);
+  }
+}
+
+/* v rounded to the dtype (the value gt_put would store). */
+static inline double gt_round(ckjit_dtype dt, double v) {
+  if (isnan(v)) return v;
+  float f = (float)v;
+  if (dt == CKJIT_F16) return f16_to_f32(f32_to_f16(f));
+  if (dt == CKJIT_BF16) return bf16_to_f32(f32_to_bf16(f));
+  return f;
+}
+
+/* Whether element i holds the poison pattern (every byte 0xFF). */
+static inline int gt_is_poison(ckjit_dtype dt, const uint8_t *buf, size_t i) {
+  const size_t s = gt_esize(dt);
+  for (size_t k = 0; k < s; k++)
+    if (buf[i * s + k] != 0xFF) return 0;
+  return 1;
+}
+
+/* ---- random numbers ---------------------------------------------------------- */
+
+/* Uniform double in [lo, hi). */
+static inline double gt_uniform(tu_rng *r, double lo, double hi) { return lo + (hi - lo) * tu_rng_unit(r); }
+
+/* Elements first .. first + n - 1 of buf: uniform in [lo, hi), rounded to dt. */
+static inline void gt_fill_uniform(ckjit_dtype dt, uint8_t *buf, size_t first, size_t n, tu_rng *r,
+                                   double lo, double hi) {
+  for (size_t i = first; i < first + n; i++) gt_put(dt, buf, i, gt_uniform(r, lo, hi));
+}
+
+/* Every element of buf (elems of them) NaN: padding that a kernel must not read. */
+static inline void gt_fill_nan(ckjit_dtype dt, uint8_t *buf, size_t elems) {
+  for (size_t i = 0; i < elems; i++) gt_put_nan(dt, buf, i);
+}
+
+/* ---- checks -------------------------------------------------------------------- */
+
+typedef struct gt_check {
+  char ctx[768];   /* what is being checked: printed with every failure */
+  long checks;     /* checks made */
+  long failures;   /* checks failed */
+  int max_report;  /* failures printed per context (the rest are counted) */
+  long reported;   /* failures printed in the current context */
+} gt_check;
+
+/* Starts a new context (the counters go on). */
+static inline __attribute__((format(printf, 2, 3))) void gt_check_begin(gt_check *ck, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ck->ctx, sizeof ck->ctx, fmt, ap);
+  va_end(ap);
+  ck->reported = 0;
+  if (ck->max_report <= 0) ck->max_report = 5;
+}
+
+/* Records a failure (and a check); prints it while the context has printed
+ * fewer than max_report. */
+static inline __attribute__((format(printf, 2, 3))) void gt_fail(gt_check *ck, const char *fmt, ...) {
+  ck->checks++;
+  ck->failures++;
+  if (ck->reported++ >= ck->max_report) return;
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  printf("FAIL %s: %s\n", ck->ctx, msg);
+  fflush(stdout);
+}
+
+/* A passed check. */
+static inline void gt_pass(gt_check *ck) { ck->checks++; }
+
+/* Closes the context: says how many failures were not printed. */
+static inline void gt_check_end(gt_check *ck) {
+  if (ck->reported > ck->max_report) {
+    printf("FAIL %s: ... %ld failures in this case in all\n", ck->ctx, ck->reported);
+    fflush(stdout);
+  }
+  ck->reported = 0;
+}
+
+/* |got - ref| <= tol (NaN ref: got must be NaN; inf ref: got must equal it). */
+static inline int gt_close(double got, double ref, double tol) {
+  if (isnan(ref)) return isnan(got);
+  if (isinf(ref)) return got == ref;
+  return fabs(got - ref) <= tol; /* false for a NaN got */
+}
+
+/* ---- device buffers ---------------------------------------------------------------- */
+
+typedef struct gt_buf {
+  void *dev;
+  uint8_t *host;
+  size_t elems;
+  ckjit_dtype dt;
+} gt_buf;
+
+/* Allocates elems elements on the device and a zeroed host mirror (at least
+ * one element of each, so an empty operand still has a valid pointer). */
+static inline int gt_buf_alloc(gt_check *ck, gt_buf *b, ckjit_dtype dt, size_t elems) {
+  b->dt = dt;
+  b->elems = elems;
+  b->dev = NULL;
+  size_t bytes = (elems ? elems : 1) * gt_esize(dt);
+  b->host = calloc(1, bytes);
+  if (!b->host) {
+    gt_fail(ck, "host malloc of %zu bytes failed", bytes);
+    return -1;
+  }
+  ckjit_status st = ckjit_malloc(&b->dev, bytes);
+  if (st != CKJIT_SUCCESS) {
+    b->dev = NULL;
+    gt_fail(ck, "ckjit_malloc(%zu): %s: %s", bytes, ckjit_status_string(st), ckjit_last_error());
+    return -1;
+  }
+  return 0;
+}
+
+static inline void gt_buf_free(gt_buf *b) {
+  if (b->dev) ckjit_free(b->dev);
+  free(b->host);
+  b->dev = NULL;
+  b->host = NULL;
+}
+
+/* Device address of element off. */
+static inline void *gt_buf_ptr(const gt_buf *b, int64_t off) {
+  return b->dev ? (uint8_t *)b->dev + (size_t)off * gt_esize(b->dt) : NULL;
+}
+
+static inline int gt_buf_upload(gt_check *ck, gt_buf *b) {
+  ckjit_status st = ckjit_memcpy(b->dev, b->host, b->elems * gt_esize(b->dt), CKJIT_HOST_TO_DEVICE);
+  if (st != CKJIT_SUCCESS) gt_fail(ck, "upload: %s: %s", ckjit_status_string(st), ckjit_last_error());
+  return st == CKJIT_SUCCESS ? 0 : -1;
+}
+
+/* Copies the device buffer into dst (NULL: the host mirror). */
+static inline int gt_buf_download(gt_check *ck, gt_buf *b, uint8_t *dst) {
+  ckjit_status st = ckjit_memcpy(dst ? dst : b->host, b->dev, b->elems * gt_esize(b->dt), CKJIT_DEVICE_TO_HOST);
+  if (st != CKJIT_SUCCESS) gt_fail(ck, "download: %s: %s", ckjit_status_string(st), ckjit_last_error());
+  return st == CKJIT_SUCCESS ? 0 : -1;
+}
+
+/* Fills the device buffer and its host mirror with 0xFF bytes. */
+static inline int gt_buf_poison(gt_check *ck, gt_buf *b) {
+  memset(b->host, 0xFF, b->elems * gt_esize(b->dt));
+  ckjit_status st = ckjit_memset(b->dev, 0xFF, b->elems * gt_esize(b->dt));
+  if (st != CKJIT_SUCCESS) gt_fail(ck, "memset: %s: %s", ckjit_status_string(st), ckjit_last_error());
+  return st == CKJIT_SUCCESS ? 0 : -1;
+}
+
+static inline int gt_sync(gt_check *ck) {
+  ckjit_status st = ckjit_synchronize(NULL);
+  if (st != CKJIT_SUCCESS) gt_fail(ck, "synchronize: %s: %s", ckjit_status_string(st), ckjit_last_error());
+  return st == CKJIT_SUCCESS ? 0 : -1;
+}
+
+/* ---- device detection ------------------------------------------------------------------ */
+
+/* 1 when a GPU is present and allocates; otherwise 0 with the reason in why. */
+static inline int gt_have_device(ckjit_device_info *info, char *why, size_t len) {
+  memset(info, 0, sizeof *info);
+  ckjit_status st = ckjit_get_device_info(info);
+  ckjit_status ms = CKJIT_SUCCESS;
+  if (st == CKJIT_SUCCESS && info->has_device) {
+    void *p = NULL;
+    ms = ckjit_malloc(&p, 16);
+    if (ms == CKJIT_SUCCESS) {
+      ckjit_free(p);
+      return 1;
+    }
+  } else if (st == CKJIT_SUCCESS) {
+    void *p = NULL;
+    ms = ckjit_malloc(&p, 16); /* for the reason */
+    if (ms == CKJIT_SUCCESS) ckjit_free(p);
+  }
+  ckjit_status why_st = st != CKJIT_SUCCESS ? st : ms;
+  snprintf(why, len, "%s%s%s", why_st != CKJIT_SUCCESS ? ckjit_status_string(why_st) : "no device reported",
+           ckjit_last_error()[0] ? ": " : "", ckjit_last_error());
+  return 0;
+}
+
+#endif
