@@ -5,14 +5,18 @@
 // Policy:   a block of two warpgroups owns a 128 x BN tile (BN 128 or 256);
 //           each warpgroup a 64 x BN half, as one wgmma accumulator.  K
 //           advances 64 columns per step.
-// Pipeline: STAGES shared-memory buffers filled by cp.async in the 128-byte
-//           swizzled layout wgmma reads (K-contiguous operands as rows of 64
-//           K; M/N-contiguous ones as panels of 64 columns, read transposed),
-//           STAGES - 2 steps ahead; wgmma runs asynchronously with one step
-//           in flight while the next is issued.
+// Pipeline: STAGES shared-memory buffers in the 128-byte swizzled layout
+//           wgmma reads (K-contiguous operands as rows of 64 K; M/N-
+//           contiguous ones as panels of 64 columns, read transposed).
+//           TMA = 1: a producer warp fills them with the tensor memory
+//           accelerator (zero-filled past the edges) and the two consumer
+//           warpgroups hand them back through mbarriers.  TMA = 0 (grouped,
+//           broadcast batches): every thread copies with cp.async, STAGES - 2
+//           steps ahead.  wgmma runs asynchronously, one step in flight.
 // Epilogue: as the other pipelines (gemm_common.h).
 //
-// Kernel argument: gemm_problem p, or (GROUPED) gemm_groups gs, by value.
+// Kernel arguments: TMA = 1: the tensor maps of A and B, then gemm_problem
+// p; otherwise gemm_problem p, or (GROUPED) gemm_groups gs; all by value.
 #include "ckjit_prelude.h"
 
 typedef @DTYPE@ TA;
@@ -30,6 +34,7 @@ typedef @OUT@ TC;
 #define HAS_D1 @D1@
 #define SPLIT @SPLIT@
 #define GROUPED @GROUPED@
+#define TMA @TMA@
 
 #include "gemm_common.h"
 
@@ -37,7 +42,7 @@ typedef @OUT@ TC;
 // builds an empty kernel, which the front-end never picks.
 #if defined(CKJIT_NVIDIA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-#define THREADS 256
+#define THREADS (TMA ? 384 : 256) // TMA: warpgroup 0 produces, 1 and 2 consume
 #include "gemm_copy.h"
 
 #define A_TILE (BM * BK)
@@ -107,11 +112,152 @@ CKJIT_INLINE void wgmma(float (&d)[ACC], ckjit_u64 da, ckjit_u64 db) {
 #endif
 }
 
+// This warpgroup's descriptors for K step kk of the stage at sa / sb: rows
+// 64 wg.. of a K-contiguous A, or panel wg of an M-contiguous one.  A
+// 16-deep step is 32 bytes into each K-contiguous row, or 16 rows of 128
+// bytes further.
+CKJIT_INLINE void step(float (&acc)[ACC], unsigned sa, unsigned sb, int wg) {
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 16) {
+#if A_KCONTIG
+    const ckjit_u64 da = smem_desc(sa + wg * 64 * 128 + kk * 2, 16, 1024);
+#else
+    const ckjit_u64 da = smem_desc(sa + wg * BK * 128 + kk * 128, BK * 128, 1024);
+#endif
+#if B_KCONTIG
+    const ckjit_u64 db = smem_desc(sb + kk * 2, 16, 1024);
+#else
+    const ckjit_u64 db = smem_desc(sb + kk * 128, BK * 128, 1024);
+#endif
+    wgmma(acc, da, db);
+  }
+}
+
+// Accumulator 4j + e: row 16 w + lane / 4 (+8 for e >= 2) of warpgroup
+// wg's half, columns 8 j + 2 (lane % 4) + {0, 1}.
+CKJIT_INLINE void store_acc(const gemm_problem &p, const gemm_tile &t, const float (&acc)[ACC], int wg) {
+  const int w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const long long m = t.m0 + wg * 64 + w * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++) {
+    const long long n = t.n0 + j * 8 + 2 * (lane % 4);
+    store_pair(p, t, m, n, acc[4 * j], acc[4 * j + 1]);
+    store_pair(p, t, m + 8, n, acc[4 * j + 2], acc[4 * j + 3]);
+  }
+}
+
+CKJIT_INLINE unsigned align_1k(unsigned char *raw, TA *&smem) {
+  // Swizzled atoms must start on 1 KiB boundaries (the host adds the slack).
+  const unsigned a = smem_addr(raw), base = (a + 1023) & ~1023u;
+  smem = reinterpret_cast<TA *>(raw + (base - a));
+  return base;
+}
+
+#if TMA
+// ---- TMA + mbarrier pipeline ------------------------------------------------------
+struct __align__(64) tensor_map { ckjit_u64 v[16]; }; // CUtensorMap
+
+CKJIT_INLINE void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+CKJIT_INLINE void mbar_expect(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+CKJIT_INLINE void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// Waits until the phase of parity `parity` has completed.  (No predicated
+// branch in the asm: the at sign starts a placeholder in kernel templates.)
+CKJIT_INLINE void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n"
+                 "}"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+// One box of the 3-D tensor (innermost coordinate first) into shared memory.
+CKJIT_INLINE void tma_load(unsigned dst, const tensor_map &map, int c0, int c1, int c2, unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+               "l"(reinterpret_cast<ckjit_u64>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+               : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant__ tensor_map map_b,
+                 const gemm_problem p) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) ckjit_u64 full[STAGES], empty[STAGES];
+  TA *smem;
+  const unsigned base = align_1k(smem_raw, smem);
+  const gemm_tile t = tile_of(p, blockIdx.x);
+  const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(smem_addr(&full[s]), 1);  // the producer's expect_tx
+      mbar_init(smem_addr(&empty[s]), 2); // one arrival per consumer warpgroup
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    if (threadIdx.x == 0) {
+      for (int kt = 0; kt < k_tiles; kt++) {
+        const int s = kt % STAGES;
+        if (kt >= STAGES) mbar_wait(smem_addr(&empty[s]), (kt / STAGES - 1) & 1);
+        const unsigned bar = smem_addr(&full[s]);
+        const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2), sb = sa + A_TILE * 2;
+        const int k = (int)(t.k0 + (long long)kt * BK), b = (int)t.batch;
+        mbar_expect(bar, STAGE_ELEMS * 2);
+#if A_KCONTIG
+        tma_load(sa, map_a, k, (int)t.m0, b, bar);
+#else
+#pragma unroll
+        for (int q = 0; q < BM / 64; q++) tma_load(sa + q * BK * 128, map_a, (int)t.m0 + 64 * q, k, b, bar);
+#endif
+#if B_KCONTIG
+        tma_load(sb, map_b, k, (int)t.n0, b, bar);
+#else
+#pragma unroll
+        for (int q = 0; q < BN / 64; q++) tma_load(sb + q * BK * 128, map_b, (int)t.n0 + 64 * q, k, b, bar);
+#endif
+      }
+    }
+    return;
+  }
+  const int cw = wg - 1; // consumer warpgroup: rows 64 cw.. of the tile
+  float acc[ACC];
+#pragma unroll
+  for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
+  for (int kt = 0; kt < k_tiles; kt++) {
+    const int s = kt % STAGES;
+    mbar_wait(smem_addr(&full[s]), (kt / STAGES) & 1);
+    const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2);
+    wgmma_fence();
+    step(acc, sa, sa + A_TILE * 2, cw);
+    wgmma_commit();
+    wgmma_wait<1>(); // step kt - 1 is done: hand its stage back
+    if (kt > 0 && threadIdx.x % 128 == 0) mbar_arrive(smem_addr(&empty[(kt - 1) % STAGES]));
+  }
+  wgmma_wait<0>();
+  store_acc(p, t, acc, cw);
+}
+
+#else
+// ---- cp.async pipeline --------------------------------------------------------------
 extern "C" __global__ void __launch_bounds__(THREADS, 1) ckjit_gemm_wgmma(GEMM_PARAMS) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  // Swizzled atoms must start on 1 KiB boundaries (the host adds the slack).
-  const unsigned raw = smem_addr(smem_raw), base = (raw + 1023) & ~1023u;
-  TA *smem = reinterpret_cast<TA *>(smem_raw + (base - raw));
+  TA *smem;
+  const unsigned base = align_1k(smem_raw, smem);
   GEMM_PROBLEM(p, t);
   const TA *a = static_cast<const TA *>(p.a) + t.batch * p.stride_a;
   const TA *b = static_cast<const TA *>(p.b) + t.batch * p.stride_b;
@@ -148,43 +294,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) ckjit_gemm_wgmma(GEMM_P
     fence_async_shared();
     __syncthreads(); // step kt is in shared memory; step kt - 2's wgmma are done
     issue(kt + STAGES - 2, (kt + STAGES - 2) % STAGES);
-    const unsigned sa = base + (unsigned)((kt % STAGES) * STAGE_ELEMS * 2), sb = sa + A_TILE * 2;
+    const unsigned sa = base + (unsigned)((kt % STAGES) * STAGE_ELEMS * 2);
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      // This warpgroup's 64 rows of A: rows 64 wg.. of a K-contiguous tile,
-      // or panel wg of an M-contiguous one.  A 16-deep K step is 32 bytes
-      // into each K-contiguous row, or 16 rows of 128 bytes further.
-#if A_KCONTIG
-      const ckjit_u64 da = smem_desc(sa + wg * 64 * 128 + kk * 2, 16, 1024);
-#else
-      const ckjit_u64 da = smem_desc(sa + wg * BK * 128 + kk * 128, BK * 128, 1024);
-#endif
-#if B_KCONTIG
-      const ckjit_u64 db = smem_desc(sb + kk * 2, 16, 1024);
-#else
-      const ckjit_u64 db = smem_desc(sb + kk * 128, BK * 128, 1024);
-#endif
-      wgmma(acc, da, db);
-    }
+    step(acc, sa, sa + A_TILE * 2, wg);
     wgmma_commit();
     wgmma_wait<1>(); // step kt - 1 done; step kt may still run
   }
   wgmma_wait<0>();
   copy_wait<0>();
-
-  // Accumulator 4j + e: row 16 w + lane / 4 (+8 for e >= 2) of this
-  // warpgroup's half, columns 8 j + 2 (lane % 4) + {0, 1}.
-  const int w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-  const long long m = t.m0 + wg * 64 + w * 16 + lane / 4;
-#pragma unroll
-  for (int j = 0; j < BN / 8; j++) {
-    const long long n = t.n0 + j * 8 + 2 * (lane % 4);
-    store_pair(p, t, m, n, acc[4 * j], acc[4 * j + 1]);
-    store_pair(p, t, m + 8, n, acc[4 * j + 2], acc[4 * j + 3]);
-  }
+  store_acc(p, t, acc, wg);
 }
+#endif
 
 #else
-extern "C" __global__ void ckjit_gemm_wgmma(GEMM_PARAMS) {}
+extern "C" __global__ void ckjit_gemm_wgmma() {}
 #endif

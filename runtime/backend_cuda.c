@@ -169,6 +169,9 @@ static struct {
   CUresult (*module_load_data)(void **, const void *);
   CUresult (*module_unload)(void *);
   CUresult (*module_get_function)(void **, void *, const char *);
+  CUresult (*tensor_map_encode_tiled)(void *, int, unsigned, void *, const unsigned long long *,
+                                     const unsigned long long *, const unsigned *, const unsigned *,
+                                     int, int, int, int);
   CUresult (*func_get_attribute)(int *, int, void *);
   CUresult (*func_set_attribute)(void *, int, int);
   CUresult (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -293,6 +296,17 @@ static ckjit_status cuda_get_function(const ckjit_device *d, void *module, const
   return CKJIT_SUCCESS;
 }
 
+static ckjit_status cuda_tensor_map_encode(void *map, int bf16, int rank, const void *addr,
+                                           const unsigned long long *dims,
+                                           const unsigned long long *strides, const unsigned *box) {
+  const unsigned elem_strides[5] = {1, 1, 1, 1, 1};
+  /* CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9 / FLOAT16 6, INTERLEAVE_NONE, SWIZZLE_128B 3,
+   * L2_PROMOTION_L2_256B 3, FLOAT_OOB_FILL_NONE (zeros) */
+  CUresult r = cu.tensor_map_encode_tiled(map, bf16 ? 9 : 6, (unsigned)rank, (void *)addr, dims,
+                                          strides, box, elem_strides, 0, 3, 3, 0);
+  return r ? cuda_fail(CKJIT_ERROR_LAUNCH, r, "cuTensorMapEncodeTiled") : CKJIT_SUCCESS;
+}
+
 static ckjit_status cuda_launch(void *function, const unsigned grid[3], const unsigned block[3],
                                 unsigned shared_bytes, void *stream, void **args) {
   CUresult r = cu.launch(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
@@ -388,6 +402,7 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   SYM(error_string, "cuGetErrorString");
 #undef SYM
   /* Optional: only the split (multi-block-per-row) reductions need them. */
+  *(void **)&cu.tensor_map_encode_tiled = dlsym(h, "cuTensorMapEncodeTiled");
   *(void **)&cu.func_get_attribute = dlsym(h, "cuFuncGetAttribute");
   *(void **)&cu.func_set_attribute = dlsym(h, "cuFuncSetAttribute");
   if (!cu.func_get_attribute) cu.func_set_attribute = NULL;
@@ -435,6 +450,7 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   out->module_unload = cuda_module_unload;
   out->get_function = cuda_get_function;
   out->launch = cuda_launch;
+  out->tensor_map_encode = cu.tensor_map_encode_tiled && major >= 9 ? cuda_tensor_map_encode : NULL;
   out->mem_alloc = cuda_mem_alloc;
   out->mem_free = cuda_mem_free;
   out->mem_alloc_async = cuda_mem_alloc_async;

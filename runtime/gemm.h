@@ -14,7 +14,7 @@ enum {
 /* gemm_wgmma (Hopper tensor cores, sm_90a; 128 x BN tiles, BK 64) parameters. */
 enum {
   GW_DTYPE, GW_OUT, GW_A, GW_B, GW_BN, GW_STAGES,
-  GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1, GW_SPLIT, GW_GROUPED, GW_COUNT
+  GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1, GW_SPLIT, GW_GROUPED, GW_TMA, GW_COUNT
 };
 /* gemm_simt (portable) parameters. */
 enum {

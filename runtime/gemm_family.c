@@ -54,6 +54,8 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     EPILOGUE_PARAMS(GW),
     [GW_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GW_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
+    /* 1: loads by the tensor memory accelerator (not with grouped) */
+    [GW_TMA] = {"tma", NULL, NULL, 0, 1, 1},
 };
 
 static const ckjit_param_desc simt_params[GS_COUNT] = {
@@ -121,6 +123,8 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
                        ckjit__gemm_wgmma_smem(s), 227 * 1024);
   if (v[GW_SPLIT] && (v[GW_BIAS] || v[GW_ACT] || v[GW_C] || v[GW_D0] || v[GW_D1]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma split=1 writes partials; its epilogue is gemm_reduce's");
+  if (v[GW_TMA] && v[GW_GROUPED])
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=1 takes one problem, not grouped=1");
   return CKJIT_SUCCESS;
 }
 
@@ -187,7 +191,7 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
   int32_t *v = out->value;
   v[GW_DTYPE] = v[GW_OUT] = i < 8 ? 1 + (int)(i / 4) : DTYPE_BF16;
   v[GW_A] = i < 8 ? (int)(i % 4) / 2 : GEMM_ROW, v[GW_B] = i < 8 ? (int)(i % 4) % 2 : GEMM_ROW;
-  v[GW_BN] = 256, v[GW_STAGES] = 4;
+  v[GW_BN] = 256, v[GW_STAGES] = 4, v[GW_TMA] = 1;
   if (i == 8) v[GW_BIAS] = CKJIT_BIAS_PER_COL, v[GW_ACT] = CKJIT_UNARY_GELU_TANH;
   if (i == 9) v[GW_OUT] = 0;
   return 1;

@@ -234,7 +234,7 @@ static void problem_of(const ckjit_gemm_desc *g, const gemm_plan *pl, gemm_probl
   p->alpha = g->alpha, p->beta = g->beta;
 }
 
-static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void *arg, void *stream) {
+static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void **args, void *stream) {
   ckjit_runtime *r;
   ckjit_kernel *k;
   ckjit_status st = ckjit__kernel_get(spec, &r, &k);
@@ -243,7 +243,8 @@ static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void *arg, void *st
   if (spec->family == CKJIT_FAMILY_GEMM_MMA || spec->family == CKJIT_FAMILY_GEMM_WGMMA) {
     const int wgmma = spec->family == CKJIT_FAMILY_GEMM_WGMMA;
     smem = (unsigned)(wgmma ? ckjit__gemm_wgmma_smem(spec) : ckjit__gemm_mma_smem(spec));
-    threads = wgmma ? 256u : (unsigned)(spec->value[GM_WM] * spec->value[GM_WN] * 32);
+    threads = wgmma ? (spec->value[GW_TMA] ? 384u : 256u)
+                    : (unsigned)(spec->value[GM_WM] * spec->value[GM_WN] * 32);
     if ((int)smem > r->device.max_shared_bytes)
       return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                          "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d",
@@ -258,7 +259,6 @@ static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void *arg, void *st
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "ckjit_gemm: %lld tiles are too many for one launch",
                        (long long)blocks);
   unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {threads, 1, 1};
-  void *args[] = {arg};
   return ckjit__kernel_launch(r, k, grid, block, smem, stream, args);
 }
 
@@ -313,6 +313,30 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
   }
 }
 
+/* TMA descriptors of A and B for the wgmma pipeline: 3-D (the batch is
+ * the outer dimension), in the boxes its stages take: 64 K x 128 rows of a
+ * K-contiguous A (64 K x BN of B), or 64 x 64 panels of an M/N-contiguous
+ * one.  Not with broadcast batches (a zero stride) or k = 0. */
+static ckjit_status encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+                                unsigned char (*maps)[128]) {
+  if (!rt->device.tensor_map_encode || g->k == 0 ||
+      (g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0)))
+    return CKJIT_ERROR_UNSUPPORTED;
+  const int bf16 = g->ab_dtype == CKJIT_BF16;
+  const int a_k = g->a_order == CKJIT_ROW_MAJOR, b_k = g->b_order == CKJIT_COL_MAJOR;
+  const unsigned long long m = (unsigned long long)g->m, n = (unsigned long long)g->n,
+                           k = (unsigned long long)g->k, b = (unsigned long long)g->batch;
+  const unsigned long long lda = (unsigned long long)g->lda * 2, ldb = (unsigned long long)g->ldb * 2;
+  const unsigned long long sa = g->batch > 1 ? (unsigned long long)g->stride_a * 2 : lda * (a_k ? m : k);
+  const unsigned long long sb = g->batch > 1 ? (unsigned long long)g->stride_b * 2 : ldb * (b_k ? n : k);
+  const unsigned long long dims_a[3] = {a_k ? k : m, a_k ? m : k, b}, str_a[2] = {lda, sa};
+  const unsigned long long dims_b[3] = {b_k ? k : n, b_k ? n : k, b}, str_b[2] = {ldb, sb};
+  const unsigned box_a[3] = {64, a_k ? 128u : 64u, 1}, box_b[3] = {64, b_k ? (unsigned)pl->wgmma_bn : 64u, 1};
+  ckjit_status st = rt->device.tensor_map_encode(maps[0], bf16, 3, g->a, dims_a, str_a, box_a);
+  if (!st) st = rt->device.tensor_map_encode(maps[1], bf16, 3, g->b, dims_b, str_b, box_b);
+  return st;
+}
+
 static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *stream) {
   gemm_plan pl;
   int auto_splits = 1;
@@ -326,9 +350,15 @@ static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *s
   problem_of(g, &pl, &p);
   ckjit_spec spec;
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
+  /* wgmma reads its operands through TMA descriptors when it can. */
+  unsigned char maps[2][128] __attribute__((aligned(64)));
+  const int tma = pl.pipe == PIPE_WGMMA && encode_maps(rt, g, &pl, maps) == CKJIT_SUCCESS;
+  void *args_one[] = {&p}, *args_tma[] = {maps[0], maps[1], &p};
+  void **args = tma ? args_tma : args_one;
   if (splits <= 1) {
     main_spec(&pl, g, 0, 0, &spec);
-    return launch(&spec, tiles, &p, stream);
+    if (tma) spec.value[GW_TMA] = 1;
+    return launch(&spec, tiles, args, stream);
   }
   /* Split-K: partials, then their fixed-order sum with the epilogue. */
   size_t bytes = (size_t)splits * (size_t)g->batch * (size_t)g->m * (size_t)g->n * sizeof(float);
@@ -336,7 +366,8 @@ static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *s
   if ((st = ckjit__scratch_alloc(rt, bytes, stream, &scratch))) return st;
   p.partials = scratch, p.k_slice = k_slice, p.splits = splits;
   main_spec(&pl, g, 1, 0, &spec);
-  st = launch(&spec, tiles * splits, &p, stream);
+  if (tma) spec.value[GW_TMA] = 1;
+  st = launch(&spec, tiles * splits, args, stream);
   if (!st) {
     ckjit_spec red;
     memset(&red, 0, sizeof red);
@@ -348,7 +379,7 @@ static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *s
     int64_t blocks = ckjit__ceil_div(vecs, 256);
     const int64_t cap = 8 * (int64_t)(rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1);
     if (blocks > cap) blocks = cap;
-    st = launch(&red, blocks, &p, stream);
+    st = launch(&red, blocks, args_one, stream);
   }
   ckjit_status fst = ckjit__scratch_free(rt, scratch, stream);
   return st ? st : fst;
@@ -423,7 +454,8 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
       p->tile_begin = tiles;
       tiles += p->tiles_m * p->tiles_n;
     }
-    if (gs->count) st = launch(&spec, tiles, gs, stream);
+    void *args[] = {gs};
+    if (gs->count) st = launch(&spec, tiles, args, stream);
   }
   free(gs);
   return st;
