@@ -27,25 +27,8 @@
  * Exit status: 0 when all went well, 1 on an error (the ckjit or CUDA error
  * is printed), 2 when a result check failed.
  */
-#include <cuda.h>
-#include <errno.h>
-#include <ftw.h>
-#include <math.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "ckjit/ckjit.h"
-
-extern char **environ;
+#define BENCH_NAME "bench_ckjit"
+#include "bench_util.h"
 
 /* ------------------------------------------------------------------------ */
 /* TODO(lead): keep COPY_SPEC and raw_args_for_copy() in sync with the library.
@@ -131,49 +114,29 @@ static int raw_args_for_copy(raw_launch *L, CUdeviceptr src, int64_t ld_src, CUd
 static int g_status = 0; /* exit status at the end: 1 error, 2 check failed */
 static int g_quick = 0;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void msg(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("bench_ckjit: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  fflush(stderr);
-}
-
 static void report_ckjit(ckjit_status st, const char *what, const char *file, int line) {
   msg("%s:%d: %s failed: %s: %s", file, line, what, ckjit_status_string(st), ckjit_last_error());
 }
 
 static void report_cuda(CUresult r, const char *what, const char *file, int line) {
-  const char *name = NULL, *text = NULL;
-  cuGetErrorName(r, &name);
-  cuGetErrorString(r, &text);
+  const char *name, *text;
+  cuda_error_strings(r, &name, &text);
   msg("%s:%d: %s failed: %s (%d): %s", file, line, what, name ? name : "?", (int)r,
       text ? text : "");
 }
 
-/* Fatal checks: print the error and exit 1. */
+/* CU() (bench_util.h): print the CUDA error and exit 1. */
+static void bench_cuda_fail(CUresult r, const char *what, const char *file, int line) {
+  report_cuda(r, what, file, line);
+  exit(1);
+}
+
+/* Fatal check: print the error and exit 1. */
 #define CK(call)                                                         \
   do {                                                                   \
     ckjit_status st_ = (call);                                           \
     if (st_ != CKJIT_SUCCESS) {                                          \
       report_ckjit(st_, #call, __FILE__, __LINE__);                      \
-      exit(1);                                                           \
-    }                                                                    \
-  } while (0)
-#define CU(call)                                                         \
-  do {                                                                   \
-    CUresult r_ = (call);                                                \
-    if (r_ != CUDA_SUCCESS) {                                            \
-      report_cuda(r_, #call, __FILE__, __LINE__);                        \
       exit(1);                                                           \
     }                                                                    \
   } while (0)
@@ -189,149 +152,9 @@ static void report_cuda(CUresult r, const char *what, const char *file, int line
     }                                                                    \
   } while (0)
 
-/* ---- JSON lines --------------------------------------------------------- */
-typedef struct jrec {
-  char buf[8192];
-  size_t n;
-} jrec;
-
-static void j_raw(jrec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void j_raw(jrec *r, const char *fmt, ...) {
-  if (r->n >= sizeof r->buf) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(r->buf + r->n, sizeof r->buf - r->n, fmt, ap);
-  va_end(ap);
-  if (k > 0) r->n += (size_t)k;
-  if (r->n >= sizeof r->buf) r->n = sizeof r->buf - 1;
-}
-
-static void j_escaped(jrec *r, const char *s) {
-  j_raw(r, "\"");
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') j_raw(r, "\\%c", c);
-    else if (c == '\n') j_raw(r, "\\n");
-    else if (c == '\t') j_raw(r, "\\t");
-    else if (c < 0x20) j_raw(r, "\\u%04x", c);
-    else j_raw(r, "%c", c);
-  }
-  j_raw(r, "\"");
-}
-
-static void j_key(jrec *r, const char *key) {
-  j_raw(r, ",");
-  j_escaped(r, key);
-  j_raw(r, ":");
-}
-
-static void j_str(jrec *r, const char *key, const char *val) {
-  j_key(r, key);
-  if (val) j_escaped(r, val);
-  else j_raw(r, "null");
-}
-
-static void j_num(jrec *r, const char *key, double v) {
-  j_key(r, key);
-  if (isfinite(v)) j_raw(r, "%.9g", v);
-  else j_raw(r, "null");
-}
-
-static void j_int(jrec *r, const char *key, long long v) {
-  j_key(r, key);
-  j_raw(r, "%lld", v);
-}
-
-static void j_bool(jrec *r, const char *key, int v) {
-  j_key(r, key);
-  j_raw(r, v ? "true" : "false");
-}
-
-/* Starts a record: {"metric":..., "unit":..., "value":..., "kind":..., "impl":"ckjit"}. */
-static void j_begin(jrec *r, const char *metric, const char *unit, double value, const char *kind) {
-  r->n = 0;
-  j_raw(r, "{\"metric\":");
-  j_escaped(r, metric);
-  j_str(r, "unit", unit);
-  j_num(r, "value", value);
-  j_str(r, "kind", kind);
-}
-
-static void j_end(jrec *r) {
-  j_raw(r, "}");
-  fwrite(r->buf, 1, r->n, stdout);
-  fputc('\n', stdout);
-  fflush(stdout);
-}
-
 static void emit_note(const char *section, const char *text) {
-  jrec r;
-  char metric[128];
-  snprintf(metric, sizeof metric, "note %s", section);
-  j_begin(&r, metric, NULL, NAN, "note");
-  j_str(&r, "impl", "ckjit");
-  j_str(&r, "note", text);
-  j_end(&r);
+  j_note_record(section, text);
   msg("note (%s): %s", section, text);
-}
-
-/* ---- small helpers ------------------------------------------------------ */
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median of v[0..n) (sorts v). */
-static double median(double *v, int n) {
-  if (n <= 0) return NAN;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static double min_of(const double *v, int n) {
-  double m = INFINITY;
-  for (int i = 0; i < n; i++) m = v[i] < m ? v[i] : m;
-  return m;
-}
-
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rng_next(void) { /* xorshift64* */
-  g_rng ^= g_rng >> 12;
-  g_rng ^= g_rng << 25;
-  g_rng ^= g_rng >> 27;
-  return g_rng * 0x2545F4914F6CDD1Dull;
-}
-
-/* Uniform in [-4, 4) with |x| >= 1/16: random and never zero. */
-static float rng_value(void) {
-  float x = (float)((double)(rng_next() >> 11) * (1.0 / 9007199254740992.0) * 8.0 - 4.0);
-  if (fabsf(x) < 0.0625f) x = x < 0 ? x - 0.5f : x + 0.5f;
-  return x;
-}
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN */
-  u += 0x7fffu + ((u >> 16) & 1u);                                          /* RNE */
-  return (uint16_t)(u >> 16);
-}
-
-static float bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
-  (void)sb; (void)type; (void)ftw;
-  remove(path);
-  return 0;
-}
-
-static void rm_tree(const char *dir) {
-  if (dir && dir[0]) nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* ---- child processes ---------------------------------------------------- */
@@ -688,6 +511,8 @@ static ckjit_status bw_launch(const bw_ctx *c) {
   return CKJIT_ERROR_INVALID_ARGUMENT;
 }
 
+static ckjit_status bw_launch_cb(const void *c) { return bw_launch((const bw_ctx *)c); }
+
 static const char *const op_names[] = {"copy", "relu", "gelu_tanh", "add", "transpose"};
 static const char *const op_apis[] = {"ckjit_copy2d", "ckjit_unary(RELU)",
                                       "ckjit_unary(GELU_TANH)", "ckjit_binary(ADD)",
@@ -769,30 +594,15 @@ static int bw_measure(bench *bn, bw_ctx *c, const void *ha, const void *hb, int 
   if (check < 0) { g_status = 1; return -1; }
   if (check == 0) g_status = 2;
 
-  CUevent ev0, ev1;
-  CU(cuEventCreate(&ev0, CU_EVENT_DEFAULT));
-  CU(cuEventCreate(&ev1, CU_EVENT_DEFAULT));
   double *ms = calloc((size_t)runs, sizeof *ms);
   if (!ms) exit(1);
-  for (int i = 0; i < runs; i++) {
-    CU(cuEventRecord(ev0, bn->stream));
-    ckjit_status st = bw_launch(c);
-    if (st != CKJIT_SUCCESS) {
-      report_ckjit(st, metric, __FILE__, __LINE__);
-      g_status = 1;
-      free(ms);
-      cuEventDestroy(ev0);
-      cuEventDestroy(ev1);
-      return -1;
-    }
-    CU(cuEventRecord(ev1, bn->stream));
-    CU(cuEventSynchronize(ev1));
-    float f = 0;
-    CU(cuEventElapsedTime(&f, ev0, ev1));
-    ms[i] = f;
+  ckjit_status st = bench_time_runs(bn->stream, runs, bw_launch_cb, c, NULL, 0, ms);
+  if (st != CKJIT_SUCCESS) {
+    report_ckjit(st, metric, __FILE__, __LINE__);
+    g_status = 1;
+    free(ms);
+    return -1;
   }
-  CU(cuEventDestroy(ev0));
-  CU(cuEventDestroy(ev1));
   double min_ms = min_of(ms, runs);
   double med_ms = median(ms, runs);
   size_t n = (size_t)(c->rows * c->cols), es = ckjit_dtype_size(c->dtype);
@@ -1102,17 +912,9 @@ int main(int argc, char **argv) {
     rm_tree(bn.cache_dir);
     return 1;
   }
-  CU(cuInit(0));
-  CUcontext ctx = NULL;
-  CU(cuCtxGetCurrent(&ctx));
-  if (!ctx) {
+  if (bench_use_context(bn.info.device))
     msg("ckjit left no current context on this thread; using the primary context of "
         "device %d", bn.info.device);
-    CUdevice dev;
-    CU(cuDeviceGet(&dev, bn.info.device));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
-  }
   CU(cuStreamCreate(&bn.stream, CU_STREAM_NON_BLOCKING));
   int driver = 0;
   CU(cuDriverGetVersion(&driver));

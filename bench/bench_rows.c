@@ -55,26 +55,8 @@
  * private temporary CKJIT_CACHE_DIR (shared by its children), removed at the
  * end.
  */
-#include <cuda.h>
-#include <errno.h>
-#include <ftw.h>
-#include <math.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "ckjit/ckjit.h"
-
-extern char **environ;
+#define BENCH_NAME "bench_rows"
+#include "bench_util.h"
 
 /* ---- the cases ----------------------------------------------------------- */
 typedef enum row_op {
@@ -192,100 +174,9 @@ static void case_metric(const row_case *c, char *buf, size_t len) {
   else snprintf(buf, len, "rows %s bf16 %s", op_names[c->op], shape);
 }
 
-/* ---- state, messages ------------------------------------------------------- */
+/* ---- state, records -------------------------------------------------------- */
 static int g_quick = 0;
 static const row_case *g_case = NULL; /* the case this process is measuring */
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void msg(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("bench_rows: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  fflush(stderr);
-}
-
-/* ---- JSON lines (the format of bench_ckjit.c) ------------------------------ */
-typedef struct jrec {
-  char buf[8192];
-  size_t n;
-} jrec;
-
-static void j_raw(jrec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void j_raw(jrec *r, const char *fmt, ...) {
-  if (r->n >= sizeof r->buf) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(r->buf + r->n, sizeof r->buf - r->n, fmt, ap);
-  va_end(ap);
-  if (k > 0) r->n += (size_t)k;
-  if (r->n >= sizeof r->buf) r->n = sizeof r->buf - 1;
-}
-
-static void j_escaped(jrec *r, const char *s) {
-  j_raw(r, "\"");
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') j_raw(r, "\\%c", c);
-    else if (c == '\n') j_raw(r, "\\n");
-    else if (c == '\t') j_raw(r, "\\t");
-    else if (c < 0x20) j_raw(r, "\\u%04x", c);
-    else j_raw(r, "%c", c);
-  }
-  j_raw(r, "\"");
-}
-
-static void j_key(jrec *r, const char *key) {
-  j_raw(r, ",");
-  j_escaped(r, key);
-  j_raw(r, ":");
-}
-
-static void j_str(jrec *r, const char *key, const char *val) {
-  j_key(r, key);
-  if (val) j_escaped(r, val);
-  else j_raw(r, "null");
-}
-
-static void j_num(jrec *r, const char *key, double v) {
-  j_key(r, key);
-  if (isfinite(v)) j_raw(r, "%.9g", v);
-  else j_raw(r, "null");
-}
-
-static void j_int(jrec *r, const char *key, long long v) {
-  j_key(r, key);
-  j_raw(r, "%lld", v);
-}
-
-static void j_bool(jrec *r, const char *key, int v) {
-  j_key(r, key);
-  j_raw(r, v ? "true" : "false");
-}
-
-static void j_begin(jrec *r, const char *metric, const char *unit, double value, const char *kind) {
-  r->n = 0;
-  j_raw(r, "{\"metric\":");
-  j_escaped(r, metric);
-  j_str(r, "unit", unit);
-  j_num(r, "value", value);
-  j_str(r, "kind", kind);
-}
-
-static void j_end(jrec *r) {
-  j_raw(r, "}");
-  fwrite(r->buf, 1, r->n, stdout);
-  fputc('\n', stdout);
-  fflush(stdout);
-}
 
 /* The fields every record of a case has. */
 static void j_case(jrec *r, const row_case *c, double value) {
@@ -318,21 +209,17 @@ static void emit_case_error(const row_case *c, const char *status, const char *e
 }
 
 static void emit_note(const char *text) {
-  jrec r;
-  j_begin(&r, "note rows", NULL, NAN, "note");
-  j_str(&r, "impl", "ckjit");
-  j_str(&r, "note", text);
-  j_end(&r);
+  j_note_record("rows", text);
   msg("note: %s", text);
 }
 
 /* A CUDA error in a case: its context may be gone (a kernel fault is sticky),
  * so the case ends here with an error record and the process exits 1; with
  * one process per case the other cases are not affected. */
-static void cuda_fatal(CUresult res, const char *what, int line) {
-  const char *name = NULL, *text = NULL;
-  cuGetErrorName(res, &name);
-  cuGetErrorString(res, &text);
+static void bench_cuda_fail(CUresult res, const char *what, const char *file, int line) {
+  (void)file;
+  const char *name, *text;
+  cuda_error_strings(res, &name, &text);
   char err[512];
   snprintf(err, sizeof err, "bench_rows.c:%d: %s: %s", line, what, text ? text : "?");
   if (g_case) emit_case_error(g_case, name ? name : "CUDA_ERROR", err);
@@ -340,63 +227,7 @@ static void cuda_fatal(CUresult res, const char *what, int line) {
   exit(1);
 }
 
-#define CU(call)                                             \
-  do {                                                       \
-    CUresult r_ = (call);                                    \
-    if (r_ != CUDA_SUCCESS) cuda_fatal(r_, #call, __LINE__); \
-  } while (0)
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) {
-    msg("out of host memory (%zu bytes)", n);
-    exit(1);
-  }
-  return p;
-}
-
 /* ---- small helpers --------------------------------------------------------- */
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  if (n <= 0) return NAN;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rng_next(void) { /* xorshift64* */
-  g_rng ^= g_rng >> 12;
-  g_rng ^= g_rng << 25;
-  g_rng ^= g_rng >> 27;
-  return g_rng * 0x2545F4914F6CDD1Dull;
-}
-
-/* Uniform in [-4, 4) with |x| >= 1/16 (as bench_ckjit and peers.py). */
-static float rng_value(void) {
-  float x = (float)((double)(rng_next() >> 11) * (1.0 / 9007199254740992.0) * 8.0 - 4.0);
-  if (fabsf(x) < 0.0625f) x = x < 0 ? x - 0.5f : x + 0.5f;
-  return x;
-}
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN */
-  u += 0x7fffu + ((u >> 16) & 1u);                                          /* RNE */
-  return (uint16_t)(u >> 16);
-}
-
-static float bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 /* n bf16 values: a random block of a prime length repeated (generating 2^26
  * values one by one would cost seconds per case; a prime period keeps rows
  * different from each other). */
@@ -406,16 +237,6 @@ static void fill_bf16(uint16_t *dst, size_t n, uint64_t seed) {
   size_t p = n < PATTERN_LEN ? n : PATTERN_LEN;
   for (size_t i = 0; i < p; i++) dst[i] = f32_to_bf16(rng_value());
   for (size_t i = p; i < n; i += p) memcpy(dst + i, dst, (n - i < p ? n - i : p) * 2);
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
-  (void)sb; (void)type; (void)ftw;
-  remove(path);
-  return 0;
-}
-
-static void rm_tree(const char *dir) {
-  if (dir && dir[0]) nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* ---- one case ---------------------------------------------------------------- */
@@ -455,6 +276,16 @@ static ckjit_status case_launch(const row_case *c, const bufs *B) {
     break;
   }
   return CKJIT_ERROR_INVALID_ARGUMENT;
+}
+
+typedef struct case_ctx {
+  const row_case *c;
+  const bufs *B;
+} case_ctx;
+
+static ckjit_status case_launch_cb(const void *p) {
+  const case_ctx *cx = p;
+  return case_launch(cx->c, cx->B);
 }
 
 /* Device allocation that fails softly (an error record, no exit). */
@@ -680,7 +511,6 @@ static int run_case(const row_case *c, CUstream stream) {
   B.stream = stream;
   int rc = 1;
   double *ms = NULL;
-  CUevent ev0 = NULL, ev1 = NULL;
 
   /* Inputs (host and device). */
   B.hx = xmalloc(n * 2);
@@ -777,21 +607,12 @@ static int run_case(const row_case *c, CUstream stream) {
     goto done;
   }
 
-  CU(cuEventCreate(&ev0, CU_EVENT_DEFAULT));
-  CU(cuEventCreate(&ev1, CU_EVENT_DEFAULT));
   ms = xmalloc((size_t)runs * sizeof *ms);
-  for (int i = 0; i < runs; i++) {
-    CU(cuEventRecord(ev0, stream));
-    ckjit_status st = case_launch(c, &B);
-    if (st != CKJIT_SUCCESS) {
-      emit_case_error(c, ckjit_status_string(st), ckjit_last_error());
-      goto done;
-    }
-    CU(cuEventRecord(ev1, stream));
-    CU(cuEventSynchronize(ev1));
-    float f = 0;
-    CU(cuEventElapsedTime(&f, ev0, ev1));
-    ms[i] = f;
+  const case_ctx cx = {c, &B};
+  ckjit_status st = bench_time_runs(stream, runs, case_launch_cb, &cx, NULL, 0, ms);
+  if (st != CKJIT_SUCCESS) {
+    emit_case_error(c, ckjit_status_string(st), ckjit_last_error());
+    goto done;
   }
   double med = median(ms, runs), mn = ms[0]; /* sorted by median() */
   const char *formula = "";
@@ -814,8 +635,6 @@ static int run_case(const row_case *c, CUstream stream) {
   rc = check ? 0 : 2;
 
 done:
-  if (ev0) cuEventDestroy(ev0);
-  if (ev1) cuEventDestroy(ev1);
   free(ms);
   cuStreamSynchronize(stream);
   void *dev[] = {B.x, B.res, B.w, B.b, B.y, B.sum, B.q, B.tw, B.ti, B.scale, B.smooth};
@@ -844,15 +663,7 @@ static CUstream open_stream(const row_case *c) {
     else msg("%s", e);
     return NULL;
   }
-  CU(cuInit(0));
-  CUcontext ctx = NULL;
-  CU(cuCtxGetCurrent(&ctx));
-  if (!ctx) {
-    CUdevice dev;
-    CU(cuDeviceGet(&dev, info.device));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
-  }
+  bench_use_context(info.device);
   CUstream s = NULL;
   CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   return s;
@@ -869,84 +680,17 @@ static int child_case(const row_case *c) {
 }
 
 /* ---- children ------------------------------------------------------------------ */
-/* Runs `bench_rows --child-case INDEX [--quick]`, forwarding its stdout lines
- * to ours.  Sets *recorded when a line was the case's record (kind "rows")
- * and *unsupported when that record says CKJIT_ERROR_UNSUPPORTED.  Returns
- * the exit status, -1 when it died from a signal (*sig), -2 when it timed out
- * (then killed), -3 when it could not be started. */
+/* Runs `bench_rows --child-case INDEX [--quick]` (bench_run_child in
+ * bench_util.h), forwarding its stdout lines to ours.  Sets *recorded when a
+ * line was the case's record (kind "rows") and *unsupported when that record
+ * says CKJIT_ERROR_UNSUPPORTED.  Returns the exit status, -1 when it died
+ * from a signal (*sig), -2 when it timed out (then killed), -3 when it could
+ * not be started. */
 static int run_child(int index, double timeout_s, int *recorded, int *unsupported, int *sig) {
   char idx[16];
   snprintf(idx, sizeof idx, "%d", index);
   const char *argv[] = {"bench_rows", "--child-case", idx, g_quick ? "--quick" : NULL, NULL};
-  int fd[2];
-  if (pipe(fd) != 0) return -3;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&fa, fd[0]);
-  posix_spawn_file_actions_addclose(&fa, fd[1]);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid;
-  int err = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, (char *const *)argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fd[1]);
-  if (err != 0) {
-    msg("posix_spawn: %s", strerror(err));
-    close(fd[0]);
-    return -3;
-  }
-  static char buf[1 << 16];
-  size_t have = 0;
-  int timed_out = 0;
-  double deadline = now_s() + timeout_s;
-  for (;;) {
-    int wait_ms = (int)((deadline - now_s()) * 1e3);
-    if (wait_ms <= 0) { timed_out = 1; break; }
-    struct pollfd pfd = {fd[0], POLLIN, 0};
-    int pr = poll(&pfd, 1, wait_ms < 1000 ? wait_ms : 1000);
-    if (pr < 0 && errno != EINTR) break;
-    if (pr <= 0) continue;
-    ssize_t m = read(fd[0], buf + have, sizeof buf - 1 - have);
-    if (m < 0 && errno == EINTR) continue;
-    if (m <= 0) break; /* EOF: the child is done (or closed stdout) */
-    have += (size_t)m;
-    buf[have] = '\0';
-    char *start = buf, *nl;
-    while ((nl = strchr(start, '\n'))) {
-      *nl = '\0';
-      if (start[0] == '{') {
-        if (strstr(start, "\"kind\":\"rows\"")) *recorded = 1;
-        if (strstr(start, "\"status\":\"CKJIT_ERROR_UNSUPPORTED\"")) *unsupported = 1;
-      }
-      fputs(start, stdout);
-      fputc('\n', stdout);
-      start = nl + 1;
-    }
-    have = strlen(start);
-    memmove(buf, start, have);
-    if (have >= sizeof buf - 1) { /* a line longer than the buffer: pass it on */
-      fwrite(buf, 1, have, stdout);
-      have = 0;
-    }
-    fflush(stdout);
-  }
-  if (have) { /* an unterminated last line */
-    buf[have] = '\0';
-    puts(buf);
-    fflush(stdout);
-  }
-  close(fd[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int ws = 0;
-  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) return -2;
-  if (WIFSIGNALED(ws)) {
-    *sig = WTERMSIG(ws);
-    return -1;
-  }
-  return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+  return bench_run_child(argv, "rows", timeout_s, recorded, unsupported, sig);
 }
 
 /* ---- main ------------------------------------------------------------------------ */

@@ -20,6 +20,16 @@ torch.clone GB/s at that shape: the fraction of copy bandwidth) and
 may also carry "note" (why ckjit or torch has no number, or a failed result
 check) and "bytes_formula"; a case whose op failed is written with "ckjit":
 null and its note, replacing an older number.
+
+GEMM (kind "gemm": bench_gemm and `peers.py --only gemm`) gives "gemm DTYPE
+SHAPE VARIANT vs PEER" in TFLOP/s (ratio ckjit / peer = peer time / ckjit
+time): SHAPE is m x n x k ("grouped8" for the grouped case, whose problems
+are in "problems"), VARIANT rr/rc/cr/cc (a_order b_order), bias_gelu or
+batchN; PEER "cublas" (torch.matmul / torch.bmm), "torch unfused" (matmul,
++ bias, gelu: bias_gelu), "torch loop" (a Python loop of torch.matmul:
+grouped) or "cupy" (cupy.matmul).  A ckjit record whose result check is not
+"ok" counts as no number; a ratio is refused (peer kept, ratio null, a note)
+when the two sides' "flops" or "l2_flush" differ.
 """
 import argparse
 import datetime
@@ -126,6 +136,7 @@ PEER_LABEL = {'raw': 'raw driver', 'cupy': 'cupy', 'triton': 'triton', 'torch': 
 ROW_OPS = ('softmax', 'layernorm', 'rmsnorm', 'sum', 'rmsnorm_quant', 'smoothquant')
 ROWS_METRIC = re.compile(r'^(%s) (\S+) (\d+x\d+) vs (torch|copy)$' % '|'.join(ROW_OPS))
 TOPK_METRIC = re.compile(r'^topk_softmax (\S+) (\d+x\d+) k(\d+) vs torch$')
+GEMM_METRIC = re.compile(r'^gemm (\S+) (\S+) (\S+) vs (.+)$')
 
 
 def first_line(text, limit=160):
@@ -229,6 +240,82 @@ def build_rows(ck, peers, card):
     return out
 
 
+def gemm_peer_label(shape, variant):
+    """What the torch peer of a GEMM case is, as its metric says it."""
+    if variant == 'bias_gelu':
+        return 'torch unfused'
+    if str(shape).startswith('grouped'):
+        return 'torch loop'
+    return 'cublas'
+
+
+def build_gemm(ck, peers, card):
+    """Comparisons of the GEMM cases (kind "gemm")."""
+    out = []
+
+    def key(r):
+        return (r.get('dtype'), r.get('shape'), r.get('variant'))
+
+    def last_by_key(recs, impl):
+        d = {}
+        for r in recs:
+            if r.get('kind') == 'gemm' and r.get('impl') == impl:
+                d[key(r)] = r  # later lines win, with or without a value
+        return d
+
+    cks = last_by_key(ck, 'ckjit')
+    sides = {'torch': last_by_key(peers, 'torch'), 'cupy': last_by_key(peers, 'cupy')}
+    for k, c in cks.items():
+        dtype, shape, variant = k
+        cv = c.get('value')
+        notes = []
+        if cv is None:
+            notes.append(why_missing(c, 'ckjit'))
+        elif c.get('check') != 'ok':  # a number that did not pass its check is no number
+            notes.append(f"ckjit result check: {c.get('check')}: its number is not used")
+            cv = None
+        if not c.get('l2_flush', True):
+            notes.append('no L2 flush between runs')
+        for impl in ('torch', 'cupy'):
+            p = sides[impl].get(k)
+            if impl == 'cupy' and p is None:
+                continue  # only some cases have a cupy peer
+            label = gemm_peer_label(shape, variant) if impl == 'torch' else 'cupy'
+            pv = p.get('value') if p else None
+            pnotes = list(notes)
+            if pv is None:
+                pnotes.append(why_missing(p, impl))
+            ratio_ok = True
+            if cv is not None and pv is not None:
+                if not same_bytes(c.get('flops'), p.get('flops')):
+                    ratio_ok = False
+                    pnotes.append(f"flops differ (ckjit {c.get('flops')}, {impl} "
+                                  f"{p.get('flops')}): fix the cases in bench/peers.py")
+                if bool(c.get('l2_flush', True)) != bool(p.get('l2_flush', True)):
+                    ratio_ok = False
+                    pnotes.append(f"L2 flush differs (ckjit {c.get('l2_flush')}, {impl} "
+                                  f"{p.get('l2_flush')}): pass --no-flush-l2 to both or neither")
+                if not ratio_ok:
+                    log(f'gemm {dtype} {shape} {variant} vs {label}: {pnotes[-1]}')
+            if p and p.get('note'):
+                pnotes.append(f"{impl}: {first_line(p['note'], 200)}")
+            rec = record(f'gemm {dtype} {shape} {variant} vs {label}', card, cv,
+                         pv if ratio_ok else None, p.get('api', impl) if p else impl, 'TFLOP/s')
+            if not ratio_ok:
+                rec['peer'] = rnd(pv)
+            rec['l2_flush'] = bool(c.get('l2_flush', True))
+            if c.get('problems'):
+                rec['problems'] = c['problems']
+            if pnotes:
+                rec['note'] = '; '.join(pnotes)
+            out.append(rec)
+    for impl, recs in sides.items():
+        for k, p in recs.items():
+            if k not in cks:
+                log(f'gemm: {impl} measured {k} but ckjit has no record of it: left out')
+    return out
+
+
 def build(ck, peers, card):
     """The comparison records of this run, in a stable order."""
     out = []
@@ -258,6 +345,9 @@ def build(ck, peers, card):
 
     # Row-wise ops: softmax, norms, row sum, quantization, topk-softmax.
     out += build_rows(ck, peers, card)
+
+    # GEMM: ckjit_gemm vs torch.matmul (cuBLAS) and friends.
+    out += build_gemm(ck, peers, card)
 
     # Launch host time: ckjit vs the raw driver, CuPy and Triton.
     lk = find(ck, kind='launch', impl='ckjit')
@@ -403,6 +493,43 @@ def rows_md(rows):
     return lines
 
 
+def gemm_md(recs):
+    """The RESULTS.md section of the GEMM cases, from results.json records."""
+    if not recs:
+        return []
+    lines = ['', '## GEMM', '',
+             'A and B in the dtype (tf32: f32 in and out, tf32 tensor cores allowed on both '
+             'sides; f32: not allowed), D in the same dtype, f32 accumulation. Shape m x n x k; '
+             'rr/rc/cr/cc = the orders of A and B (r row-major, c column-major; torch gets a '
+             'column-major operand as a `.t()` view); bias_gelu = rr with a per-column bias and '
+             'gelu_tanh (ckjit: one fused call; torch: matmul, add and gelu as three kernels); '
+             'batchN = strided batch (torch.bmm); grouped8 = the 8 problems listed below in one '
+             '`ckjit_gemm_grouped` launch vs a Python loop of torch.matmul. TFLOP/s = '
+             '2*m*n*k*batch (grouped: summed) / median time, the same flops for both sides, so '
+             '`ratio` = peer time / ckjit time (> 1: ckjit faster). Timing (`bench_gemm`, '
+             '`peers.py --only gemm`): warm-up calls, then the median of per-call CUDA-event '
+             'timings (50 runs), each call alone and synchronized, with a max(2 x L2, 256 MiB) '
+             'buffer overwritten before each run (cold L2) unless the note says otherwise. '
+             'ckjit posts a number only after 256 sampled outputs matched a host f64 '
+             'reference.', '',
+             '| op | shape | card | ckjit TFLOP/s | peer TFLOP/s | ratio | peer | note |',
+             '| --- | --- | --- | ---: | ---: | ---: | --- | --- |']
+    problems = None
+    for r in recs:
+        m = GEMM_METRIC.match(r['metric'])
+        dtype, shape, variant, vs = m.groups()
+        if r.get('problems'):
+            problems = r['problems']
+        cells = [f'{dtype} {variant}', shape, r.get('card'), fmt(r.get('ckjit')),
+                 fmt(r.get('peer')), fmt(r.get('ratio')), f"{vs}: {r.get('peer_name')}",
+                 r.get('note') or '']
+        lines.append('| ' + ' | '.join(md_cell(c) for c in cells) + ' |')
+    if problems:
+        lines += ['', f"grouped8 problems (m x n x k, row-major): "
+                      f"{md_cell(problems.replace(',', ', '))}."]
+    return lines
+
+
 def write_md(path, results, card, command, date, notes, info):
     lines = ['# ckjit benchmark results', '',
              f'- Date: {date}',
@@ -417,6 +544,7 @@ def write_md(path, results, card, command, date, notes, info):
               '| --- | --- | ---: | ---: | --- | --- | ---: |']
     cold = []
     rows = []
+    gemm = []
     for r in results:
         if str(r.get('metric', '')).startswith('cold compile'):
             cold.append(r)
@@ -425,10 +553,14 @@ def write_md(path, results, card, command, date, notes, info):
                 TOPK_METRIC.match(str(r.get('metric', ''))):
             rows.append(r)
             continue
+        if GEMM_METRIC.match(str(r.get('metric', ''))):
+            gemm.append(r)
+            continue
         lines.append('| ' + ' | '.join(md_cell(fmt(r.get(k))) for k in
                                        ('metric', 'card', 'ckjit', 'peer', 'peer_name', 'unit',
                                         'ratio')) + ' |')
     lines += rows_md(rows)
+    lines += gemm_md(gemm)
     if cold:
         lines += ['', '## Cold compile (empty cache, per spec)', '',
                   'The first compile of a run includes loading and initializing the runtime '
@@ -450,7 +582,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--ckjit', action='append', default=[],
-                    help='bench_ckjit / bench_rows JSONL output (repeatable)')
+                    help='bench_ckjit / bench_rows / bench_gemm JSONL output (repeatable)')
     ap.add_argument('--peers', action='append', default=[],
                     help='peers.py JSONL output (repeatable)')
     ap.add_argument('--results', default=os.path.join(here, 'results.json'))

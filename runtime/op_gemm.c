@@ -128,31 +128,34 @@ static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g, int in
 
 /* ---- tile policy ------------------------------------------------------------------ */
 
-/* Tensor cores: 128 x 128 tiles of four warps (64 x 64 each) for large
- * problems; 64-row tiles when m is small; 16-row tiles of four warps side by
- * side along N for decode shapes, which are memory-bound and need split-K
- * to occupy the GPU.  Unaligned operands (copies narrower than 8 bytes)
- * take a small tile: their per-element loads cost registers.  Split-K
- * (automatic) when the tiles cannot fill the multiprocessors twice over
- * and K is long: slices of at least four K steps. */
+/* Split-K factor: when the tiles cannot fill the multiprocessors, enough
+ * slices for about one wave, each at least four K steps deep, and no more
+ * than keeps the f32 partials (written and read back: 8 bytes per output
+ * per slice) under half the operand traffic. */
+static int auto_split(int64_t m, int64_t n, int64_t k, int64_t tiles, int bk, int sms) {
+  if (sms < 1) sms = 1;
+  if (tiles >= sms) return 1;
+  int64_t s = ckjit__ceil_div(sms, tiles);
+  const int64_t by_depth = k / (4 * (int64_t)bk), by_traffic = (m * k + k * n) / (8 * m * n);
+  if (s > by_depth) s = by_depth;
+  if (s > by_traffic) s = by_traffic;
+  if (s > 32) s = 32;
+  return s < 1 ? 1 : (int)s;
+}
+
+/* Tensor cores (mma.sync): 128 x 128 tiles of four warps (64 x 64 each) for
+ * large problems; 64-row tiles when m is small; 16-row tiles of four warps
+ * side by side along N for decode shapes, which are memory-bound and need
+ * split-K to occupy the GPU.  Unaligned operands (copies narrower than 8
+ * bytes) take a small tile: their per-element loads cost registers. */
 void ckjit__gemm_pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, int vec_a,
                           int vec_b, gemm_mma_tile *t, int *splits) {
   static const gemm_mma_tile large = {128, 128, 32, 2, 2, 4}, small = {64, 128, 32, 2, 2, 4},
                              decode = {16, 128, 64, 1, 4, 4}, narrow = {64, 64, 32, 2, 2, 3};
-  (void)n;
   *t = m <= 16 ? decode : m <= 64 ? small : large;
   if (vec_a < 4 || vec_b < 4) *t = narrow;
   const int64_t tiles = ckjit__ceil_div(m, t->bm) * ckjit__ceil_div(n, t->bn) * batch;
-  int64_t s = 1;
-  if (sms < 1) sms = 1;
-  if (tiles < sms) {
-    s = ckjit__ceil_div(2 * (int64_t)sms, tiles);
-    const int64_t max_s = k / (4 * t->bk);
-    if (s > max_s) s = max_s;
-    if (s > 32) s = 32;
-    if (s < 1) s = 1;
-  }
-  *splits = (int)s;
+  *splits = auto_split(m, n, k, tiles, t->bk, sms);
 }
 
 /* K per slice, a whole number of K steps; then the number of non-empty slices. */
@@ -288,28 +291,20 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
   if (pl->pipe == PIPE_SIMT) {
     pl->bm = 64, pl->bn = 64, pl->bk = 16;
     const int64_t tiles = ckjit__ceil_div(m, 64) * ckjit__ceil_div(n, 64) * batch;
-    int64_t s = tiles < sms ? ckjit__ceil_div(2 * (int64_t)sms, tiles) : 1;
-    if (s > k / 256) s = k / 256;
-    *auto_splits = s < 1 ? 1 : s > 32 ? 32 : (int)s;
+    *auto_splits = auto_split(m, n, k, tiles, 64, sms);
     return;
   }
   pl->vec_a = vec_a, pl->vec_b = vec_b;
   ckjit__gemm_pick_mma(m, n, k, batch, sms, pl->vec_a, pl->vec_b, &pl->tile, auto_splits);
   pl->bm = pl->tile.bm, pl->bn = pl->tile.bn, pl->bk = pl->tile.bk;
   if (major == 9 && minor == 0 && pl->vec_a == 8 && pl->vec_b == 8 && m > 64) {
+    /* 128 x 256 tiles; 128 x 128 when that is what fills the GPU. */
     pl->pipe = PIPE_WGMMA;
-    pl->wgmma_bn = n > 128 ? 256 : 128;
-    pl->wgmma_stages = pl->wgmma_bn == 256 ? 4 : 5;
+    const int64_t rows = ckjit__ceil_div(m, 128) * batch;
+    pl->wgmma_bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
+    pl->wgmma_stages = pl->wgmma_bn == 256 ? 4 : 6;
     pl->bm = 128, pl->bn = pl->wgmma_bn, pl->bk = 64;
-    const int64_t tiles = ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, pl->bn) * batch;
-    int64_t s = 1;
-    if (tiles < sms) {
-      s = ckjit__ceil_div(2 * (int64_t)sms, tiles);
-      if (s > k / 256) s = k / 256;
-      if (s > 32) s = 32;
-      if (s < 1) s = 1;
-    }
-    *auto_splits = (int)s;
+    *auto_splits = auto_split(m, n, k, rows * ckjit__ceil_div(n, pl->bn), 64, sms);
   }
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check in one script, for a CUDA machine without network:
 # build into build-gpu, run every test suite (the GPU one included), run the
-# benchmarks (bench_ckjit, bench_rows, bench/peers.py), merge them into bench/results.json
+# benchmarks (bench_ckjit, bench_rows, bench_gemm, bench/peers.py), merge them into bench/results.json
 # and bench/RESULTS.md, and put into $OUT (./gpu-out when unset):
 #   results.json  RESULTS.md  gpu-logs.tar.gz  summary.txt
 # It installs nothing.  Debian packages the machine lacks (xxhash, cmocka, a
@@ -14,11 +14,16 @@
 # usage: bash scripts/gpu-check.sh   (from anywhere; it works in the repo root)
 # env:   OUT, GPU_CHECK_BUDGET, GPU_CHECK_TEST_ARGS (extra meson test args),
 #        BENCH_ARGS (extra bench_ckjit args), ROWS_ARGS (extra bench_rows
-#        args), PEERS_ARGS (extra peers.py args),
+#        args), GEMM_ARGS (extra bench_gemm args: --only SUBSTRING,
+#        --no-flush-l2, --quick; its --only and --no-flush-l2 are passed on
+#        to peers.py as --gemm-case / --no-flush-l2 unless PEERS_ARGS has
+#        them), PEERS_ARGS (extra peers.py args),
 #        GPU_CHECK_BENCHES (which benchmark steps run: default
-#        "ckjit rows tools peers"; e.g. "rows peers" with PEERS_ARGS="--only
-#        rows" measures only the row-wise ops, keeping the other records of
-#        bench/results.json)
+#        "ckjit rows gemm tools peers"; e.g. "rows peers" with PEERS_ARGS="--only
+#        rows" measures only the row-wise ops, and "gemm peers" with
+#        PEERS_ARGS="--only gemm" only the GEMMs, keeping the other records of
+#        bench/results.json; without gemm in the list and with no PEERS_ARGS,
+#        peers.py skips its gemm section)
 set -uo pipefail
 
 START=$(date +%s)
@@ -136,9 +141,13 @@ summary_add() { # NAME DETAIL
 }
 
 # Minimum times kept for later steps: test 60, bench 90, rows 60, peers 90,
-# results 20.
-BENCHES=" ${GPU_CHECK_BENCHES:-ckjit rows tools peers} "
+# results 20; with gemm in GPU_CHECK_BENCHES, bench and rows also keep
+# GEMM_KEEP seconds for it (the steps before them do not: a full default run
+# is tight in 520 s; run "gemm peers" alone for the GEMM numbers).
+BENCHES=" ${GPU_CHECK_BENCHES:-ckjit rows gemm tools peers} "
 want() { [[ $BENCHES == *" $1 "* ]]; }
+GEMM_KEEP=0
+want gemm && GEMM_KEEP=60
 LAST_STATUS=""; LAST_SECS=""
 step env 30 370 "$LOGS/env.log" "$LOGS/env.log" -- bash -c '
   echo "date: $(date -u)"; echo "host: $(hostname)"; uname -a
@@ -195,13 +204,13 @@ if ! want ckjit; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "not in GPU_CHECK_BENCHES")")
 elif ((BUILT == 0)) && [ -x "$BENCH_BIN" ]; then
   # Fall back to --quick when little time is left.
-  left=$((DEADLINE - $(date +%s) - 170))
+  left=$((DEADLINE - $(date +%s) - 170 - GEMM_KEEP))
   read -ra bench_args <<< "${BENCH_ARGS:-}"
   if ((left < 120)); then
     bench_args+=(--quick)
     NOTES+=("bench_ckjit ran with --quick (only ${left}s left for it)")
   fi
-  step bench 200 170 "$LOGS/bench-ckjit.jsonl" "$LOGS/bench-ckjit.log" -- "$BENCH_BIN" "${bench_args[@]}"
+  step bench 200 $((170 + GEMM_KEEP)) "$LOGS/bench-ckjit.jsonl" "$LOGS/bench-ckjit.log" -- "$BENCH_BIN" "${bench_args[@]}"
   summary_add bench "$(grep -c '^{' "$LOGS/bench-ckjit.jsonl") records${bench_args[*]:+ (${bench_args[*]})}"
 else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "no bench_ckjit (build failed or no cuda.h/libcuda)")")
@@ -217,7 +226,7 @@ rows_args=()
 if ! want rows; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' rows SKIPPED - "not in GPU_CHECK_BENCHES")")
 elif ((BUILT == 0)) && [ -x "$ROWS_BIN" ]; then
-  left=$((DEADLINE - $(date +%s) - 130))
+  left=$((DEADLINE - $(date +%s) - 130 - GEMM_KEEP))
   rows_limit=$((left < 150 ? left : 150))
   read -ra rows_args <<< "${ROWS_ARGS:-}"
   if ((left < 100)); then
@@ -227,7 +236,7 @@ elif ((BUILT == 0)) && [ -x "$ROWS_BIN" ]; then
   # A case started just before the budget ends may run 20 s past it.
   ((rows_limit > 35)) && rows_args+=(--budget $((rows_limit - 25)))
   : > "$LOGS/bench-rows.jsonl"
-  step rows 150 130 "$LOGS/bench-rows.jsonl" "$LOGS/bench-rows.log" -- "$ROWS_BIN" "${rows_args[@]}"
+  step rows 150 $((130 + GEMM_KEEP)) "$LOGS/bench-rows.jsonl" "$LOGS/bench-rows.log" -- "$ROWS_BIN" "${rows_args[@]}"
   cat "$LOGS/bench-rows.jsonl" >> "$LOGS/bench-ckjit.jsonl"
   rows_detail=$(python3 -c '
 import collections, json, sys
@@ -246,6 +255,47 @@ print("%d cases, %d measured%s" % (n, n - sum(bad.values()),
   summary_add rows "$rows_detail${rows_args[*]:+ (${rows_args[*]})}"
 else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' rows SKIPPED - "no bench_rows (build failed or no cuda.h/libcuda)")")
+  FAILED=1
+fi
+
+# GEMM (ckjit_gemm, ckjit_gemm_grouped): one child process per case, each
+# result-checked before it is timed; as rows, an unimplemented case gives a
+# record with its status and does not fail the step, and --budget ends it
+# before the step's limit.  Its torch/cuBLAS peers come from the peers step.
+GEMM_BIN=$BUILD/bench/bench_gemm
+gemm_args=()
+if ! want gemm; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' gemm SKIPPED - "not in GPU_CHECK_BENCHES")")
+elif ((BUILT == 0)) && [ -x "$GEMM_BIN" ]; then
+  left=$((DEADLINE - $(date +%s) - 130))
+  gemm_limit=$((left < 180 ? left : 180))
+  read -ra gemm_args <<< "${GEMM_ARGS:-}"
+  if ((left < 100)); then
+    gemm_args+=(--quick)
+    NOTES+=("bench_gemm ran with --quick (only ${left}s left for it)")
+  fi
+  # A case started just before the budget ends may run 20 s past it.
+  ((gemm_limit > 35)) && gemm_args+=(--budget $((gemm_limit - 25)))
+  : > "$LOGS/bench-gemm.jsonl"
+  step gemm 180 130 "$LOGS/bench-gemm.jsonl" "$LOGS/bench-gemm.log" -- "$GEMM_BIN" "${gemm_args[@]}"
+  cat "$LOGS/bench-gemm.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  gemm_detail=$(python3 -c '
+import collections, json, sys
+n, bad = 0, collections.Counter()
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        r = json.loads(line)
+        if r.get("kind") == "gemm":
+            n += 1
+            if r.get("value") is None:
+                bad[r.get("status", "?")] += 1
+            elif r.get("check") != "ok":
+                bad["check " + str(r.get("check"))] += 1
+print("%d cases, %d measured%s" % (n, n - sum(bad.values()),
+      "".join(", %d %s" % (v, k) for k, v in sorted(bad.items()))))' "$LOGS/bench-gemm.jsonl" 2>&1)
+  summary_add gemm "$gemm_detail${gemm_args[*]:+ (${gemm_args[*]})}"
+else
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' gemm SKIPPED - "no bench_gemm (build failed or no cuda.h/libcuda)")")
   FAILED=1
 fi
 
@@ -268,6 +318,24 @@ elif ! want tools; then
 fi
 
 read -ra peers_args <<< "${PEERS_ARGS:-}"
+if ((${#peers_args[@]} == 0)) && ! want gemm; then
+  # No GEMM step: peers.py's other sections only (what it ran before gemm).
+  peers_args=(--only torch --only rows --only cupy --only triton)
+elif want gemm; then
+  # The GEMM step's case selection and L2 flush setting, for the same cases
+  # measured the same way (make_results.py refuses a ratio when the L2 flush
+  # differs).
+  for ((i = 0; i < ${#gemm_args[@]}; i++)); do
+    case ${gemm_args[i]} in
+      --only)
+        [[ " ${PEERS_ARGS:-} " == *" --gemm-case "* ]] || peers_args+=(--gemm-case "${gemm_args[i + 1]:-}")
+        ((i++)) ;;
+      --no-flush-l2)
+        [[ " ${PEERS_ARGS:-} " == *" --no-flush-l2 "* ]] || peers_args+=(--no-flush-l2) ;;
+      --budget) ((i++)) ;;
+    esac
+  done
+fi
 if want peers; then
   step peers 180 20 "$LOGS/peers.jsonl" "$LOGS/peers.log" -- python3 bench/peers.py "${peers_args[@]}"
   summary_add peers "$(grep -c '^{' "$LOGS/peers.jsonl") records"
@@ -278,7 +346,7 @@ fi
 
 step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \
   --ckjit "$LOGS/bench-ckjit.jsonl" --peers "$LOGS/peers.jsonl" \
-  --command "bash scripts/gpu-check.sh  (${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"; }$BENCH_BIN ${bench_args[*]:-}; $ROWS_BIN ${rows_args[*]:-}; python3 bench/peers.py ${PEERS_ARGS:-})"
+  --command "bash scripts/gpu-check.sh  (${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"; }$BENCH_BIN ${bench_args[*]:-}; $ROWS_BIN ${rows_args[*]:-}; $GEMM_BIN ${gemm_args[*]:-}; python3 bench/peers.py ${peers_args[*]:-})"
 summary_add results "$(tail -n 1 "$LOGS/make-results.log")"
 
 # ---- collect -----------------------------------------------------------------
@@ -303,12 +371,12 @@ import json, sys
 res = json.load(open('bench/results.json'))
 def f(v):
     return '-' if v is None else ('%.4g' % v if isinstance(v, float) else str(v))
-print('%-44s %10s %10s %-6s %7s' % ('metric', 'ckjit', 'peer', 'unit', 'ratio'))
+print('%-52s %10s %10s %-7s %7s' % ('metric', 'ckjit', 'peer', 'unit', 'ratio'))
 for r in res:
     m = r['metric']
     if m.startswith('cold compile') and not m.startswith('cold compile all'):
         continue
-    print('%-44s %10s %10s %-6s %7s' % (m[:44], f(r['ckjit']), f(r['peer']), r['unit'] or '',
+    print('%-52s %10s %10s %-7s %7s' % (m[:52], f(r['ckjit']), f(r['peer']), r['unit'] or '',
                                         f(r['ratio'])))
 EOF
   fi
