@@ -8,9 +8,10 @@
 // Pipeline: STAGES shared-memory buffers in the 128-byte swizzled layout
 //           wgmma reads (K-contiguous operands as rows of 64 K; M/N-
 //           contiguous ones as panels of 64 columns, read transposed).
-//           TMA = 1: a producer warp fills them with the tensor memory
-//           accelerator (zero-filled past the edges) and the two consumer
-//           warpgroups hand them back through mbarriers.  TMA = 0 (grouped,
+//           TMA = 1: a persistent block per multiprocessor; a producer
+//           warp fills the stages with the tensor memory accelerator
+//           (zero-filled past the edges) and the two consumer warpgroups
+//           hand them back through mbarriers.  TMA = 0 (grouped,
 //           broadcast batches): every thread copies with cp.async, STAGES - 2
 //           steps ahead.  wgmma runs asynchronously, one step in flight.
 // Epilogue: as the other pipelines (gemm_common.h).
@@ -190,6 +191,10 @@ CKJIT_INLINE void tma_load(unsigned dst, const tensor_map &map, int c0, int c1, 
                : "memory");
 }
 
+// Persistent: one block per multiprocessor walks the tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ...; `it` counts K steps across tiles, so stage
+// and phase continue, and the producer loads the next tile while the
+// consumers store this one.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant__ tensor_map map_b,
                  const gemm_problem p) {
@@ -197,8 +202,7 @@ ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant
   __shared__ __align__(8) ckjit_u64 full[STAGES], empty[STAGES];
   TA *smem;
   const unsigned base = align_1k(smem_raw, smem);
-  const gemm_tile t = tile_of(p, blockIdx.x);
-  const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
+  const long long tiles = p.tiles_m * p.tiles_n * p.splits * p.batch;
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; s++) {
@@ -209,11 +213,15 @@ ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant
   }
   __syncthreads();
   const int wg = threadIdx.x / 128;
+  unsigned it = 0;
   if (wg == 0) {
-    if (threadIdx.x == 0) {
-      for (int kt = 0; kt < k_tiles; kt++) {
-        const int s = kt % STAGES;
-        if (kt >= STAGES) mbar_wait(smem_addr(&empty[s]), (kt / STAGES - 1) & 1);
+    if (threadIdx.x != 0) return;
+    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const gemm_tile t = tile_of(p, tile);
+      const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
+      for (int kt = 0; kt < k_tiles; kt++, it++) {
+        const int s = it % STAGES;
+        if (it >= STAGES) mbar_wait(smem_addr(&empty[s]), (it / STAGES - 1) & 1);
         const unsigned bar = smem_addr(&full[s]);
         const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2), sb = sa + A_TILE * 2;
         const int k = (int)(t.k0 + (long long)kt * BK), b = (int)t.batch;
@@ -234,22 +242,28 @@ ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant
     }
     return;
   }
-  const int cw = wg - 1; // consumer warpgroup: rows 64 cw.. of the tile
-  float acc[ACC];
+  const int cw = wg - 1; // consumer warpgroup: rows 64 cw.. of each tile
+  const bool leader = threadIdx.x % 128 == 0;
+  for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const gemm_tile t = tile_of(p, tile);
+    const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
+    float acc[ACC];
 #pragma unroll
-  for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
-  for (int kt = 0; kt < k_tiles; kt++) {
-    const int s = kt % STAGES;
-    mbar_wait(smem_addr(&full[s]), (kt / STAGES) & 1);
-    const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2);
-    wgmma_fence();
-    step(acc, sa, sa + A_TILE * 2, cw);
-    wgmma_commit();
-    wgmma_wait<1>(); // step kt - 1 is done: hand its stage back
-    if (kt > 0 && threadIdx.x % 128 == 0) mbar_arrive(smem_addr(&empty[(kt - 1) % STAGES]));
+    for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
+    for (int kt = 0; kt < k_tiles; kt++, it++) {
+      const int s = it % STAGES;
+      mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
+      const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2);
+      wgmma_fence();
+      step(acc, sa, sa + A_TILE * 2, cw);
+      wgmma_commit();
+      wgmma_wait<1>(); // step it - 1 is done: hand its stage back
+      if (kt > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+    }
+    wgmma_wait<0>();
+    if (k_tiles > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+    store_acc(p, t, acc, cw);
   }
-  wgmma_wait<0>();
-  store_acc(p, t, acc, cw);
 }
 
 #else

@@ -350,10 +350,12 @@ static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *s
   const int tma = pl.pipe == PIPE_WGMMA && encode_maps(rt, g, &pl, maps) == CKJIT_SUCCESS;
   void *args_one[] = {&p}, *args_tma[] = {maps[0], maps[1], &p};
   void **args = tma ? args_tma : args_one;
+  /* The TMA pipeline is persistent: one block per multiprocessor at most. */
+  const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
   if (splits <= 1) {
     main_spec(&pl, g, 0, 0, &spec);
     if (tma) spec.value[GW_TMA] = 1;
-    return launch(&spec, tiles, args, stream);
+    return launch(&spec, tma && tiles > sms ? sms : tiles, args, stream);
   }
   /* Split-K: partials, then their fixed-order sum with the epilogue. */
   size_t bytes = (size_t)splits * (size_t)g->batch * (size_t)g->m * (size_t)g->n * sizeof(float);
@@ -362,7 +364,7 @@ static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *s
   p.partials = scratch, p.k_slice = k_slice, p.splits = splits;
   main_spec(&pl, g, 1, 0, &spec);
   if (tma) spec.value[GW_TMA] = 1;
-  st = launch(&spec, tiles * splits, args, stream);
+  st = launch(&spec, tma && tiles * splits > sms ? sms : tiles * splits, args, stream);
   if (!st) {
     ckjit_spec red;
     memset(&red, 0, sizeof red);
