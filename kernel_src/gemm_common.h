@@ -111,14 +111,12 @@ template <typename S> CKJIT_INLINE float load_elem(const void *base, long long i
   return ckjit_to_float(static_cast<const S *>(base)[i]);
 }
 
-// Output elements (m, n) and, when `two`, (m, n + 1) of batch entry
-// `batch` from their dot products.  Two adjacent elements move as one
-// access when the row pointer allows it.
-// `two`: element (m, n + 1) too (the caller checked n + 1 < p.n).
-CKJIT_INLINE void epilogue(const gemm_problem &p, long long batch, long long m, long long n,
-                           float acc0, float acc1, bool two) {
-  if (m >= p.m || n >= p.n) return;
-  float v[2] = {acc0 * p.alpha, acc1 * p.alpha};
+// The epilogue's values of (m, n) and, when `two`, (m, n + 1) from their
+// dot products, in place (the caller checked m < p.m and n < p.n).
+CKJIT_INLINE void epilogue_values(const gemm_problem &p, long long batch, long long m, long long n,
+                                  float (&v)[2], bool two) {
+  v[0] *= p.alpha;
+  v[1] *= p.alpha;
 #if HAS_C
   if (p.c) { // grouped: a problem without a beta term has none
     const long long i = batch * p.stride_c + m * p.ldc + n;
@@ -152,6 +150,17 @@ CKJIT_INLINE void epilogue(const gemm_problem &p, long long batch, long long m, 
     if (two) v[1] *= load_elem<TC>(p.d1, i + 1);
   }
 #endif
+}
+
+// Writes the outputs (m, n) and, when `two`, (m, n + 1) of batch entry
+// `batch` from their dot products (the caller checked n + 1 < p.n for
+// `two`).  Two adjacent elements move as one access when the row pointer
+// allows it.
+CKJIT_INLINE void epilogue(const gemm_problem &p, long long batch, long long m, long long n,
+                           float acc0, float acc1, bool two) {
+  if (m >= p.m || n >= p.n) return;
+  float v[2] = {acc0, acc1};
+  epilogue_values(p, batch, m, n, v, two);
   TC *out = static_cast<TC *>(p.d) + batch * p.stride_d + m * p.ldd + n;
   if (two && ((ckjit_u64)out & (2 * sizeof(TC) - 1)) == 0) {
     ckjit_vec<TC, 2> o;

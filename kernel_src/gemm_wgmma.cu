@@ -8,16 +8,18 @@
 // Pipeline: STAGES shared-memory buffers in the 128-byte swizzled layout
 //           wgmma reads (K-contiguous operands as rows of 64 K; M/N-
 //           contiguous ones as panels of 64 columns, read transposed).
-//           TMA = 1: a persistent block per multiprocessor; a producer
+//           TMA >= 1: a persistent block per multiprocessor; a producer
 //           warp fills the stages with the tensor memory accelerator
 //           (zero-filled past the edges) and the two consumer warpgroups
-//           hand them back through mbarriers.  TMA = 0 (grouped,
+//           hand them back through mbarriers.  TMA = 2: the consumers
+//           also write D through a 32 KiB shared buffer and TMA stores,
+//           which finish while the next tile's K loop runs.  TMA = 0 (grouped,
 //           broadcast batches): every thread copies with cp.async, STAGES - 2
 //           steps ahead.  wgmma runs asynchronously, one step in flight.
 // Epilogue: as the other pipelines (gemm_common.h).
 //
-// Kernel arguments: TMA = 1: the tensor maps of A and B, then gemm_problem
-// p; otherwise gemm_problem p, or (GROUPED) gemm_groups gs; all by value.
+// Kernel arguments: TMA >= 1: the tensor maps of A, B and (TMA = 2) D, then
+// gemm_problem p; otherwise gemm_problem p, or (GROUPED) gemm_groups gs; all by value.
 #include "ckjit_prelude.h"
 
 typedef @DTYPE@ TA;
@@ -195,8 +197,68 @@ CKJIT_INLINE void tma_load(unsigned dst, const tensor_map &map, int c0, int c1, 
 // blockIdx.x + gridDim.x, ...; `it` counts K steps across tiles, so stage
 // and phase continue, and the producer loads the next tile while the
 // consumers store this one.
+// ---- TMA-store epilogue (TMA = 2) -------------------------------------------------
+// D goes out in boxes of 128 rows x 128 bytes (64 16-bit or 32 f32
+// columns), two at a time through a 32 KiB buffer, in the 128-byte swizzle
+// (conflict-free writes of the fragments).  The stores are asynchronous: the
+// buffer is waited for only before its next use.
+#define OUT_COLS (128 / (int)sizeof(TC)) // columns of one box
+#define OUT_BOX (128 * 128)               // bytes of one box
+
+CKJIT_INLINE void consumers_barrier() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
+
+CKJIT_INLINE void tma_store(const tensor_map &map, unsigned src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
+                   reinterpret_cast<ckjit_u64>(&map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(src)
+               : "memory");
+}
+CKJIT_INLINE void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+CKJIT_INLINE void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+
+CKJIT_INLINE void store_acc_tma(const gemm_problem &p, const gemm_tile &t, float (&acc)[ACC], int cw,
+                                const tensor_map &map_d, unsigned char *buf, unsigned buf_addr) {
+  const int tid = threadIdx.x - 128, w = (tid / 32) % 4, lane = tid % 32; // tid: 0..255
+  const int r0 = cw * 64 + w * 16 + lane / 4;                               // row in the tile
+  const bool issuer = tid == 0;
+#pragma unroll
+  for (int c0 = 0; c0 < BN; c0 += 2 * OUT_COLS) {
+    if (issuer) tma_store_wait_read(); // the previous boxes have left the buffer
+    consumers_barrier();
+#pragma unroll
+    for (int jj = 0; jj < 2 * OUT_COLS / 8; jj++) {
+      const int j = c0 / 8 + jj, col = jj * 8 + 2 * (lane % 4); // column in the buffer pair
+      const int box = col / OUT_COLS, cb = (col % OUT_COLS) * (int)sizeof(TC);
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int r = r0 + 8 * h;
+        float v[2] = {acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]};
+        const long long m = t.m0 + r, n = t.n0 + c0 + col;
+        if (m < p.m && n < p.n) epilogue_values(p, t.batch, m, n, v, n + 1 < p.n);
+        ckjit_vec<TC, 2> o;
+        o.v[0] = ckjit_from_float<TC>(v[0]);
+        o.v[1] = ckjit_from_float<TC>(v[1]);
+        const int off = box * OUT_BOX + r * 128 + (((cb / 16) ^ (r % 8)) * 16) + cb % 16;
+        ckjit_store<TC, 2>(reinterpret_cast<TC *>(buf + off), o);
+      }
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // visible to the TMA unit
+    consumers_barrier();
+    if (issuer) {
+#pragma unroll
+      for (int b = 0; b < 2; b++)
+        if (c0 + b * OUT_COLS < BN)
+          tma_store(map_d, buf_addr + b * OUT_BOX, (int)t.n0 + c0 + b * OUT_COLS, (int)t.m0, (int)t.batch);
+      tma_store_commit();
+    }
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant__ tensor_map map_b,
+#if TMA == 2
+                 const __grid_constant__ tensor_map map_d,
+#endif
                  const gemm_problem p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) ckjit_u64 full[STAGES], empty[STAGES];
@@ -215,6 +277,9 @@ ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant
   const int wg = threadIdx.x / 128;
   unsigned it = 0;
   if (wg == 0) {
+    // The producer needs few registers; the consumers take them (their
+    // accumulators and the epilogue would spill at 168).
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x != 0) return;
     for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       const gemm_tile t = tile_of(p, tile);
@@ -242,6 +307,7 @@ ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant
     }
     return;
   }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const int cw = wg - 1; // consumer warpgroup: rows 64 cw.. of each tile
   const bool leader = threadIdx.x % 128 == 0;
   for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -262,8 +328,16 @@ ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant
     }
     wgmma_wait<0>();
     if (k_tiles > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+#if TMA == 2
+    store_acc_tma(p, t, acc, cw, map_d, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
+                  base + STAGES * STAGE_ELEMS * 2);
+#else
     store_acc(p, t, acc, cw);
+#endif
   }
+#if TMA == 2
+  if (threadIdx.x == 128) tma_store_wait_read(); // the buffer must outlive the stores
+#endif
 }
 
 #else

@@ -65,12 +65,12 @@ typedef struct ckjit_device {
   ckjit_status (*mem_set)(void *ptr, int value, size_t bytes);
   ckjit_status (*synchronize)(void *stream);
   /* TMA descriptor (NVIDIA sm_90+; NULL elsewhere or with an older driver):
-   * fills the 128-byte `map` for a rank-dimensional tensor of 16-bit
-   * elements (bf16 != 0: bfloat16, else float16) at `addr`, innermost
-   * dimension first (strides in bytes, for dims 1..rank-1), read in boxes
-   * of `box` elements into 128-byte-swizzled shared memory; out-of-bounds
-   * elements read as zero. */
-  ckjit_status (*tensor_map_encode)(void *map, int bf16, int rank, const void *addr,
+   * fills the 128-byte `map` for a rank-dimensional tensor of `dtype`
+   * (CKJIT_F32, CKJIT_F16 or CKJIT_BF16) at `addr`, innermost dimension
+   * first (strides in bytes, for dims 1..rank-1), moved in boxes of `box`
+   * elements to or from 128-byte-swizzled shared memory; out-of-bounds
+   * elements read as zero and are not written. */
+  ckjit_status (*tensor_map_encode)(void *map, ckjit_dtype dtype, int rank, const void *addr,
                                     const unsigned long long *dims,
                                     const unsigned long long *strides, const unsigned *box);
   /* Releases what open took (ckjit_shutdown). */

@@ -55,7 +55,7 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     [GW_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GW_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
     /* 1: loads by the tensor memory accelerator (not with grouped) */
-    [GW_TMA] = {"tma", NULL, NULL, 0, 1, 1},
+    [GW_TMA] = {"tma", NULL, NULL, 0, 2, 1},
 };
 
 static const ckjit_param_desc simt_params[GS_COUNT] = {
@@ -108,9 +108,11 @@ static ckjit_status mma_check(const ckjit_spec *s) {
   return CKJIT_SUCCESS;
 }
 
-/* 128 x BN x 64 stages, plus 1 KiB to align the swizzled atoms. */
+/* 128 x BN x 64 stages, 1 KiB to align the swizzled atoms, and with tma=2
+ * the 32 KiB buffer of the TMA-store epilogue. */
 int ckjit__gemm_wgmma_smem(const ckjit_spec *s) {
-  return s->value[GW_STAGES] * (128 + s->value[GW_BN]) * 64 * 2 + 1024;
+  return s->value[GW_STAGES] * (128 + s->value[GW_BN]) * 64 * 2 + 1024 +
+         (s->value[GW_TMA] == 2 ? 32768 : 0);
 }
 
 static ckjit_status wgmma_check(const ckjit_spec *s) {
@@ -125,6 +127,8 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma split=1 writes partials; its epilogue is gemm_reduce's");
   if (v[GW_TMA] && v[GW_GROUPED])
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=1 takes one problem, not grouped=1");
+  if (v[GW_TMA] == 2 && v[GW_SPLIT])
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=2 stores D; split=1 stores partials");
   return CKJIT_SUCCESS;
 }
 
@@ -191,7 +195,7 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
   int32_t *v = out->value;
   v[GW_DTYPE] = v[GW_OUT] = i < 8 ? 1 + (int)(i / 4) : DTYPE_BF16;
   v[GW_A] = i < 8 ? (int)(i % 4) / 2 : GEMM_ROW, v[GW_B] = i < 8 ? (int)(i % 4) % 2 : GEMM_ROW;
-  v[GW_BN] = 256, v[GW_STAGES] = 4, v[GW_TMA] = 1;
+  v[GW_BN] = 256, v[GW_STAGES] = 4, v[GW_TMA] = 2;
   if (i == 8) v[GW_BIAS] = CKJIT_BIAS_PER_COL, v[GW_ACT] = CKJIT_UNARY_GELU_TANH;
   if (i == 9) v[GW_OUT] = 0;
   return 1;

@@ -308,16 +308,17 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
   }
 }
 
-/* TMA descriptors of A and B for the wgmma pipeline: 3-D (the batch is
- * the outer dimension), in the boxes its stages take: 64 K x 128 rows of a
+/* TMA descriptors for the wgmma pipeline, 3-D (the batch is the outer
+ * dimension), in the boxes its stages take: 64 K x 128 rows of a
  * K-contiguous A (64 K x BN of B), or 64 x 64 panels of an M/N-contiguous
- * one.  Not with broadcast batches (a zero stride) or k = 0. */
-static ckjit_status encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
-                                unsigned char (*maps)[128]) {
+ * one; and (when `with_d`) D's, in boxes of 128 bytes x 128 rows.  Returns
+ * the tma parameter: 0 (none: a broadcast batch, k = 0, or an unaligned
+ * D for with_d), 1 (A and B) or 2 (A, B and D). */
+static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl, int with_d,
+                       unsigned char (*maps)[128]) {
   if (!rt->device.tensor_map_encode || g->k == 0 ||
       (g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0)))
-    return CKJIT_ERROR_UNSUPPORTED;
-  const int bf16 = g->ab_dtype == CKJIT_BF16;
+    return 0;
   const int a_k = g->a_order == CKJIT_ROW_MAJOR, b_k = g->b_order == CKJIT_COL_MAJOR;
   const unsigned long long m = (unsigned long long)g->m, n = (unsigned long long)g->n,
                            k = (unsigned long long)g->k, b = (unsigned long long)g->batch;
@@ -327,9 +328,16 @@ static ckjit_status encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, con
   const unsigned long long dims_a[3] = {a_k ? k : m, a_k ? m : k, b}, str_a[2] = {lda, sa};
   const unsigned long long dims_b[3] = {b_k ? k : n, b_k ? n : k, b}, str_b[2] = {ldb, sb};
   const unsigned box_a[3] = {64, a_k ? 128u : 64u, 1}, box_b[3] = {64, b_k ? (unsigned)pl->wgmma_bn : 64u, 1};
-  ckjit_status st = rt->device.tensor_map_encode(maps[0], bf16, 3, g->a, dims_a, str_a, box_a);
-  if (!st) st = rt->device.tensor_map_encode(maps[1], bf16, 3, g->b, dims_b, str_b, box_b);
-  return st;
+  if (rt->device.tensor_map_encode(maps[0], g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
+      rt->device.tensor_map_encode(maps[1], g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
+    return 0;
+  /* D through TMA stores: 16-byte aligned rows and batch entries. */
+  const unsigned long long es = ckjit_dtype_size(g->out_dtype), ldd = (unsigned long long)g->ldd * es;
+  const unsigned long long sd = g->batch > 1 ? (unsigned long long)g->stride_d * es : ldd * m;
+  if (!with_d || (uintptr_t)g->d % 16 || ldd % 16 || sd % 16 || sd == 0) return 1;
+  const unsigned long long dims_d[3] = {n, m, b}, str_d[2] = {ldd, sd};
+  const unsigned box_d[3] = {(unsigned)(128 / es), 128, 1};
+  return rt->device.tensor_map_encode(maps[2], g->out_dtype, 3, g->d, dims_d, str_d, box_d) ? 1 : 2;
 }
 
 static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *stream) {
@@ -345,16 +353,18 @@ static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *s
   problem_of(g, &pl, &p);
   ckjit_spec spec;
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
-  /* wgmma reads its operands through TMA descriptors when it can. */
-  unsigned char maps[2][128] __attribute__((aligned(64)));
-  const int tma = pl.pipe == PIPE_WGMMA && encode_maps(rt, g, &pl, maps) == CKJIT_SUCCESS;
-  void *args_one[] = {&p}, *args_tma[] = {maps[0], maps[1], &p};
-  void **args = tma ? args_tma : args_one;
+  /* wgmma reads its operands (and, unsplit, writes D) through TMA
+   * descriptors when it can. */
+  unsigned char maps[3][128] __attribute__((aligned(64)));
+  const int tma = pl.pipe == PIPE_WGMMA ? encode_maps(rt, g, &pl, splits <= 1, maps) : 0;
+  void *args_one[] = {&p}, *args_tma[] = {maps[0], maps[1], &p},
+       *args_tma_d[] = {maps[0], maps[1], maps[2], &p};
+  void **args = tma == 2 ? args_tma_d : tma ? args_tma : args_one;
   /* The TMA pipeline is persistent: one block per multiprocessor at most. */
   const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
   if (splits <= 1) {
     main_spec(&pl, g, 0, 0, &spec);
-    if (tma) spec.value[GW_TMA] = 1;
+    if (tma) spec.value[GW_TMA] = tma;
     return launch(&spec, tma && tiles > sms ? sms : tiles, args, stream);
   }
   /* Split-K: partials, then their fixed-order sum with the epilogue. */
