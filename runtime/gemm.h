@@ -47,4 +47,22 @@ void ckjit__gemm_pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sm
 int ckjit__gemm_mma_smem(const ckjit_spec *spec);
 int ckjit__gemm_wgmma_smem(const ckjit_spec *spec);
 
+/* ---- CKJIT_TUNE (gemm_tune.c) ---------------------------------------------------- */
+/* A measured configuration: pipeline (0 SIMT, 1 mma.sync, 2 wgmma), tile
+ * (mma: index of the front-end's tile table; wgmma: BN), stages (wgmma),
+ * split-K slices. */
+typedef struct gemm_choice {
+  int pipe, tile, stages, splits;
+} gemm_choice;
+
+/* CKJIT_TUNE: -1 ("0": ignore recorded winners), 0 (unset: use them), 1
+ * (also measure unknown shape classes). */
+int ckjit__gemm_tune_mode(void);
+/* The recorded winner of shape class `cls` (memory, then `dir`'s file, read
+ * once); `dir` NULL: memory only.  Returns 1 when found. */
+int ckjit__gemm_tune_lookup(const char *dir, const char *cls, gemm_choice *out);
+/* Records a winner in memory and, when `dir` is not NULL, appends it to
+ * the file. */
+void ckjit__gemm_tune_store(const char *dir, const char *cls, const gemm_choice *c);
+
 #endif

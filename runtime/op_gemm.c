@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dispatch.h"
 #include "error.h"
@@ -340,15 +341,13 @@ static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_p
   return rt->device.tensor_map_encode(maps[2], g->out_dtype, 3, g->d, dims_d, str_d, box_d) ? 1 : 2;
 }
 
-static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *stream) {
-  gemm_plan pl;
-  int auto_splits = 1;
+/* Runs `g` with plan `pl` and `want` split-K slices. */
+static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *plan,
+                             int want, void *stream) {
+  const gemm_plan pl = *plan;
   ckjit_status st;
-  int vec_a, vec_b;
-  operand_vecs(g, &vec_a, &vec_b);
-  plan_for(rt, g, g->m, g->n, g->k, g->batch, vec_a, vec_b, &pl, &auto_splits);
   int64_t k_slice, splits;
-  slice_k(g->k, pl.bk, g->split_k == 0 ? auto_splits : g->split_k, &k_slice, &splits);
+  slice_k(g->k, pl.bk, want, &k_slice, &splits);
   gemm_problem p;
   problem_of(g, &pl, &p);
   ckjit_spec spec;
@@ -390,6 +389,121 @@ static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *s
   }
   ckjit_status fst = ckjit__scratch_free(rt, scratch, stream);
   return st ? st : fst;
+}
+
+/* ---- CKJIT_TUNE ---------------------------------------------------------------------- */
+
+/* The mma.sync tiles a measurement may choose from (gemm_choice.tile). */
+static const gemm_mma_tile mma_tiles[] = {
+    {128, 128, 32, 2, 2, 4}, {64, 128, 32, 2, 2, 4}, {16, 128, 64, 1, 4, 4}, {64, 64, 32, 2, 2, 3}};
+enum { N_MMA_TILES = sizeof mma_tiles / sizeof mma_tiles[0] };
+
+static int ceil_log2(int64_t x) {
+  int r = 0;
+  while (((int64_t)1 << r) < x) r++;
+  return r;
+}
+
+/* Shape class: arch, dtypes, orders, batched or not, alignment class, and
+ * m, n, k rounded up to powers of two. */
+static void class_of(const ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+                     char *out, size_t len) {
+  snprintf(out, len, "%s/%s/%s/%c%c/m%dn%dk%d/b%d/v%d%d", rt->device.arch,
+           ckjit_dtype_name(g->ab_dtype), ckjit_dtype_name(g->out_dtype),
+           g->a_order == CKJIT_ROW_MAJOR ? 'r' : 'c', g->b_order == CKJIT_ROW_MAJOR ? 'r' : 'c',
+           ceil_log2(g->m), ceil_log2(g->n), ceil_log2(g->k), g->batch > 1, pl->vec_a, pl->vec_b);
+}
+
+static void apply_choice(const gemm_choice *c, gemm_plan *pl, int *splits) {
+  if (c->pipe == PIPE_WGMMA) {
+    pl->pipe = PIPE_WGMMA;
+    pl->wgmma_bn = c->tile, pl->wgmma_stages = c->stages;
+    pl->bm = 128, pl->bn = c->tile, pl->bk = 64;
+  } else if (c->pipe == PIPE_MMA && c->tile < N_MMA_TILES) {
+    pl->pipe = PIPE_MMA;
+    pl->tile = mma_tiles[c->tile];
+    pl->bm = pl->tile.bm, pl->bn = pl->tile.bn, pl->bk = pl->tile.bk;
+  }
+  *splits = c->splits;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Times each candidate (one run to compile and warm up, then the best of
+ * three) into a scratch D, so the caller's C (even when it is D) is only
+ * read.  Returns 1 with the fastest in *best. */
+static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *base, int auto_splits,
+                   void *stream, gemm_choice *best) {
+  gemm_choice cand[12];
+  int n = 0;
+  const int splits[3] = {auto_splits, 1, auto_splits * 2 <= 32 ? auto_splits * 2 : 32};
+  for (int si = 0; si < 3; si++) {
+    if (si > 0 && splits[si] == auto_splits) continue;
+    if (base->pipe == PIPE_WGMMA) {
+      cand[n++] = (gemm_choice){PIPE_WGMMA, 256, 4, splits[si]};
+      cand[n++] = (gemm_choice){PIPE_WGMMA, 128, 6, splits[si]};
+    } else {
+      for (int t = 0; t < N_MMA_TILES; t++)
+        if ((t == 3) == (base->vec_a < 4 || base->vec_b < 4) && n < 12)
+          cand[n++] = (gemm_choice){PIPE_MMA, t, 0, splits[si]};
+    }
+  }
+  const size_t es = ckjit_dtype_size(g->out_dtype);
+  const size_t bytes = (size_t)g->batch * (size_t)g->m * (size_t)g->n * es;
+  void *scratch;
+  if (ckjit__scratch_alloc(rt, bytes, stream, &scratch)) return 0;
+  ckjit_gemm_desc t = *g;
+  t.d = scratch, t.ldd = g->n, t.stride_d = g->m * g->n;
+  double best_s = 0;
+  for (int i = 0; i < n; i++) {
+    gemm_plan pl = *base;
+    int want;
+    apply_choice(&cand[i], &pl, &want);
+    if (run_plan(rt, &t, &pl, want, stream) || ckjit_synchronize(stream)) continue;
+    double s = 1e30;
+    for (int r = 0; r < 3; r++) {
+      const double t0 = now_s();
+      if (run_plan(rt, &t, &pl, want, stream) || ckjit_synchronize(stream)) break;
+      const double dt = now_s() - t0;
+      if (dt < s) s = dt;
+    }
+    if (s < 1e30 && (best_s == 0 || s < best_s)) best_s = s, *best = cand[i];
+  }
+  ckjit__scratch_free(rt, scratch, stream);
+  ckjit_synchronize(stream);
+  return best_s > 0;
+}
+
+/* The recorded winner for g's shape class, measuring it first under
+ * CKJIT_TUNE=1.  Leaves the plan alone for explicit split_k, SIMT, or when
+ * nothing is known. */
+static void tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int *splits,
+                 void *stream) {
+  const int mode = ckjit__gemm_tune_mode();
+  if (mode < 0 || g->split_k != 0 || pl->pipe == PIPE_SIMT) return;
+  char cls[128];
+  class_of(rt, g, pl, cls, sizeof cls);
+  const char *dir = rt->disk_enabled && rt->disk.usable ? rt->disk.dir : NULL;
+  gemm_choice c;
+  if (ckjit__gemm_tune_lookup(dir, cls, &c)) {
+    apply_choice(&c, pl, splits);
+  } else if (mode > 0 && measure(rt, g, pl, *splits, stream, &c)) {
+    ckjit__gemm_tune_store(rt->disk_enabled && rt->disk.writable ? dir : NULL, cls, &c);
+    apply_choice(&c, pl, splits);
+  }
+}
+
+static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *stream) {
+  gemm_plan pl;
+  int auto_splits = 1, vec_a, vec_b;
+  operand_vecs(g, &vec_a, &vec_b);
+  plan_for(rt, g, g->m, g->n, g->k, g->batch, vec_a, vec_b, &pl, &auto_splits);
+  tune(rt, g, &pl, &auto_splits, stream);
+  return run_plan(rt, g, &pl, g->split_k == 0 ? auto_splits : g->split_k, stream);
 }
 
 ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {

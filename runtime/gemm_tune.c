@@ -1,0 +1,105 @@
+/* CKJIT_TUNE: the GEMM configurations measured fastest per shape class,
+ * kept in memory and in `<cache dir>/gemm-tune.txt`, so that later
+ * processes use them without timing again.
+ *
+ * The file is append-only, one line per measurement:
+ *   ckjit-gemm-tune 1 <class> <pipe> <tile> <stages> <splits>
+ * (the class names the arch).  A later line for the same class wins; lines
+ * that do not parse or hold values out of range are ignored, so a torn or
+ * edited file costs at most a re-measurement.  Each line is one write() on
+ * an O_APPEND descriptor, so concurrent processes do not interleave. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gemm.h"
+#include "log.h"
+
+enum { MAX_CLASSES = 512, CLASS_LEN = 128 };
+
+typedef struct tuned {
+  char cls[CLASS_LEN];
+  gemm_choice choice;
+} tuned;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static tuned table[MAX_CLASSES];
+static int n_table, loaded;
+static char file_path[4096];
+
+int ckjit__gemm_tune_mode(void) {
+  const char *v = getenv("CKJIT_TUNE");
+  if (!v || !*v) return 0;
+  return strcmp(v, "0") == 0 ? -1 : 1;
+}
+
+static int valid(const gemm_choice *c) {
+  return c->pipe >= 0 && c->pipe <= 2 && c->tile >= 0 && c->tile <= 256 && c->stages >= 0 &&
+         c->stages <= 8 && c->splits >= 1 && c->splits <= 32;
+}
+
+static void put(const char *cls, const gemm_choice *c) {
+  for (int i = 0; i < n_table; i++)
+    if (!strcmp(table[i].cls, cls)) {
+      table[i].choice = *c;
+      return;
+    }
+  if (n_table == MAX_CLASSES) return;
+  snprintf(table[n_table].cls, CLASS_LEN, "%s", cls);
+  table[n_table++].choice = *c;
+}
+
+/* Under `lock`: reads the file of `dir` once (the first directory given
+ * is the one used for the process). */
+static void load(const char *dir) {
+  if (loaded) return;
+  loaded = 1;
+  if (!dir || !*dir) return;
+  snprintf(file_path, sizeof file_path, "%s/gemm-tune.txt", dir);
+  FILE *f = fopen(file_path, "r");
+  if (!f) return;
+  char line[512], cls[CLASS_LEN];
+  while (fgets(line, sizeof line, f)) {
+    gemm_choice c;
+    int version, used = 0;
+    if (sscanf(line, "ckjit-gemm-tune %d %127s %d %d %d %d%n", &version, cls, &c.pipe, &c.tile,
+               &c.stages, &c.splits, &used) == 6 &&
+        version == 1 && (line[used] == '\n' || line[used] == '\0') && valid(&c))
+      put(cls, &c);
+  }
+  fclose(f);
+}
+
+int ckjit__gemm_tune_lookup(const char *dir, const char *cls, gemm_choice *out) {
+  int found = 0;
+  pthread_mutex_lock(&lock);
+  load(dir);
+  for (int i = 0; i < n_table && !found; i++)
+    if (!strcmp(table[i].cls, cls)) *out = table[i].choice, found = 1;
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+
+void ckjit__gemm_tune_store(const char *dir, const char *cls, const gemm_choice *c) {
+  if (!valid(c) || strlen(cls) >= CLASS_LEN || strchr(cls, ' ')) return;
+  pthread_mutex_lock(&lock);
+  load(dir);
+  put(cls, c);
+  if (dir && file_path[0]) {
+    int fd = open(file_path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    /* After a torn last line (a crash mid-write), start on a new line. */
+    char last = '\n', line[256];
+    if (fd >= 0 && lseek(fd, -1, SEEK_END) >= 0 && read(fd, &last, 1) != 1) last = '\n';
+    int len = snprintf(line, sizeof line, "%sckjit-gemm-tune 1 %s %d %d %d %d\n",
+                       last == '\n' ? "" : "\n", cls, c->pipe, c->tile, c->stages, c->splits);
+    if (fd < 0 || write(fd, line, (size_t)len) != len)
+      CKJIT_WARN("CKJIT_TUNE: cannot record in %s: %s (kept for this process)", file_path,
+                 strerror(errno));
+    if (fd >= 0) close(fd);
+  }
+  pthread_mutex_unlock(&lock);
+}
