@@ -16,6 +16,10 @@ enum {
   GW_DTYPE, GW_OUT, GW_A, GW_B, GW_BN, GW_STAGES,
   GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1, GW_SPLIT, GW_GROUPED, GW_TMA, GW_COUNT
 };
+/* gemm_mfma (AMD matrix cores; 128 x 128 x 32 tiles of four wave64s) parameters. */
+enum {
+  GF_DTYPE, GF_OUT, GF_A, GF_B, GF_BIAS, GF_ACT, GF_C, GF_D0, GF_D1, GF_SPLIT, GF_GROUPED, GF_COUNT
+};
 /* gemm_simt (portable) parameters. */
 enum {
   GS_DTYPE, GS_OUT, GS_A, GS_B, GS_BM, GS_BN, GS_BK, GS_TM, GS_TN,
@@ -48,7 +52,8 @@ int ckjit__gemm_mma_smem(const ckjit_spec *spec);
 int ckjit__gemm_wgmma_smem(const ckjit_spec *spec);
 
 /* ---- CKJIT_TUNE (gemm_tune.c) ---------------------------------------------------- */
-/* A measured configuration: pipeline (0 SIMT, 1 mma.sync, 2 wgmma), tile
+/* A measured configuration: pipeline (0 SIMT, 1 mma.sync, 2 wgmma; MFMA is
+ * not tuned), tile
  * (mma: index of the front-end's tile table; wgmma: BN), stages (wgmma),
  * split-K slices. */
 typedef struct gemm_choice {

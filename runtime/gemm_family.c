@@ -1,5 +1,5 @@
 /* GEMM kernel families: gemm_mma (NVIDIA tensor cores, sm_80+),
- * gemm_wgmma (Hopper tensor cores), gemm_simt
+ * gemm_wgmma (Hopper tensor cores), gemm_mfma (AMD matrix cores), gemm_simt
  * (portable) and gemm_reduce (split-K sum + epilogue).  Parameters, their
  * checks and the default (prewarm) set. */
 #include <string.h>
@@ -56,6 +56,16 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     [GW_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
     /* 1: loads by the tensor memory accelerator (not with grouped) */
     [GW_TMA] = {"tma", NULL, NULL, 0, 2, 1},
+};
+
+static const ckjit_param_desc mfma_params[GF_COUNT] = {
+    [GF_DTYPE] = OUT_PARAM("dtype"), /* f16, or bf16 on gfx90a and later */
+    [GF_OUT] = OUT_PARAM("out"),
+    [GF_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
+    [GF_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
+    EPILOGUE_PARAMS(GF),
+    [GF_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
+    [GF_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
 };
 
 static const ckjit_param_desc simt_params[GS_COUNT] = {
@@ -132,6 +142,16 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
   return CKJIT_SUCCESS;
 }
 
+static ckjit_status mfma_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  if (v[GF_DTYPE] == 0)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mfma dtype must be f16 or bf16");
+  if (v[GF_SPLIT] && (v[GF_BIAS] || v[GF_ACT] || v[GF_C] || v[GF_D0] || v[GF_D1]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_mfma split=1 writes partials; its epilogue is gemm_reduce's");
+  return CKJIT_SUCCESS;
+}
+
 static ckjit_status simt_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
   if (v[GS_BM] % v[GS_TM] || v[GS_BN] % v[GS_TN])
@@ -201,6 +221,17 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
   return 1;
 }
 
+/* gemm_mfma: f16 and bf16 (output in the same type), every order pair. */
+static int mfma_default(size_t i, ckjit_spec *out) {
+  if (i >= 8) return 0;
+  memset(out, 0, sizeof *out);
+  out->family = CKJIT_FAMILY_GEMM_MFMA;
+  int32_t *v = out->value;
+  v[GF_DTYPE] = v[GF_OUT] = 1 + (int)(i / 4);
+  v[GF_A] = (int)(i % 4) / 2, v[GF_B] = (int)(i % 4) % 2;
+  return 1;
+}
+
 /* gemm_simt: f32 in every order pair, and its split-K form for row-major. */
 static int simt_default(size_t i, ckjit_spec *out) {
   if (i > 4) return 0;
@@ -239,6 +270,16 @@ const ckjit_family ckjit__family_gemm_wgmma = {
     .params = wgmma_params,
     .check = wgmma_check,
     .default_spec = wgmma_default,
+};
+
+const ckjit_family ckjit__family_gemm_mfma = {
+    .name = "gemm_mfma",
+    .source = "gemm_mfma.cu",
+    .kernel = "ckjit_gemm_mfma",
+    .n_params = GF_COUNT,
+    .params = mfma_params,
+    .check = mfma_check,
+    .default_spec = mfma_default,
 };
 
 const ckjit_family ckjit__family_gemm_simt = {

@@ -172,7 +172,7 @@ static void slice_k(int64_t k, int bk, int want, int64_t *k_slice, int64_t *spli
 
 /* ---- launch ------------------------------------------------------------------------ */
 
-enum { PIPE_SIMT, PIPE_MMA, PIPE_WGMMA };
+enum { PIPE_SIMT, PIPE_MMA, PIPE_WGMMA, PIPE_MFMA };
 
 typedef struct gemm_plan {
   int pipe;           /* PIPE_* */
@@ -200,7 +200,12 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
   int32_t *v = s->value;
   const int dt = dtype_value(g->ab_dtype), out = dtype_value(g->out_dtype);
   const int a_col = g->a_order == CKJIT_COL_MAJOR, b_col = g->b_order == CKJIT_COL_MAJOR;
-  if (pl->pipe == PIPE_WGMMA) {
+  if (pl->pipe == PIPE_MFMA) {
+    s->family = CKJIT_FAMILY_GEMM_MFMA;
+    v[GF_DTYPE] = dt, v[GF_OUT] = out, v[GF_A] = a_col, v[GF_B] = b_col;
+    if (!split) fill_epilogue(v, g, GF_BIAS, GF_ACT, GF_C, GF_D0, GF_D1);
+    v[GF_SPLIT] = split, v[GF_GROUPED] = grouped;
+  } else if (pl->pipe == PIPE_WGMMA) {
     s->family = CKJIT_FAMILY_GEMM_WGMMA;
     v[GW_DTYPE] = dt, v[GW_OUT] = out, v[GW_A] = a_col, v[GW_B] = b_col;
     v[GW_BN] = pl->wgmma_bn, v[GW_STAGES] = pl->wgmma_stages;
@@ -253,6 +258,8 @@ static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void **args, void *
       return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                          "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d",
                          smem, r->device.max_shared_bytes);
+  } else if (spec->family == CKJIT_FAMILY_GEMM_MFMA) {
+    threads = 256;
   } else if (spec->family == CKJIT_FAMILY_GEMM_SIMT) {
     threads = (unsigned)((spec->value[GS_BM] / spec->value[GS_TM]) *
                          (spec->value[GS_BN] / spec->value[GS_TN]));
@@ -289,6 +296,18 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
                      sscanf(rt->device.arch, "sm_%1d%d", &major, &minor) == 2;
   const int sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
   pl->pipe = nvidia && major >= 8 && g->ab_dtype != CKJIT_F32 ? PIPE_MMA : PIPE_SIMT;
+  /* AMD matrix cores: f16 from gfx908, bf16 from gfx90a (the gfx94x MFMA
+   * set includes both). */
+  char base[CKJIT_ARCH_MAX];
+  ckjit__arch_base(rt->device.arch, base, sizeof base);
+  const int mfma_f16 = rt->device.vendor == CKJIT_BACKEND_HIP &&
+                       (!strcmp(base, "gfx908") || !strcmp(base, "gfx90a") || !strncmp(base, "gfx94", 5));
+  if (mfma_f16 && (g->ab_dtype == CKJIT_F16 || (g->ab_dtype == CKJIT_BF16 && strcmp(base, "gfx908")))) {
+    pl->pipe = PIPE_MFMA;
+    pl->bm = 128, pl->bn = 128, pl->bk = 32;
+    *auto_splits = auto_split(m, n, k, ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, 128) * batch, 32, sms);
+    return;
+  }
   if (pl->pipe == PIPE_SIMT) {
     pl->bm = 64, pl->bn = 64, pl->bk = 16;
     const int64_t tiles = ckjit__ceil_div(m, 64) * ckjit__ceil_div(n, 64) * batch;

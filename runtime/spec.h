@@ -24,6 +24,7 @@ typedef enum ckjit_family_id {
   CKJIT_FAMILY_GEMM_SIMT = 6,
   CKJIT_FAMILY_GEMM_REDUCE = 7,
   CKJIT_FAMILY_GEMM_WGMMA = 8,
+  CKJIT_FAMILY_GEMM_MFMA = 9,
   CKJIT_FAMILY_COUNT_
 } ckjit_family_id;
 
@@ -72,6 +73,7 @@ extern const ckjit_family ckjit__family_gemm_mma;     /* runtime/gemm_family.c *
 extern const ckjit_family ckjit__family_gemm_simt;
 extern const ckjit_family ckjit__family_gemm_reduce;
 extern const ckjit_family ckjit__family_gemm_wgmma;
+extern const ckjit_family ckjit__family_gemm_mfma;
 
 const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
 
