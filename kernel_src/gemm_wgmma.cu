@@ -13,13 +13,13 @@
 //           (zero-filled past the edges) and the two consumer warpgroups
 //           hand them back through mbarriers.  TMA = 2: the consumers
 //           also write D through a 32 KiB shared buffer and TMA stores,
-//           which finish while the next tile's K loop runs.  TMA = 0 (grouped,
-//           broadcast batches): every thread copies with cp.async, STAGES - 2
-//           steps ahead.  wgmma runs asynchronously, one step in flight.
+//           which finish while the next tile's K loop runs.  TMA = 0
+//           (broadcast batches, more than 8 groups): every thread copies
+//           with cp.async, STAGES - 2 steps ahead.  wgmma runs asynchronously, one step in flight.
 // Epilogue: as the other pipelines (gemm_common.h).
 //
-// Kernel arguments: TMA >= 1: the tensor maps of A, B and (TMA = 2) D, then
-// gemm_problem p; otherwise gemm_problem p, or (GROUPED) gemm_groups gs; all by value.
+// Kernel argument: TMA >= 1: tma_args (tensor maps and problems; grouped:
+// up to 8 problems a launch); otherwise gemm_problem p, or (GROUPED) gemm_groups gs; all by value.
 #include "ckjit_prelude.h"
 
 typedef @DTYPE@ TA;
@@ -254,17 +254,56 @@ CKJIT_INLINE void store_acc_tma(const gemm_problem &p, const gemm_tile &t, float
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant__ tensor_map map_b,
-#if TMA == 2
-                 const __grid_constant__ tensor_map map_d,
+// The kernel's one argument (runtime/op_gemm.c builds the same layout):
+// the tensor maps and the problem, or (GROUPED) up to TMA_GROUPS problems
+// with theirs, ordered by first tile.
+#if GROUPED
+#define TMA_GROUPS 8
+struct tma_args {
+  tensor_map a[TMA_GROUPS], b[TMA_GROUPS];
+  gemm_problem g[TMA_GROUPS];
+  long long count;
+};
+CKJIT_INLINE long long all_tiles(const tma_args &x) {
+  const gemm_problem &last = x.g[x.count - 1];
+  return last.tile_begin + last.tiles_m * last.tiles_n;
+}
+CKJIT_INLINE int group_at(const tma_args &x, long long tile) {
+  int lo = 0, hi = (int)x.count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (x.g[mid].tile_begin <= tile) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+// The problem, tensor maps and tile of linear tile `tile`.
+#define TILE_CONTEXT(tile)                                                  \
+  const int gi_ = group_at(x, tile);                                       \
+  const gemm_problem &p = x.g[gi_];                                         \
+  const tensor_map &map_a = x.a[gi_], &map_b = x.b[gi_];                    \
+  const gemm_tile t = tile_of(p, tile - p.tile_begin)
+#else
+struct tma_args {
+  tensor_map a, b, d; // d: TMA = 2 only
+  gemm_problem p;
+};
+CKJIT_INLINE long long all_tiles(const tma_args &x) {
+  return x.p.tiles_m * x.p.tiles_n * x.p.splits * x.p.batch;
+}
+#define TILE_CONTEXT(tile)                                                  \
+  const gemm_problem &p = x.p;                                              \
+  const tensor_map &map_a = x.a, &map_b = x.b;                              \
+  const gemm_tile t = tile_of(p, tile)
 #endif
-                 const gemm_problem p) {
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) ckjit_u64 full[STAGES], empty[STAGES];
   TA *smem;
   const unsigned base = align_1k(smem_raw, smem);
-  const long long tiles = p.tiles_m * p.tiles_n * p.splits * p.batch;
+  const long long tiles = all_tiles(x);
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; s++) {
@@ -282,7 +321,7 @@ ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x != 0) return;
     for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const gemm_tile t = tile_of(p, tile);
+      TILE_CONTEXT(tile);
       const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
       for (int kt = 0; kt < k_tiles; kt++, it++) {
         const int s = it % STAGES;
@@ -311,7 +350,8 @@ ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant
   const int cw = wg - 1; // consumer warpgroup: rows 64 cw.. of each tile
   const bool leader = threadIdx.x % 128 == 0;
   for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const gemm_tile t = tile_of(p, tile);
+    TILE_CONTEXT(tile);
+    (void)map_a, (void)map_b;
     const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
     float acc[ACC];
 #pragma unroll
@@ -328,8 +368,8 @@ ckjit_gemm_wgmma(const __grid_constant__ tensor_map map_a, const __grid_constant
     }
     wgmma_wait<0>();
     if (k_tiles > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
-#if TMA == 2
-    store_acc_tma(p, t, acc, cw, map_d, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
+#if TMA == 2 && !GROUPED
+    store_acc_tma(p, t, acc, cw, x.d, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
                   base + STAGES * STAGE_ELEMS * 2);
 #else
     store_acc(p, t, acc, cw);

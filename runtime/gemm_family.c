@@ -54,7 +54,7 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     EPILOGUE_PARAMS(GW),
     [GW_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GW_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
-    /* 1: loads by the tensor memory accelerator (not with grouped) */
+    /* 1: loads by the tensor memory accelerator; 2: stores of D too (not grouped) */
     [GW_TMA] = {"tma", NULL, NULL, 0, 2, 1},
 };
 
@@ -135,8 +135,8 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
                        ckjit__gemm_wgmma_smem(s), 227 * 1024);
   if (v[GW_SPLIT] && (v[GW_BIAS] || v[GW_ACT] || v[GW_C] || v[GW_D0] || v[GW_D1]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma split=1 writes partials; its epilogue is gemm_reduce's");
-  if (v[GW_TMA] && v[GW_GROUPED])
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=1 takes one problem, not grouped=1");
+  if (v[GW_TMA] == 2 && v[GW_GROUPED])
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=2 takes one problem, not grouped=1");
   if (v[GW_TMA] == 2 && v[GW_SPLIT])
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=2 stores D; split=1 stores partials");
   return CKJIT_SUCCESS;

@@ -1,4 +1,5 @@
 /* GEMM front-end: validation, pipeline and tile policy, split-K, launch. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,26 @@ typedef struct gemm_groups {
 } gemm_groups;
 
 _Static_assert(sizeof(gemm_problem) == 240, "gemm_problem must match kernel_src/gemm_common.h");
+
+/* The TMA kernel's argument (tma_args in kernel_src/gemm_wgmma.cu): tensor
+ * maps (CUtensorMap: 128 bytes, 64-byte aligned) and the problem, or up to
+ * TMA_GROUPS problems with theirs. */
+typedef struct tma_one {
+  _Alignas(64) unsigned char a[128];
+  unsigned char b[128], d[128];
+  gemm_problem p;
+} tma_one;
+
+enum { TMA_GROUPS = 8 };
+typedef struct tma_grouped {
+  _Alignas(64) unsigned char a[TMA_GROUPS][128];
+  unsigned char b[TMA_GROUPS][128];
+  gemm_problem g[TMA_GROUPS];
+  long long count;
+} tma_grouped;
+
+_Static_assert(offsetof(tma_one, p) == 384, "tma_args layout");
+_Static_assert(sizeof(tma_grouped) <= 4096, "kernel parameters are limited to 4 KiB");
 _Static_assert(sizeof(gemm_groups) <= 4096, "kernel parameters are limited to 4 KiB");
 
 void ckjit_gemm_desc_init(ckjit_gemm_desc *desc) {
@@ -334,8 +355,9 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
  * one; and (when `with_d`) D's, in boxes of 128 bytes x 128 rows.  Returns
  * the tma parameter: 0 (none: a broadcast batch, k = 0, or an unaligned
  * D for with_d), 1 (A and B) or 2 (A, B and D). */
-static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl, int with_d,
-                       unsigned char (*maps)[128]) {
+static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+                       unsigned char *map_a, unsigned char *map_b, unsigned char *map_d) {
+  const int with_d = map_d != NULL;
   if (!rt->device.tensor_map_encode || g->k == 0 ||
       (g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0)))
     return 0;
@@ -348,8 +370,8 @@ static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_p
   const unsigned long long dims_a[3] = {a_k ? k : m, a_k ? m : k, b}, str_a[2] = {lda, sa};
   const unsigned long long dims_b[3] = {b_k ? k : n, b_k ? n : k, b}, str_b[2] = {ldb, sb};
   const unsigned box_a[3] = {64, a_k ? 128u : 64u, 1}, box_b[3] = {64, b_k ? (unsigned)pl->wgmma_bn : 64u, 1};
-  if (rt->device.tensor_map_encode(maps[0], g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
-      rt->device.tensor_map_encode(maps[1], g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
+  if (rt->device.tensor_map_encode(map_a, g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
+      rt->device.tensor_map_encode(map_b, g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
     return 0;
   /* D through TMA stores: 16-byte aligned rows and batch entries. */
   const unsigned long long es = ckjit_dtype_size(g->out_dtype), ldd = (unsigned long long)g->ldd * es;
@@ -357,7 +379,7 @@ static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_p
   if (!with_d || (uintptr_t)g->d % 16 || ldd % 16 || sd % 16 || sd == 0) return 1;
   const unsigned long long dims_d[3] = {n, m, b}, str_d[2] = {ldd, sd};
   const unsigned box_d[3] = {(unsigned)(128 / es), 128, 1};
-  return rt->device.tensor_map_encode(maps[2], g->out_dtype, 3, g->d, dims_d, str_d, box_d) ? 1 : 2;
+  return rt->device.tensor_map_encode(map_d, g->out_dtype, 3, g->d, dims_d, str_d, box_d) ? 1 : 2;
 }
 
 /* Runs `g` with plan `pl` and `want` split-K slices. */
@@ -373,16 +395,16 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
   /* wgmma reads its operands (and, unsplit, writes D) through TMA
    * descriptors when it can. */
-  unsigned char maps[3][128] __attribute__((aligned(64)));
-  const int tma = pl.pipe == PIPE_WGMMA ? encode_maps(rt, g, &pl, splits <= 1, maps) : 0;
-  void *args_one[] = {&p}, *args_tma[] = {maps[0], maps[1], &p},
-       *args_tma_d[] = {maps[0], maps[1], maps[2], &p};
-  void **args = tma == 2 ? args_tma_d : tma ? args_tma : args_one;
+  tma_one x;
+  const int tma = pl.pipe == PIPE_WGMMA ? encode_maps(rt, g, &pl, x.a, x.b, splits <= 1 ? x.d : NULL) : 0;
+  void *args_one[] = {&p}, *args_tma[] = {&x};
+  void **args = tma ? args_tma : args_one;
   /* The TMA pipeline is persistent: one block per multiprocessor at most. */
   const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
   if (splits <= 1) {
     main_spec(&pl, g, 0, 0, &spec);
     if (tma) spec.value[GW_TMA] = tma;
+    x.p = p;
     return launch(&spec, tma && tiles > sms ? sms : tiles, args, stream);
   }
   /* Split-K: partials, then their fixed-order sum with the epilogue. */
@@ -392,6 +414,7 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
   p.partials = scratch, p.k_slice = k_slice, p.splits = splits;
   main_spec(&pl, g, 1, 0, &spec);
   if (tma) spec.value[GW_TMA] = 1;
+  x.p = p;
   st = launch(&spec, tma && tiles * splits > sms ? sms : tiles * splits, args, stream);
   if (!st) {
     ckjit_spec red;
@@ -534,6 +557,39 @@ ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
   return run_one(rt, desc, stream);
 }
 
+/* Grouped on the persistent TMA pipeline: TMA_GROUPS problems a launch,
+ * each with its tensor maps.  CKJIT_ERROR_UNSUPPORTED (nothing launched)
+ * when a problem cannot have them. */
+static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs, int count,
+                                const gemm_plan *pl, ckjit_spec *spec, void *stream) {
+  tma_grouped *x = calloc(1, sizeof *x);
+  if (!x) return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "ckjit_gemm_grouped: out of host memory");
+  ckjit_status st = CKJIT_SUCCESS;
+  for (int i = 0; i < count; i++) /* every problem first: all or none */
+    if (descs[i].m && descs[i].n && !encode_maps(rt, &descs[i], pl, x->a[0], x->b[0], NULL)) {
+      free(x);
+      return CKJIT_ERROR_UNSUPPORTED;
+    }
+  spec->value[GW_TMA] = 1;
+  const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+  for (int i = 0; i < count && !st;) {
+    int64_t tiles = 0;
+    x->count = 0;
+    for (; i < count && x->count < TMA_GROUPS; i++) {
+      if (descs[i].m == 0 || descs[i].n == 0) continue;
+      const int j = (int)x->count++;
+      encode_maps(rt, &descs[i], pl, x->a[j], x->b[j], NULL);
+      problem_of(&descs[i], pl, &x->g[j]);
+      x->g[j].tile_begin = tiles;
+      tiles += x->g[j].tiles_m * x->g[j].tiles_n;
+    }
+    void *args[] = {x};
+    if (x->count) st = launch(spec, tiles < sms ? tiles : sms, args, stream);
+  }
+  free(x);
+  return st;
+}
+
 ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *stream) {
   const char *api = "ckjit_gemm_grouped";
   if (!descs) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: descs is NULL", api);
@@ -580,7 +636,16 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
   main_spec(&pl, g0, 0, 1, &spec);
   /* A beta term if any problem has one (the others pass C = NULL). */
   for (int i = 0; i < count; i++)
-    if (descs[i].c && descs[i].beta != 0.0f) spec.value[pl.pipe == PIPE_WGMMA ? GW_C : pl.pipe == PIPE_MMA ? GM_C : GS_C] = 1;
+    if (descs[i].c && descs[i].beta != 0.0f)
+      spec.value[pl.pipe == PIPE_WGMMA ? GW_C
+                 : pl.pipe == PIPE_MMA ? GM_C
+                 : pl.pipe == PIPE_MFMA ? GF_C
+                                        : GS_C] = 1;
+  if (pl.pipe == PIPE_WGMMA) {
+    st = grouped_tma(rt, descs, count, &pl, &spec, stream);
+    if (st != CKJIT_ERROR_UNSUPPORTED) return st;
+    spec.value[GW_TMA] = 0, st = CKJIT_SUCCESS;
+  }
   gemm_groups *gs = calloc(1, sizeof *gs);
   if (!gs) return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "%s: out of host memory", api);
   /* Up to MAX_GROUPS non-empty problems per launch. */
