@@ -2,13 +2,17 @@
 // f32 inputs, and f16/bf16 where there are no tensor cores here).
 //
 // Problem:  D = epilogue(alpha * A B) per batch entry / group (gemm_common.h).
-// Policy:   a block of (BM / TM) x (BN / TN) threads owns a BM x BN tile;
-//           each thread a TM x TN block of it, spread with a stride so that
-//           neighbouring threads write neighbouring columns.
-// Pipeline: per BK step, the block stages A (as BK x BM) and B (BK x BN)
-//           in shared memory as f32, then every thread accumulates its
-//           outer products from registers.  Loads are bounds-checked.
+// Policy:   a block of (BM / 8) x (BN / 8) threads owns a BM x BN tile; each
+//           thread an 8 x 8 block of it, as 2 x 2 sub-blocks of 4 x 4 half
+//           a tile apart, so that its shared-memory reads are 16-byte
+//           vectors that neighbouring threads take side by side.
+// Pipeline: per BK step, A (as BK x BM) and B (BK x BN) in shared memory as
+//           f32, double-buffered: the next step's global loads (VEC elements
+//           each, bounds-checked) wait in registers while this step's outer
+//           products run.
 // Epilogue: as the tensor-core pipelines (gemm_common.h).
+//
+// Kernel argument: gemm_problem p, or (GROUPED) gemm_groups gs, by value.
 #include "ckjit_prelude.h"
 
 typedef @DTYPE@ TA;
@@ -18,8 +22,7 @@ typedef @OUT@ TC;
 #define BM @BM@
 #define BN @BN@
 #define BK @BK@
-#define TM @TM@
-#define TN @TN@
+#define VEC @VEC@ // elements per global load (pointers and leading dimensions allow it)
 #define BIAS @BIAS@
 #define ACT @ACT@
 #define HAS_C @C@
@@ -30,69 +33,127 @@ typedef @OUT@ TC;
 
 #include "gemm_common.h"
 
-#define TX (BN / TN) // threads along N
-#define TY (BM / TM)
+#define TX (BN / 8) // threads along N
+#define TY (BM / 8)
 #define THREADS (TX * TY)
+#define PAD 4 // floats after each shared row: transposed stores hit distinct banks
+#define A_LOADS (BM * BK / VEC / THREADS)
+#define B_LOADS (BN * BK / VEC / THREADS)
 
-extern "C" __global__ void __launch_bounds__(THREADS)
-ckjit_gemm_simt(GEMM_PARAMS) {
-  __shared__ float sa[BK][BM + 1], sb[BK][BN + 1];
+// VEC elements of row r, columns c.. of a matrix with leading dimension ld;
+// past r_end / c_end they read 0.
+CKJIT_INLINE void load_vec(const TA *src, long long ld, long long r, long long c, long long r_end,
+                           long long c_end, float *out) {
+  if (r < r_end && c + VEC <= c_end) {
+    const ckjit_vec<TA, VEC> v = ckjit_load<TA, VEC>(src + r * ld + c);
+#pragma unroll
+    for (int e = 0; e < VEC; e++) out[e] = ckjit_to_float(v.v[e]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; e++) out[e] = r < r_end && c + e < c_end ? ckjit_to_float(src[r * ld + c + e]) : 0.0f;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) ckjit_gemm_simt(GEMM_PARAMS) {
+  __shared__ __align__(16) float sa[2][BK][BM + PAD], sb[2][BK][BN + PAD];
   GEMM_PROBLEM(p, t);
   const TA *a = static_cast<const TA *>(p.a) + t.batch * p.stride_a;
   const TA *b = static_cast<const TA *>(p.b) + t.batch * p.stride_b;
-  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; i++)
-#pragma unroll
-    for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
+  const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
 
-  for (long long k0 = t.k0; k0 < t.k1; k0 += BK) {
-    // Consecutive threads read consecutive addresses of each operand.
-    for (int i = threadIdx.x; i < BK * BM; i += THREADS) {
+  float ra[A_LOADS][VEC], rb[B_LOADS][VEC];
+  // Global -> registers for the K step at k0.  Vector v of A covers VEC
+  // consecutive elements along A's contiguous dimension (likewise B).
+  auto fetch = [&](long long k0) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; i++) {
+      const int v = i * THREADS + tid;
 #if A_KCONTIG
-      const int kk = i % BK, mm = i / BK;
+      load_vec(a, p.lda, t.m0 + v / (BK / VEC), k0 + (v % (BK / VEC)) * VEC, p.m, t.k1, ra[i]);
 #else
-      const int mm = i % BM, kk = i / BM;
+      load_vec(a, p.lda, k0 + v / (BM / VEC), t.m0 + (v % (BM / VEC)) * VEC, t.k1, p.m, ra[i]);
 #endif
-      const long long m = t.m0 + mm, k = k0 + kk;
-      float v = 0.0f;
-      if (m < p.m && k < t.k1) v = ckjit_to_float(A_KCONTIG ? a[m * p.lda + k] : a[k * p.lda + m]);
-      sa[kk][mm] = v;
     }
-    for (int i = threadIdx.x; i < BK * BN; i += THREADS) {
+#pragma unroll
+    for (int i = 0; i < B_LOADS; i++) {
+      const int v = i * THREADS + tid;
 #if B_KCONTIG
-      const int kk = i % BK, nn = i / BK;
+      load_vec(b, p.ldb, t.n0 + v / (BK / VEC), k0 + (v % (BK / VEC)) * VEC, p.n, t.k1, rb[i]);
 #else
-      const int nn = i % BN, kk = i / BN;
+      load_vec(b, p.ldb, k0 + v / (BN / VEC), t.n0 + (v % (BN / VEC)) * VEC, t.k1, p.n, rb[i]);
 #endif
-      const long long n = t.n0 + nn, k = k0 + kk;
-      float v = 0.0f;
-      if (n < p.n && k < t.k1) v = ckjit_to_float(B_KCONTIG ? b[n * p.ldb + k] : b[k * p.ldb + n]);
-      sb[kk][nn] = v;
     }
-    __syncthreads();
-#pragma unroll 4
+  };
+  // Registers -> shared buffer `s`, as k-major rows.
+  auto stage = [&](int s) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; i++) {
+      const int v = i * THREADS + tid;
+#pragma unroll
+      for (int e = 0; e < VEC; e++) {
+#if A_KCONTIG
+        sa[s][(v % (BK / VEC)) * VEC + e][v / (BK / VEC)] = ra[i][e];
+#else
+        sa[s][v / (BM / VEC)][(v % (BM / VEC)) * VEC + e] = ra[i][e];
+#endif
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; i++) {
+      const int v = i * THREADS + tid;
+#pragma unroll
+      for (int e = 0; e < VEC; e++) {
+#if B_KCONTIG
+        sb[s][(v % (BK / VEC)) * VEC + e][v / (BK / VEC)] = rb[i][e];
+#else
+        sb[s][v / (BN / VEC)][(v % (BN / VEC)) * VEC + e] = rb[i][e];
+#endif
+      }
+    }
+  };
+
+  float acc[8][8];
+#pragma unroll
+  for (int i = 0; i < 8; i++)
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+
+  int s = 0;
+  if (t.k0 < t.k1) {
+    fetch(t.k0);
+    stage(0);
+  }
+  __syncthreads();
+  for (long long k0 = t.k0; k0 < t.k1; k0 += BK) {
+    const bool next = k0 + BK < t.k1;
+    if (next) fetch(k0 + BK);
+#pragma unroll
     for (int kk = 0; kk < BK; kk++) {
-      float ar[TM], br[TN];
+      float av[8], bv[8];
 #pragma unroll
-      for (int i = 0; i < TM; i++) ar[i] = sa[kk][ty + i * TY];
+      for (int h = 0; h < 2; h++) {
+        const ckjit_vec<float, 4> x = ckjit_load<float, 4>(&sa[s][kk][h * (BM / 2) + ty * 4]);
+        const ckjit_vec<float, 4> y = ckjit_load<float, 4>(&sb[s][kk][h * (BN / 2) + tx * 4]);
 #pragma unroll
-      for (int j = 0; j < TN; j++) br[j] = sb[kk][tx + j * TX];
+        for (int e = 0; e < 4; e++) av[h * 4 + e] = x.v[e], bv[h * 4 + e] = y.v[e];
+      }
 #pragma unroll
-      for (int i = 0; i < TM; i++)
+      for (int i = 0; i < 8; i++)
 #pragma unroll
-        for (int j = 0; j < TN; j++) acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
+        for (int j = 0; j < 8; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
     }
+    if (next) stage(s ^ 1);
     __syncthreads();
+    s ^= 1;
   }
 
-  // Columns tx + j * TX are not adjacent: one element per store.
+  // Row i: (i / 4) half, row ty * 4 + i % 4; columns likewise, in pairs.
 #pragma unroll
-  for (int i = 0; i < TM; i++)
+  for (int i = 0; i < 8; i++)
 #pragma unroll
-    for (int j = 0; j < TN; j++) {
-      const long long m = t.m0 + ty + i * TY, n = t.n0 + tx + j * TX;
-      if (n < p.n) store_one(p, t, m, n, acc[i][j]);
+    for (int j = 0; j < 8; j += 2) {
+      const long long m = t.m0 + (i / 4) * (BM / 2) + ty * 4 + i % 4;
+      const long long n = t.n0 + (j / 4) * (BN / 2) + tx * 4 + j % 4;
+      store_pair(p, t, m, n, acc[i][j], acc[i][j + 1]);
     }
 }

@@ -20,9 +20,9 @@ enum {
 enum {
   GF_DTYPE, GF_OUT, GF_A, GF_B, GF_BIAS, GF_ACT, GF_C, GF_D0, GF_D1, GF_SPLIT, GF_GROUPED, GF_COUNT
 };
-/* gemm_simt (portable) parameters. */
+/* gemm_simt (portable; 8 x 8 outputs per thread) parameters. */
 enum {
-  GS_DTYPE, GS_OUT, GS_A, GS_B, GS_BM, GS_BN, GS_BK, GS_TM, GS_TN,
+  GS_DTYPE, GS_OUT, GS_A, GS_B, GS_BM, GS_BN, GS_BK, GS_VEC,
   GS_BIAS, GS_ACT, GS_C, GS_D0, GS_D1, GS_SPLIT, GS_GROUPED, GS_COUNT
 };
 /* gemm_reduce (split-K sum + epilogue) parameters. */

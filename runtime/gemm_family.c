@@ -73,11 +73,10 @@ static const ckjit_param_desc simt_params[GS_COUNT] = {
     [GS_OUT] = {"out", ckjit__dtype_names, ckjit__dtype_tokens, 0, 0, 0},
     [GS_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
     [GS_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
-    [GS_BM] = {"bm", NULL, NULL, 8, 256, 64},
-    [GS_BN] = {"bn", NULL, NULL, 8, 256, 64},
-    [GS_BK] = {"bk", NULL, NULL, 4, 64, 16},
-    [GS_TM] = {"tm", NULL, NULL, 1, 16, 4},
-    [GS_TN] = {"tn", NULL, NULL, 1, 16, 4},
+    [GS_BM] = {"bm", NULL, NULL, 16, 256, 128},
+    [GS_BN] = {"bn", NULL, NULL, 16, 256, 128},
+    [GS_BK] = {"bk", NULL, NULL, 4, 64, 8},
+    [GS_VEC] = {"vec", NULL, NULL, 1, 4, 4},
     EPILOGUE_PARAMS(GS),
     [GS_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GS_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
@@ -154,11 +153,18 @@ static ckjit_status mfma_check(const ckjit_spec *s) {
 
 static ckjit_status simt_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  if (v[GS_BM] % v[GS_TM] || v[GS_BN] % v[GS_TN])
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_simt tm=%d and tn=%d must divide bm and bn", v[GS_TM], v[GS_TN]);
-  const int threads = (v[GS_BM] / v[GS_TM]) * (v[GS_BN] / v[GS_TN]);
+  const int bm = v[GS_BM], bn = v[GS_BN], bk = v[GS_BK], vec = v[GS_VEC];
+  const int threads = (bm / 8) * (bn / 8);
+  if (bm % 16 || bn % 16)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_simt bm=%d and bn=%d must be multiples of 16 (8 x 8 per thread)", bm, bn);
   if (threads < 32 || threads > 1024)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_simt has %d threads per block (32 .. 1024)", threads);
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_simt has %d threads per block (32 .. 1024)",
+                       threads);
+  if (!ckjit__is_pow2(vec) || bk % vec || (bm * bk) % (vec * threads) || (bn * bk) % (vec * threads))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_simt vec=%d must divide bk=%d and share the tiles evenly among %d threads",
+                       vec, bk, threads);
   if (v[GS_SPLIT] && (v[GS_BIAS] || v[GS_ACT] || v[GS_C] || v[GS_D0] || v[GS_D1]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_simt split=1 writes partials; its epilogue is gemm_reduce's");
   return CKJIT_SUCCESS;
@@ -238,7 +244,7 @@ static int simt_default(size_t i, ckjit_spec *out) {
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_GEMM_SIMT;
   int32_t *v = out->value;
-  v[GS_BM] = 64, v[GS_BN] = 64, v[GS_BK] = 16, v[GS_TM] = 4, v[GS_TN] = 4;
+  v[GS_BM] = 128, v[GS_BN] = 128, v[GS_BK] = 8, v[GS_VEC] = 4;
   v[GS_A] = (int)(i % 4) / 2, v[GS_B] = (int)(i % 4) % 2, v[GS_SPLIT] = i == 4;
   return 1;
 }

@@ -243,7 +243,9 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
   } else {
     s->family = CKJIT_FAMILY_GEMM_SIMT;
     v[GS_DTYPE] = dt, v[GS_OUT] = out, v[GS_A] = a_col, v[GS_B] = b_col;
-    v[GS_BM] = pl->bm, v[GS_BN] = pl->bn, v[GS_BK] = pl->bk, v[GS_TM] = 4, v[GS_TN] = 4;
+    v[GS_BM] = pl->bm, v[GS_BN] = pl->bn, v[GS_BK] = pl->bk;
+    v[GS_VEC] = pl->vec_a < pl->vec_b ? pl->vec_a : pl->vec_b;
+    if (v[GS_VEC] > 4) v[GS_VEC] = 4;
     if (!split) fill_epilogue(v, g, GS_BIAS, GS_ACT, GS_C, GS_D0, GS_D1);
     v[GS_SPLIT] = split, v[GS_GROUPED] = grouped;
   }
@@ -282,8 +284,7 @@ static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void **args, void *
   } else if (spec->family == CKJIT_FAMILY_GEMM_MFMA) {
     threads = 256;
   } else if (spec->family == CKJIT_FAMILY_GEMM_SIMT) {
-    threads = (unsigned)((spec->value[GS_BM] / spec->value[GS_TM]) *
-                         (spec->value[GS_BN] / spec->value[GS_TN]));
+    threads = (unsigned)((spec->value[GS_BM] / 8) * (spec->value[GS_BN] / 8));
   } else {
     threads = 256;
   }
@@ -330,8 +331,14 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     return;
   }
   if (pl->pipe == PIPE_SIMT) {
-    pl->bm = 64, pl->bn = 64, pl->bk = 16;
-    const int64_t tiles = ckjit__ceil_div(m, 64) * ckjit__ceil_div(n, 64) * batch;
+    /* 128 x 128 tiles, 64 x 64 when those would leave SMs idle; loads as
+     * wide as A's and B's alignment allows (up to 4 elements). */
+    const int64_t big = ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, 128) * batch;
+    pl->bm = pl->bn = big >= sms ? 128 : 64, pl->bk = 8;
+    pl->vec_a = vec_a, pl->vec_b = vec_b;
+    if (pl->vec_a > 4) pl->vec_a = 4;
+    if (pl->vec_b > 4) pl->vec_b = 4;
+    const int64_t tiles = ckjit__ceil_div(m, pl->bm) * ckjit__ceil_div(n, pl->bn) * batch;
     *auto_splits = auto_split(m, n, k, tiles, 64, sms);
     return;
   }
