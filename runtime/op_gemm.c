@@ -365,8 +365,10 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
 static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
                        unsigned char *map_a, unsigned char *map_b, unsigned char *map_d) {
   const int with_d = map_d != NULL;
-  if (!rt->device.tensor_map_encode || g->k == 0 ||
-      (g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0)))
+  /* Box coordinates are 32-bit. */
+  const int64_t limit = INT32_MAX - 512;
+  if (!rt->device.tensor_map_encode || g->k == 0 || g->m > limit || g->n > limit || g->k > limit ||
+      g->batch > limit || (g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0)))
     return 0;
   const int a_k = g->a_order == CKJIT_ROW_MAJOR, b_k = g->b_order == CKJIT_COL_MAJOR;
   const unsigned long long m = (unsigned long long)g->m, n = (unsigned long long)g->n,

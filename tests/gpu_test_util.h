@@ -1,13 +1,15 @@
 /* Helpers shared by the GPU test programs (header-only, static inline),
  * through the public API only:
  *   - element access for CKJIT_F32 / CKJIT_F16 / CKJIT_BF16 from / to double
- *     (f16 and bf16 through half.h: round to nearest even),
+ *     (f16 and bf16 through half.h: round to nearest even), and for the
+ *     index dtypes CKJIT_I32 / CKJIT_I64,
  *   - a deterministic RNG (tu_rng, splitmix64, from test_util.h) and uniform
  *     random fills,
  *   - gt_check: counts checks and failures, prints the first few failures
  *     with the context they belong to,
  *   - gt_buf: a device buffer with its host mirror (ckjit_malloc,
- *     ckjit_memcpy, 0xFF poison: a NaN in every float dtype),
+ *     ckjit_memcpy, 0xFF poison: a NaN in every float dtype), and the
+ *     extent / membership of a row-major matrix (offset, leading dim) in it,
  *   - gt_have_device: the "is there a usable GPU" test of the GPU suites
  *     (they exit GT_SKIP_CODE = 77, skipped, with the reason when not).
  * A gt_check belongs to one thread. */
@@ -63,6 +65,18 @@ static inline double gt_put(ckjit_dtype dt, uint8_t *buf, size_t i, double v) {
   uint16_t h = dt == CKJIT_F16 ? f32_to_f16((float)v) : f32_to_bf16((float)v);
   memcpy(buf + 2 * i, &h, 2);
   return dt == CKJIT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+/* Element i of a CKJIT_I32 / CKJIT_I64 array. */
+static inline int64_t gt_get_int(ckjit_dtype dt, const uint8_t *buf, size_t i) {
+  if (dt == CKJIT_I32) {
+    int32_t v;
+    memcpy(&v, buf + 4 * i, 4);
+    return v;
+  }
+  int64_t v;
+  memcpy(&v, buf + 8 * i, 8);
+  return v;
 }
 
 static inline void gt_put_nan(ckjit_dtype dt, uint8_t *buf, size_t i) {
@@ -146,14 +160,18 @@ static inline __attribute__((format(printf, 2, 3))) void gt_fail(gt_check *ck, c
 /* A passed check. */
 static inline void gt_pass(gt_check *ck) { ck->checks++; }
 
-/* Closes the context: says how many failures were not printed. */
-static inline void gt_check_end(gt_check *ck) {
+/* Closes the context; when some of its failures were not printed, says
+ * "FAIL <ctx>: ... <count> <what> in all". */
+static inline void gt_check_end_as(gt_check *ck, const char *what) {
   if (ck->reported > ck->max_report) {
-    printf("FAIL %s: ... %ld failures in this case in all\n", ck->ctx, ck->reported);
+    printf("FAIL %s: ... %ld %s in all\n", ck->ctx, ck->reported, what);
     fflush(stdout);
   }
   ck->reported = 0;
 }
+
+/* Closes the context: says how many failures were not printed. */
+static inline void gt_check_end(gt_check *ck) { gt_check_end_as(ck, "failures in this case"); }
 
 /* |got - ref| <= tol (NaN ref: got must be NaN; inf ref: got must equal it). */
 static inline int gt_close(double got, double ref, double tol) {
@@ -197,6 +215,20 @@ static inline void gt_buf_free(gt_buf *b) {
   free(b->host);
   b->dev = NULL;
   b->host = NULL;
+}
+
+/* Elements a buffer needs for a rows x cols matrix (row stride ld) starting
+ * at element off, plus guard elements after it (rows, cols >= 1). */
+static inline size_t gt_extent(int64_t off, int64_t rows, int64_t cols, int64_t ld, size_t guard) {
+  return (size_t)(off + (rows - 1) * ld + cols) + guard;
+}
+
+/* Whether element i lies inside that matrix (not in its padding, before
+ * off or after it). */
+static inline int gt_in_matrix(size_t i, int64_t off, int64_t rows, int64_t cols, int64_t ld) {
+  if ((int64_t)i < off) return 0;
+  int64_t k = (int64_t)i - off;
+  return k / ld < rows && k % ld < cols;
 }
 
 /* Device address of element off. */

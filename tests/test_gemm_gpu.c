@@ -47,7 +47,8 @@
  *   and atol is 2^-24 for f16 (subnormal spacing), 1e-37 otherwise (FTZ).
  *
  * Environment: CKJIT_TEST_SEED (default: time), CKJIT_TEST_SKIP_LARGE=1
- * (skip 4095 x 4097 x 1001). */
+ * (skip 4095 x 4097 x 1001 and the 65537 x 32768 x 24 case whose D is past
+ * 2^31 elements). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -598,6 +599,11 @@ static void build_cases(int skip_large) {
     c = mk("large", CKJIT_BF16, CKJIT_BF16, 0, 1, 4095, 4097, 1001);
     c.ep = EP_BIAS_COL, c.act = CKJIT_UNARY_SILU, c.alpha = 0.5f, c.sample = 3000;
     add(c);
+    /* D past 2^31 elements (65537 x 32768 bf16, 4.3 GB; aligned, so the
+     * wgmma pipeline with TMA stores): 64-bit output indexing. */
+    c = mk("past 2^31 outputs", CKJIT_BF16, CKJIT_BF16, 0, 0, 65537, 32768, 24);
+    c.ep = EP_BIAS_ROW, c.sample = 3000;
+    add(c);
   }
 }
 
@@ -642,7 +648,7 @@ int main(void) {
          info.multiprocessors, info.compiler);
   printf("seed: %llu (rerun with CKJIT_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
   int skip_large = getenv("CKJIT_TEST_SKIP_LARGE") && atoi(getenv("CKJIT_TEST_SKIP_LARGE"));
-  if (skip_large) printf("SKIP large case (4095x4097x1001): CKJIT_TEST_SKIP_LARGE is set\n");
+  if (skip_large) printf("SKIP large cases (4095x4097x1001, 65537x32768x24): CKJIT_TEST_SKIP_LARGE is set\n");
   g_rng.s = seed;
   build_cases(skip_large);
 

@@ -4,7 +4,6 @@
  * Environment: CKJIT_TEST_SEED (default: time), CKJIT_TEST_THREADS (worker
  * threads, default 8), CKJIT_TEST_SKIP_LARGE=1 (skip the > 2^31 case). */
 #include <math.h>
-#include <stdarg.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,53 +12,10 @@
 #include <time.h>
 
 #include "ckjit/ckjit.h"
-#include "half.h"
-#include "test_util.h"
+#include "gpu_test_util.h"
 
-#define SKIP_CODE 77
-
-/* ---- element access ------------------------------------------------------ */
-
-static size_t esize(ckjit_dtype dt) { return dt == CKJIT_F32 ? 4 : 2; }
-
-static double get_val(ckjit_dtype dt, const uint8_t *buf, size_t i) {
-  if (dt == CKJIT_F32) {
-    float f;
-    memcpy(&f, buf + 4 * i, 4);
-    return f;
-  }
-  uint16_t h;
-  memcpy(&h, buf + 2 * i, 2);
-  return dt == CKJIT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
-/* Stores `v` rounded to the dtype; returns the value actually stored. */
-static double put_val(ckjit_dtype dt, uint8_t *buf, size_t i, double v) {
-  if (dt == CKJIT_F32) {
-    float f = (float)v;
-    memcpy(buf + 4 * i, &f, 4);
-    return f;
-  }
-  uint16_t h = dt == CKJIT_F16 ? f32_to_f16((float)v) : f32_to_bf16((float)v);
-  memcpy(buf + 2 * i, &h, 2);
-  return dt == CKJIT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
-static void put_nan(ckjit_dtype dt, uint8_t *buf, size_t i) {
-  if (dt == CKJIT_F32) {
-    uint32_t u = 0x7FC00000u;
-    memcpy(buf + 4 * i, &u, 4);
-  } else {
-    uint16_t h = dt == CKJIT_F16 ? 0x7E00u : 0x7FC0u;
-    memcpy(buf + 2 * i, &h, 2);
-  }
-}
-
-static int is_poison(ckjit_dtype dt, const uint8_t *buf, size_t i) {
-  for (size_t k = 0; k < esize(dt); k++)
-    if (buf[i * esize(dt) + k] != 0xFF) return 0;
-  return 1;
-}
+#define REPORT_MAX 5 /* failures printed per task (the rest are counted) */
+#define GUARD 19     /* elements after every buffer's matrix */
 
 /* ---- references ------------------------------------------------------------ */
 
@@ -120,12 +76,6 @@ typedef struct task {
   uint64_t seed;
 } task;
 
-typedef struct failure_log {
-  pthread_mutex_t mutex;
-} failure_log;
-
-static failure_log g_log = {PTHREAD_MUTEX_INITIALIZER};
-
 static void describe(const task *t, char *buf, size_t len) {
   static const char *kinds[] = {"copy2d", "unary", "binary", "transpose"};
   const char *op = t->kind == K_UNARY ? unary_names[t->op] : t->kind == K_BINARY ? binary_names[t->op] : "";
@@ -139,126 +89,43 @@ static void describe(const task *t, char *buf, size_t len) {
            (unsigned long long)t->seed);
 }
 
-#define REPORT_MAX 5
-
-typedef struct checker {
-  const task *t;
-  int errors;
-} checker;
-
-static void report(checker *ck, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(checker *ck, const char *fmt, ...) {
-  ck->errors++;
-  if (ck->errors > REPORT_MAX) return;
+/* A fresh gt_check whose context is the task's description. */
+static void check_begin(gt_check *ck, const task *t) {
   char d[512];
-  describe(ck->t, d, sizeof d);
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  pthread_mutex_lock(&g_log.mutex);
-  printf("FAIL %s: %s\n", d, msg);
-  fflush(stdout);
-  pthread_mutex_unlock(&g_log.mutex);
-}
-
-/* A device buffer with its host mirror. */
-typedef struct dbuf {
-  void *dev;
-  uint8_t *host;
-  size_t elems;
-  ckjit_dtype dt;
-} dbuf;
-
-static int dbuf_alloc(checker *ck, dbuf *b, ckjit_dtype dt, size_t elems) {
-  b->dt = dt;
-  b->elems = elems;
-  b->dev = NULL;
-  b->host = malloc(elems * esize(dt));
-  if (!b->host) {
-    report(ck, "host malloc of %zu elements failed", elems);
-    return -1;
-  }
-  ckjit_status st = ckjit_malloc(&b->dev, elems * esize(dt));
-  if (st != CKJIT_SUCCESS) {
-    report(ck, "ckjit_malloc(%zu): %s", elems * esize(dt), ckjit_last_error());
-    return -1;
-  }
-  return 0;
-}
-
-static void dbuf_free(dbuf *b) {
-  if (b->dev) ckjit_free(b->dev);
-  free(b->host);
-  b->dev = NULL;
-  b->host = NULL;
-}
-
-static int dbuf_upload(checker *ck, dbuf *b) {
-  ckjit_status st = ckjit_memcpy(b->dev, b->host, b->elems * esize(b->dt), CKJIT_HOST_TO_DEVICE);
-  if (st != CKJIT_SUCCESS) report(ck, "upload: %s", ckjit_last_error());
-  return st == CKJIT_SUCCESS ? 0 : -1;
-}
-
-static int dbuf_poison(checker *ck, dbuf *b) {
-  ckjit_status st = ckjit_memset(b->dev, 0xFF, b->elems * esize(b->dt));
-  if (st != CKJIT_SUCCESS) report(ck, "memset: %s", ckjit_last_error());
-  return st == CKJIT_SUCCESS ? 0 : -1;
-}
-
-static int dbuf_download(checker *ck, dbuf *b) {
-  ckjit_status st = ckjit_synchronize(NULL);
-  if (st != CKJIT_SUCCESS) {
-    report(ck, "synchronize: %s", ckjit_last_error());
-    return -1;
-  }
-  st = ckjit_memcpy(b->host, b->dev, b->elems * esize(b->dt), CKJIT_DEVICE_TO_HOST);
-  if (st != CKJIT_SUCCESS) report(ck, "download: %s", ckjit_last_error());
-  return st == CKJIT_SUCCESS ? 0 : -1;
-}
-
-static void *elem_ptr(const dbuf *b, int64_t off) {
-  return (uint8_t *)b->dev + (size_t)off * esize(b->dt);
+  describe(t, d, sizeof d);
+  memset(ck, 0, sizeof *ck);
+  ck->max_report = REPORT_MAX;
+  gt_check_begin(ck, "%s", d);
 }
 
 /* Fills a whole input buffer: random values in [lo, hi] (|v| >= min_abs)
  * inside the matrix, NaN everywhere else (padding, misalignment, guard), so
  * a kernel that reads outside the matrix into a result is caught. */
-static void fill_input(dbuf *b, tu_rng *r, int64_t off, int64_t rows, int64_t cols, int64_t ld,
+static void fill_input(gt_buf *b, tu_rng *r, int64_t off, int64_t rows, int64_t cols, int64_t ld,
                        double lo, double hi, double min_abs) {
-  for (size_t i = 0; i < b->elems; i++) put_nan(b->dt, b->host, i);
+  gt_fill_nan(b->dt, b->host, b->elems);
   for (int64_t y = 0; y < rows; y++)
     for (int64_t x = 0; x < cols; x++) {
-      double v = lo + (hi - lo) * tu_rng_unit(r);
+      double v = gt_uniform(r, lo, hi);
       if (fabs(v) < min_abs) v = v < 0 ? -min_abs - fabs(v) : min_abs + v;
-      put_val(b->dt, b->host, (size_t)(off + y * ld + x), v);
+      gt_put(b->dt, b->host, (size_t)(off + y * ld + x), v);
     }
-}
-
-static size_t extent(int64_t off, int64_t rows, int64_t cols, int64_t ld) {
-  return (size_t)(off + (rows - 1) * ld + cols) + 19; /* + a guard */
-}
-
-static int in_matrix(size_t i, int64_t off, int64_t rows, int64_t cols, int64_t ld) {
-  if ((int64_t)i < off) return 0;
-  int64_t k = (int64_t)i - off;
-  return k / ld < rows && k % ld < cols;
 }
 
 /* ---- elementwise (copy / unary / binary) ---------------------------------- */
 
 static int run_elementwise(const task *t) {
-  checker ck = {t, 0};
+  gt_check ck;
+  check_begin(&ck, t);
   tu_rng rng = {t->seed};
   const int64_t R = t->rows, C = t->cols;
   const int64_t lda = C + t->pad_a, ldb = C + t->pad_b, ldy = C + t->pad_y;
-  dbuf a = {0}, b = {0}, y = {0};
+  gt_buf a = {0}, b = {0}, y = {0};
   const int binary = t->kind == K_BINARY;
   const ckjit_epilogue epi = {1.5f, -0.25f};
-  if (dbuf_alloc(&ck, &a, t->dt, extent(t->off_a, R, C, lda)) ||
-      (binary && dbuf_alloc(&ck, &b, t->dt, extent(t->off_b, R, C, ldb))) ||
-      dbuf_alloc(&ck, &y, t->dt, extent(t->off_y, R, C, ldy)))
+  if (gt_buf_alloc(&ck, &a, t->dt, gt_extent(t->off_a, R, C, lda, GUARD)) ||
+      (binary && gt_buf_alloc(&ck, &b, t->dt, gt_extent(t->off_b, R, C, ldb, GUARD))) ||
+      gt_buf_alloc(&ck, &y, t->dt, gt_extent(t->off_y, R, C, ldy, GUARD)))
     goto done;
 
   fill_input(&a, &rng, t->off_a, R, C, lda, t->kind == K_UNARY ? -6 : -4,
@@ -270,52 +137,52 @@ static int run_elementwise(const task *t) {
     for (int64_t r = 0; r < R; r++)
       for (int64_t c = 0; c < C; c++) {
         uint64_t u = tu_rng_next(&rng) % 61;
-        if (u == 0) put_nan(t->dt, a.host, (size_t)(t->off_a + r * lda + c));
-        if (u == 1) put_nan(t->dt, b.host, (size_t)(t->off_b + r * ldb + c));
+        if (u == 0) gt_put_nan(t->dt, a.host, (size_t)(t->off_a + r * lda + c));
+        if (u == 1) gt_put_nan(t->dt, b.host, (size_t)(t->off_b + r * ldb + c));
       }
   }
-  if (dbuf_upload(&ck, &a) || (binary && dbuf_upload(&ck, &b)) || dbuf_poison(&ck, &y)) goto done;
+  if (gt_buf_upload(&ck, &a) || (binary && gt_buf_upload(&ck, &b)) || gt_buf_poison(&ck, &y)) goto done;
 
   ckjit_status st;
-  const void *pa = elem_ptr(&a, t->off_a);
-  void *py = elem_ptr(&y, t->off_y);
+  const void *pa = gt_buf_ptr(&a, t->off_a);
+  void *py = gt_buf_ptr(&y, t->off_y);
   if (t->kind == K_COPY)
     st = ckjit_copy2d(t->dt, R, C, pa, lda, py, ldy, NULL);
   else if (t->kind == K_UNARY)
     st = ckjit_unary((ckjit_unary_op)t->op, t->dt, R, C, pa, lda, py, ldy, t->epi ? &epi : NULL, NULL);
   else
-    st = ckjit_binary((ckjit_binary_op)t->op, t->dt, R, C, pa, lda, elem_ptr(&b, t->off_b), ldb, py,
+    st = ckjit_binary((ckjit_binary_op)t->op, t->dt, R, C, pa, lda, gt_buf_ptr(&b, t->off_b), ldb, py,
                       ldy, t->epi ? &epi : NULL, NULL);
   if (st != CKJIT_SUCCESS) {
-    report(&ck, "op returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    gt_fail(&ck, "op returned %s: %s", ckjit_status_string(st), ckjit_last_error());
     goto done;
   }
-  if (dbuf_download(&ck, &y)) goto done;
+  if (gt_sync(&ck) || gt_buf_download(&ck, &y, NULL)) goto done;
 
   int transcendental = t->kind == K_UNARY && t->op >= CKJIT_UNARY_GELU_TANH;
   tol tl = tolerance(t->dt, transcendental);
-  const size_t es = esize(t->dt);
+  const size_t es = gt_esize(t->dt);
   for (size_t i = 0; i < y.elems; i++) {
-    if (!in_matrix(i, t->off_y, R, C, ldy)) {
-      if (!is_poison(t->dt, y.host, i))
-        report(&ck, "wrote outside the matrix at element %zu (off %lld, ld %lld)", i,
-               (long long)t->off_y, (long long)ldy);
+    if (!gt_in_matrix(i, t->off_y, R, C, ldy)) {
+      if (!gt_is_poison(t->dt, y.host, i))
+        gt_fail(&ck, "wrote outside the matrix at element %zu (off %lld, ld %lld)", i,
+                (long long)t->off_y, (long long)ldy);
       continue;
     }
     int64_t k = (int64_t)i - t->off_y, r = k / ldy, c = k % ldy;
     size_t ia = (size_t)(t->off_a + r * lda + c);
     if (t->kind == K_COPY) {
       if (memcmp(y.host + i * es, a.host + ia * es, es) != 0)
-        report(&ck, "(%lld,%lld): got %g, want %g (bitwise copy)", (long long)r, (long long)c,
-               get_val(t->dt, y.host, i), get_val(t->dt, a.host, ia));
+        gt_fail(&ck, "(%lld,%lld): got %g, want %g (bitwise copy)", (long long)r, (long long)c,
+                gt_get(t->dt, y.host, i), gt_get(t->dt, a.host, ia));
       continue;
     }
     double f, want, mag;
     if (t->kind == K_UNARY) {
-      f = ref_unary(t->op, get_val(t->dt, a.host, ia));
+      f = ref_unary(t->op, gt_get(t->dt, a.host, ia));
     } else {
       size_t ib = (size_t)(t->off_b + r * ldb + c);
-      f = ref_binary(t->op, get_val(t->dt, a.host, ia), get_val(t->dt, b.host, ib));
+      f = ref_binary(t->op, gt_get(t->dt, a.host, ia), gt_get(t->dt, b.host, ib));
     }
     if (t->epi) {
       want = (double)epi.scale * f + (double)epi.bias;
@@ -324,84 +191,77 @@ static int run_elementwise(const task *t) {
       want = f;
       mag = fabs(f);
     }
-    double got = get_val(t->dt, y.host, i);
+    double got = gt_get(t->dt, y.host, i);
     if (isnan(want)) {
       if (!isnan(got))
-        report(&ck, "(%lld,%lld): got %g, want NaN (NaN input must propagate)", (long long)r,
-               (long long)c, got);
+        gt_fail(&ck, "(%lld,%lld): got %g, want NaN (NaN input must propagate)", (long long)r,
+                (long long)c, got);
       continue;
     }
     double err = fabs(got - want);
     if (!(err <= tl.atol + tl.rtol * mag)) {
-      double x = get_val(t->dt, a.host, ia);
-      report(&ck, "(%lld,%lld): x=%.9g got %.9g, want %.9g (err %.3g > %.3g)", (long long)r,
-             (long long)c, x, got, want, err, tl.atol + tl.rtol * mag);
+      double x = gt_get(t->dt, a.host, ia);
+      gt_fail(&ck, "(%lld,%lld): x=%.9g got %.9g, want %.9g (err %.3g > %.3g)", (long long)r,
+              (long long)c, x, got, want, err, tl.atol + tl.rtol * mag);
     }
   }
 done:
-  dbuf_free(&a);
-  dbuf_free(&b);
-  dbuf_free(&y);
-  if (ck.errors > REPORT_MAX) {
-    char d[512];
-    describe(t, d, sizeof d);
-    printf("FAIL %s: ... %d errors in all\n", d, ck.errors);
-  }
-  return ck.errors;
+  gt_buf_free(&a);
+  gt_buf_free(&b);
+  gt_buf_free(&y);
+  gt_check_end_as(&ck, "errors");
+  return (int)ck.failures;
 }
 
 /* ---- transpose ---------------------------------------------------------- */
 
 static int run_transpose(const task *t) {
-  checker ck = {t, 0};
+  gt_check ck;
+  check_begin(&ck, t);
   tu_rng rng = {t->seed};
   const int64_t B = t->batch, R = t->rows, C = t->cols;
   const int64_t ldi = C + t->pad_a, ldo = R + t->pad_y;
   const int64_t bsi = R * ldi + t->gap_in, bso = C * ldo + t->gap_out;
-  dbuf in = {0}, out = {0};
-  const size_t es = esize(t->dt);
-  if (dbuf_alloc(&ck, &in, t->dt, (size_t)(t->off_a + (B - 1) * bsi) + extent(0, R, C, ldi)) ||
-      dbuf_alloc(&ck, &out, t->dt, (size_t)(t->off_y + (B - 1) * bso) + extent(0, C, R, ldo)))
+  gt_buf in = {0}, out = {0};
+  const size_t es = gt_esize(t->dt);
+  if (gt_buf_alloc(&ck, &in, t->dt, (size_t)(t->off_a + (B - 1) * bsi) + gt_extent(0, R, C, ldi, GUARD)) ||
+      gt_buf_alloc(&ck, &out, t->dt, (size_t)(t->off_y + (B - 1) * bso) + gt_extent(0, C, R, ldo, GUARD)))
     goto done;
   /* Random bit patterns (finite), so any misplaced element shows. */
-  for (size_t i = 0; i < in.elems; i++) put_nan(t->dt, in.host, i);
+  gt_fill_nan(t->dt, in.host, in.elems);
   for (int64_t b = 0; b < B; b++)
     for (int64_t r = 0; r < R; r++)
       for (int64_t c = 0; c < C; c++)
-        put_val(t->dt, in.host, (size_t)(t->off_a + b * bsi + r * ldi + c),
-                (tu_rng_unit(&rng) - 0.5) * 1000.0);
-  if (dbuf_upload(&ck, &in) || dbuf_poison(&ck, &out)) goto done;
-  ckjit_status st = ckjit_transpose(t->dt, B, R, C, elem_ptr(&in, t->off_a), ldi, bsi,
-                                    elem_ptr(&out, t->off_y), ldo, bso, NULL);
+        gt_put(t->dt, in.host, (size_t)(t->off_a + b * bsi + r * ldi + c),
+               (tu_rng_unit(&rng) - 0.5) * 1000.0);
+  if (gt_buf_upload(&ck, &in) || gt_buf_poison(&ck, &out)) goto done;
+  ckjit_status st = ckjit_transpose(t->dt, B, R, C, gt_buf_ptr(&in, t->off_a), ldi, bsi,
+                                    gt_buf_ptr(&out, t->off_y), ldo, bso, NULL);
   if (st != CKJIT_SUCCESS) {
-    report(&ck, "ckjit_transpose returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    gt_fail(&ck, "ckjit_transpose returned %s: %s", ckjit_status_string(st), ckjit_last_error());
     goto done;
   }
-  if (dbuf_download(&ck, &out)) goto done;
+  if (gt_sync(&ck) || gt_buf_download(&ck, &out, NULL)) goto done;
   for (size_t i = 0; i < out.elems; i++) {
     int64_t k = (int64_t)i - t->off_y;
     int64_t b = k >= 0 ? k / bso : -1, rem = k >= 0 ? k % bso : 0;
-    int inside = k >= 0 && b < B && in_matrix((size_t)rem, 0, C, R, ldo);
+    int inside = k >= 0 && b < B && gt_in_matrix((size_t)rem, 0, C, R, ldo);
     if (!inside) {
-      if (!is_poison(t->dt, out.host, i))
-        report(&ck, "wrote outside the output matrices at element %zu", i);
+      if (!gt_is_poison(t->dt, out.host, i))
+        gt_fail(&ck, "wrote outside the output matrices at element %zu", i);
       continue;
     }
     int64_t c = rem / ldo, r = rem % ldo; /* out_b[c][r] = in_b[r][c] */
     size_t src = (size_t)(t->off_a + b * bsi + r * ldi + c);
     if (memcmp(out.host + i * es, in.host + src * es, es) != 0)
-      report(&ck, "batch %lld out[%lld][%lld]: got %g, want %g", (long long)b, (long long)c,
-             (long long)r, get_val(t->dt, out.host, i), get_val(t->dt, in.host, src));
+      gt_fail(&ck, "batch %lld out[%lld][%lld]: got %g, want %g", (long long)b, (long long)c,
+              (long long)r, gt_get(t->dt, out.host, i), gt_get(t->dt, in.host, src));
   }
 done:
-  dbuf_free(&in);
-  dbuf_free(&out);
-  if (ck.errors > REPORT_MAX) {
-    char d[512];
-    describe(t, d, sizeof d);
-    printf("FAIL %s: ... %d errors in all\n", d, ck.errors);
-  }
-  return ck.errors;
+  gt_buf_free(&in);
+  gt_buf_free(&out);
+  gt_check_end_as(&ck, "errors");
+  return (int)ck.failures;
 }
 
 /* ---- task list ------------------------------------------------------------ */
@@ -630,7 +490,7 @@ int main(void) {
            ckjit_last_error()[0] ? ": " : "", ckjit_last_error());
     if (tmp) tu_rm_rf(tmp);
     free(tmp);
-    return SKIP_CODE;
+    return GT_SKIP_CODE;
   }
   uint64_t seed = getenv("CKJIT_TEST_SEED") ? strtoull(getenv("CKJIT_TEST_SEED"), NULL, 0)
                                             : (uint64_t)time(NULL);

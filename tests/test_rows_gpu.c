@@ -77,11 +77,9 @@
 #include <time.h>
 
 #include "ckjit/ckjit.h"
-#include "half.h"
-#include "test_util.h"
+#include "gpu_test_util.h"
 
-#define SKIP_CODE 77
-#define REPORT_MAX 5
+#define REPORT_MAX 5 /* failures printed per task (the rest are counted) */
 #define GUARD 19 /* poisoned elements after every output (and NaN after inputs) */
 
 static const double U = 1.0 / 16777216.0; /* 2^-24 */
@@ -89,70 +87,7 @@ static const double Q_WINDOW = 32.0 / 16777216.0;
 
 static double growth(double n) { return 4.0 * sqrt(n) + 8.0; }
 
-/* ---- element access ------------------------------------------------------ */
-
-static size_t esz(ckjit_dtype dt) {
-  switch (dt) {
-    case CKJIT_F32:
-    case CKJIT_I32: return 4;
-    case CKJIT_F16:
-    case CKJIT_BF16: return 2;
-    case CKJIT_I64: return 8;
-    default: return 1;
-  }
-}
-
-static double get_val(ckjit_dtype dt, const uint8_t *buf, size_t i) {
-  if (dt == CKJIT_F32) {
-    float f;
-    memcpy(&f, buf + 4 * i, 4);
-    return f;
-  }
-  uint16_t h;
-  memcpy(&h, buf + 2 * i, 2);
-  return dt == CKJIT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
-static int64_t get_int(ckjit_dtype dt, const uint8_t *buf, size_t i) {
-  if (dt == CKJIT_I32) {
-    int32_t v;
-    memcpy(&v, buf + 4 * i, 4);
-    return v;
-  }
-  int64_t v;
-  memcpy(&v, buf + 8 * i, 8);
-  return v;
-}
-
-/* Stores `v` rounded to the dtype; returns the value actually stored. */
-static double put_val(ckjit_dtype dt, uint8_t *buf, size_t i, double v) {
-  if (dt == CKJIT_F32) {
-    float f = (float)v;
-    memcpy(buf + 4 * i, &f, 4);
-    return f;
-  }
-  uint16_t h = dt == CKJIT_F16 ? f32_to_f16((float)v) : f32_to_bf16((float)v);
-  memcpy(buf + 2 * i, &h, 2);
-  return dt == CKJIT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
-static void put_nan(ckjit_dtype dt, uint8_t *buf, size_t i) {
-  if (dt == CKJIT_F32) {
-    uint32_t u = 0x7FC00000u;
-    memcpy(buf + 4 * i, &u, 4);
-  } else {
-    uint16_t h = dt == CKJIT_F16 ? 0x7E00u : 0x7FC0u;
-    memcpy(buf + 2 * i, &h, 2);
-  }
-}
-
-static double round_to(ckjit_dtype dt, double v) {
-  if (isnan(v)) return v;
-  float f = (float)v;
-  if (dt == CKJIT_F16) return f16_to_f32(f32_to_f16(f));
-  if (dt == CKJIT_BF16) return bf16_to_f32(f32_to_bf16(f));
-  return f;
-}
+/* ---- element tolerances ---------------------------------------------------- */
 
 /* Spacing of the dtype's values at magnitude |a| (subnormals included). */
 static double ulp_of(ckjit_dtype dt, double a) {
@@ -175,7 +110,7 @@ static int within(ckjit_dtype dt, double got, double ref, double err) {
   if (isnan(ref)) return isnan(got);
   if (isnan(got)) return 0;
   if (isinf(ref)) return got == ref;
-  double lo = round_to(dt, ref - err), hi = round_to(dt, ref + err);
+  double lo = gt_round(dt, ref - err), hi = gt_round(dt, ref + err);
   if (!isinf(lo)) lo -= ulp_of(dt, lo);
   if (!isinf(hi)) hi += ulp_of(dt, hi);
   return got >= lo && got <= hi;
@@ -664,129 +599,31 @@ static void describe(const task *t, char *buf, size_t len) {
       (unsigned long long)t->seed);
 }
 
-static pthread_mutex_t g_print = PTHREAD_MUTEX_INITIALIZER;
 static atomic_long g_tolerated;  /* q values accepted at a rounding boundary */
 static atomic_long g_q_checked;  /* q values checked */
 
-typedef struct checker {
-  const task *t;
-  int errors;
-} checker;
-
-static void report(checker *ck, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(checker *ck, const char *fmt, ...) {
-  ck->errors++;
-  if (ck->errors > REPORT_MAX) return;
+/* A fresh gt_check whose context is the task's description. */
+static void check_begin(gt_check *ck, const task *t) {
   char d[768];
-  describe(ck->t, d, sizeof d);
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  pthread_mutex_lock(&g_print);
-  printf("FAIL %s: %s\n", d, msg);
-  fflush(stdout);
-  pthread_mutex_unlock(&g_print);
+  describe(t, d, sizeof d);
+  memset(ck, 0, sizeof *ck);
+  ck->max_report = REPORT_MAX;
+  gt_check_begin(ck, "%s", d);
 }
 
-static void finish(checker *ck) {
-  if (ck->errors > REPORT_MAX) {
-    char d[768];
-    describe(ck->t, d, sizeof d);
-    pthread_mutex_lock(&g_print);
-    printf("FAIL %s: ... %d errors in all\n", d, ck->errors);
-    pthread_mutex_unlock(&g_print);
-  }
-}
+/* Closes it: the count of the failures not printed. */
+static void finish(gt_check *ck) { gt_check_end_as(ck, "errors"); }
 
 /* ---- device buffers ------------------------------------------------------- */
 
-typedef struct dbuf {
-  void *dev;
-  uint8_t *host;
-  size_t elems;
-  ckjit_dtype dt;
-} dbuf;
-
-static int dbuf_alloc(checker *ck, dbuf *b, ckjit_dtype dt, size_t elems) {
-  b->dt = dt;
-  b->elems = elems;
-  b->dev = NULL;
-  b->host = malloc(elems * esz(dt));
-  if (!b->host) {
-    report(ck, "host malloc of %zu elements failed", elems);
-    return -1;
-  }
-  ckjit_status st = ckjit_malloc(&b->dev, elems * esz(dt));
-  if (st != CKJIT_SUCCESS) {
-    b->dev = NULL;
-    report(ck, "ckjit_malloc(%zu): %s", elems * esz(dt), ckjit_last_error());
-    return -1;
-  }
-  return 0;
-}
-
-static void dbuf_free(dbuf *b) {
-  if (b->dev) ckjit_free(b->dev);
-  free(b->host);
-  b->dev = NULL;
-  b->host = NULL;
-}
-
-static int dbuf_upload(checker *ck, dbuf *b) {
-  ckjit_status st = ckjit_memcpy(b->dev, b->host, b->elems * esz(b->dt), CKJIT_HOST_TO_DEVICE);
-  if (st != CKJIT_SUCCESS) report(ck, "upload: %s", ckjit_last_error());
-  return st == CKJIT_SUCCESS ? 0 : -1;
-}
-
-static int dbuf_poison(checker *ck, dbuf *b) {
-  ckjit_status st = ckjit_memset(b->dev, 0xFF, b->elems * esz(b->dt));
-  if (st != CKJIT_SUCCESS) report(ck, "memset: %s", ckjit_last_error());
-  return st == CKJIT_SUCCESS ? 0 : -1;
-}
-
-static int dbuf_download(checker *ck, dbuf *b) {
-  ckjit_status st = ckjit_memcpy(b->host, b->dev, b->elems * esz(b->dt), CKJIT_DEVICE_TO_HOST);
-  if (st != CKJIT_SUCCESS) report(ck, "download: %s", ckjit_last_error());
-  return st == CKJIT_SUCCESS ? 0 : -1;
-}
-
-static int sync_all(checker *ck) {
-  ckjit_status st = ckjit_synchronize(NULL);
-  if (st != CKJIT_SUCCESS) report(ck, "synchronize: %s", ckjit_last_error());
-  return st == CKJIT_SUCCESS ? 0 : -1;
-}
-
-static void *elem_ptr(const dbuf *b, int64_t off) {
-  return b->dev ? (uint8_t *)b->dev + (size_t)off * esz(b->dt) : NULL;
-}
-
-static size_t extent(int64_t off, int64_t rows, int64_t cols, int64_t ld) {
-  return (size_t)(off + (rows - 1) * ld + cols) + GUARD;
-}
-
-static int in_matrix(size_t i, int64_t off, int64_t rows, int64_t cols, int64_t ld) {
-  if ((int64_t)i < off) return 0;
-  int64_t k = (int64_t)i - off;
-  return k / ld < rows && k % ld < cols;
-}
-
-static int is_poison(const dbuf *b, size_t i) {
-  size_t s = esz(b->dt);
-  for (size_t k = 0; k < s; k++)
-    if (b->host[i * s + k] != 0xFF) return 0;
-  return 1;
-}
-
 /* Every element of b outside the rows x cols matrix at off (row stride ld)
  * must still be poison. */
-static void check_outside(checker *ck, const dbuf *b, int64_t off, int64_t rows, int64_t cols,
+static void check_outside(gt_check *ck, const gt_buf *b, int64_t off, int64_t rows, int64_t cols,
                           int64_t ld, const char *name) {
   for (size_t i = 0; i < b->elems; i++)
-    if (!in_matrix(i, off, rows, cols, ld) && !is_poison(b, i)) {
-      report(ck, "%s: wrote outside the output at element %zu (off %lld, %lldx%lld, ld %lld)", name, i,
-             LL(off), LL(rows), LL(cols), LL(ld));
+    if (!gt_in_matrix(i, off, rows, cols, ld) && !gt_is_poison(b->dt, b->host, i)) {
+      gt_fail(ck, "%s: wrote outside the output at element %zu (off %lld, %lldx%lld, ld %lld)", name, i,
+              LL(off), LL(rows), LL(cols), LL(ld));
       return;
     }
 }
@@ -837,91 +674,92 @@ static double gen_value(int mode, ckjit_dtype dt, tu_rng *g, int64_t r, int64_t 
 /* Fills a whole input buffer: NaN everywhere (padding, misalignment, guard,
  * so a kernel reading outside the matrix into a result is caught), then the
  * matrix.  Optional NaNs in some rows, optional all-zero rows (r % 7 == 3). */
-static void fill_matrix(const task *t, dbuf *b, tu_rng *g, int64_t off, int64_t rows, int64_t cols,
+static void fill_matrix(const task *t, gt_buf *b, tu_rng *g, int64_t off, int64_t rows, int64_t cols,
                         int64_t ld, int mode, int nan, int zero_rows) {
-  for (size_t i = 0; i < b->elems; i++) put_nan(b->dt, b->host, i);
+  gt_fill_nan(b->dt, b->host, b->elems);
   for (int64_t r = 0; r < rows; r++) {
     int zero = zero_rows && r % 7 == 3;
     for (int64_t c = 0; c < cols; c++)
-      put_val(b->dt, b->host, (size_t)(off + r * ld + c), zero ? 0.0 : gen_value(mode, b->dt, g, r, c, cols));
+      gt_put(b->dt, b->host, (size_t)(off + r * ld + c), zero ? 0.0 : gen_value(mode, b->dt, g, r, c, cols));
     if (!nan) continue;
     if (r % 3 == 1 || rows == 1)
-      put_nan(b->dt, b->host, (size_t)(off + r * ld + (int64_t)(tu_rng_next(g) % (uint64_t)cols)));
+      gt_put_nan(b->dt, b->host, (size_t)(off + r * ld + (int64_t)(tu_rng_next(g) % (uint64_t)cols)));
     if (r % 6 == 4) { /* a second NaN: the first one's index must win */
-      put_nan(b->dt, b->host, (size_t)(off + r * ld + (int64_t)(tu_rng_next(g) % (uint64_t)cols)));
-      put_nan(b->dt, b->host, (size_t)(off + r * ld + cols - 1));
+      gt_put_nan(b->dt, b->host, (size_t)(off + r * ld + (int64_t)(tu_rng_next(g) % (uint64_t)cols)));
+      gt_put_nan(b->dt, b->host, (size_t)(off + r * ld + cols - 1));
     }
   }
   (void)t;
 }
 
 static void gather_row(ckjit_dtype dt, const uint8_t *host, int64_t base, int64_t n, double *out) {
-  for (int64_t c = 0; c < n; c++) out[c] = get_val(dt, host, (size_t)(base + c));
+  for (int64_t c = 0; c < n; c++) out[c] = gt_get(dt, host, (size_t)(base + c));
 }
 
 /* Every element of b outside the matrix must still hold its bytes in orig
  * (an in-place output: the input's NaN padding stays). */
-static void check_outside_unchanged(checker *ck, const dbuf *b, const uint8_t *orig, int64_t off, int64_t rows,
+static void check_outside_unchanged(gt_check *ck, const gt_buf *b, const uint8_t *orig, int64_t off, int64_t rows,
                                     int64_t cols, int64_t ld, const char *name) {
-  const size_t s = esz(b->dt);
+  const size_t s = gt_esize(b->dt);
   for (size_t i = 0; i < b->elems; i++)
-    if (!in_matrix(i, off, rows, cols, ld) && memcmp(b->host + i * s, orig + i * s, s) != 0) {
-      report(ck, "%s: wrote outside the matrix at element %zu (off %lld, %lldx%lld, ld %lld)", name, i, LL(off),
-             LL(rows), LL(cols), LL(ld));
+    if (!gt_in_matrix(i, off, rows, cols, ld) && memcmp(b->host + i * s, orig + i * s, s) != 0) {
+      gt_fail(ck, "%s: wrote outside the matrix at element %zu (off %lld, %lldx%lld, ld %lld)", name, i, LL(off),
+              LL(rows), LL(cols), LL(ld));
       return;
     }
 }
 
-static uint8_t *dup_host(const dbuf *b) {
-  uint8_t *p = malloc(b->elems * esz(b->dt));
+static uint8_t *dup_host(const gt_buf *b) {
+  uint8_t *p = malloc(b->elems * gt_esize(b->dt));
   if (!p) abort();
-  memcpy(p, b->host, b->elems * esz(b->dt));
+  memcpy(p, b->host, b->elems * gt_esize(b->dt));
   return p;
 }
 
 /* ---- reductions -------------------------------------------------------------- */
 
-static void check_reduce_out(checker *ck, int op, const dbuf *y, size_t yi, const double *v, int64_t n,
+static void check_reduce_out(gt_check *ck, int op, const gt_buf *y, size_t yi, const double *v, int64_t n,
                              const char *where) {
   red_ref rf = reduce_ref(op, v, n);
   if (op >= CKJIT_REDUCE_ARGMAX) {
-    int64_t got = get_int(y->dt, y->host, yi);
+    int64_t got = gt_get_int(y->dt, y->host, yi);
     if (got != rf.index)
-      report(ck, "%s: got index %lld, want %lld (x[want]=%.9g%s, x[got]=%.9g)", where, LL(got), LL(rf.index),
-             v[rf.index], rf.has_nan ? ", the first NaN" : "", got >= 0 && got < n ? v[got] : NAN);
+      gt_fail(ck, "%s: got index %lld, want %lld (x[want]=%.9g%s, x[got]=%.9g)", where, LL(got), LL(rf.index),
+              v[rf.index], rf.has_nan ? ", the first NaN" : "", got >= 0 && got < n ? v[got] : NAN);
     return;
   }
-  double got = get_val(y->dt, y->host, yi);
+  double got = gt_get(y->dt, y->host, yi);
   if (op == CKJIT_REDUCE_MAX || op == CKJIT_REDUCE_MIN) {
-    double want = round_to(y->dt, rf.value);
+    double want = gt_round(y->dt, rf.value);
     if (!(got == want || (isnan(got) && isnan(want))))
-      report(ck, "%s: got %.9g, want %.9g exactly", where, got, want);
+      gt_fail(ck, "%s: got %.9g, want %.9g exactly", where, got, want);
     return;
   }
   double err = rf.has_nan ? 0 : reduce_err(op, &rf, n);
   if (!within(y->dt, got, rf.value, err))
-    report(ck, "%s: got %.9g, want %.9g (f64 %.12g; allowed f32 error %.3g + 1 ulp of %s)", where, got,
-           round_to(y->dt, rf.value), rf.value, err, ckjit_dtype_name(y->dt));
+    gt_fail(ck, "%s: got %.9g, want %.9g (f64 %.12g; allowed f32 error %.3g + 1 ulp of %s)", where, got,
+            gt_round(y->dt, rf.value), rf.value, err, ckjit_dtype_name(y->dt));
 }
 
 static int run_reduce_rows(const task *t) {
-  checker ck = {t, 0};
+  gt_check ck;
+  check_begin(&ck, t);
   tu_rng rng = {t->seed};
   const int64_t R = t->rows, C = t->cols, ldx = C + t->pad_x;
-  dbuf x = {0}, y = {0};
+  gt_buf x = {0}, y = {0};
   double *v = NULL;
-  if (dbuf_alloc(&ck, &x, t->dt, extent(t->off_x, R, C, ldx)) ||
-      dbuf_alloc(&ck, &y, t->odt, (size_t)(t->off_y + R) + GUARD))
+  if (gt_buf_alloc(&ck, &x, t->dt, gt_extent(t->off_x, R, C, ldx, GUARD)) ||
+      gt_buf_alloc(&ck, &y, t->odt, (size_t)(t->off_y + R) + GUARD))
     goto done;
   fill_matrix(t, &x, &rng, t->off_x, R, C, ldx, t->data, t->nan, 0);
-  if (dbuf_upload(&ck, &x) || dbuf_poison(&ck, &y)) goto done;
-  ckjit_status st = ckjit_reduce_rows((ckjit_reduce_op)t->op, t->dt, R, C, elem_ptr(&x, t->off_x), ldx,
-                                      t->odt, elem_ptr(&y, t->off_y), NULL);
+  if (gt_buf_upload(&ck, &x) || gt_buf_poison(&ck, &y)) goto done;
+  ckjit_status st = ckjit_reduce_rows((ckjit_reduce_op)t->op, t->dt, R, C, gt_buf_ptr(&x, t->off_x), ldx,
+                                      t->odt, gt_buf_ptr(&y, t->off_y), NULL);
   if (st != CKJIT_SUCCESS) {
-    report(&ck, "ckjit_reduce_rows returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    gt_fail(&ck, "ckjit_reduce_rows returned %s: %s", ckjit_status_string(st), ckjit_last_error());
     goto done;
   }
-  if (sync_all(&ck) || dbuf_download(&ck, &y)) goto done;
+  if (gt_sync(&ck) || gt_buf_download(&ck, &y, NULL)) goto done;
   check_outside(&ck, &y, t->off_y, 1, R, R, "y");
   v = malloc((size_t)C * sizeof *v);
   if (!v) abort();
@@ -933,10 +771,10 @@ static int run_reduce_rows(const task *t) {
   }
 done:
   free(v);
-  dbuf_free(&x);
-  dbuf_free(&y);
+  gt_buf_free(&x);
+  gt_buf_free(&y);
   finish(&ck);
-  return ck.errors;
+  return (int)ck.failures;
 }
 
 /* Row-major multi-index of `lin` over the dims of L other than `skip`
@@ -959,7 +797,8 @@ static int64_t offset_of(const ckjit_tensor_layout *L, const int64_t *idx) {
 }
 
 static int run_reduce_nd(const task *t) {
-  checker ck = {t, 0};
+  gt_check ck;
+  check_begin(&ck, t);
   tu_rng rng = {t->seed};
   const ckjit_tensor_layout *L = &t->layout;
   int64_t span = 1, total = 1, outer = 1;
@@ -969,30 +808,30 @@ static int run_reduce_nd(const task *t) {
     if (d != t->dim) outer *= L->shape[d];
   }
   const int64_t n = L->shape[t->dim];
-  dbuf x = {0}, y = {0};
+  gt_buf x = {0}, y = {0};
   double *v = NULL;
-  if (dbuf_alloc(&ck, &x, t->dt, (size_t)(t->off_x + span) + GUARD) ||
-      dbuf_alloc(&ck, &y, t->odt, (size_t)(t->off_y + outer) + GUARD))
+  if (gt_buf_alloc(&ck, &x, t->dt, (size_t)(t->off_x + span) + GUARD) ||
+      gt_buf_alloc(&ck, &y, t->odt, (size_t)(t->off_y + outer) + GUARD))
     goto done;
-  for (size_t i = 0; i < x.elems; i++) put_nan(t->dt, x.host, i);
+  gt_fill_nan(t->dt, x.host, x.elems);
   int64_t idx[4];
   for (int64_t i = 0; i < total; i++) {
     unravel(i, L, -1, idx);
-    put_val(t->dt, x.host, (size_t)(t->off_x + offset_of(L, idx)), gen_value(t->data, t->dt, &rng, i, i, total));
+    gt_put(t->dt, x.host, (size_t)(t->off_x + offset_of(L, idx)), gen_value(t->data, t->dt, &rng, i, i, total));
   }
   if (t->nan)
     for (int j = 0; j < 3; j++) {
       unravel((int64_t)(tu_rng_next(&rng) % (uint64_t)total), L, -1, idx);
-      put_nan(t->dt, x.host, (size_t)(t->off_x + offset_of(L, idx)));
+      gt_put_nan(t->dt, x.host, (size_t)(t->off_x + offset_of(L, idx)));
     }
-  if (dbuf_upload(&ck, &x) || dbuf_poison(&ck, &y)) goto done;
-  ckjit_status st = ckjit_reduce((ckjit_reduce_op)t->op, t->dt, L, elem_ptr(&x, t->off_x), t->dim, t->odt,
-                                 elem_ptr(&y, t->off_y), NULL);
+  if (gt_buf_upload(&ck, &x) || gt_buf_poison(&ck, &y)) goto done;
+  ckjit_status st = ckjit_reduce((ckjit_reduce_op)t->op, t->dt, L, gt_buf_ptr(&x, t->off_x), t->dim, t->odt,
+                                 gt_buf_ptr(&y, t->off_y), NULL);
   if (st != CKJIT_SUCCESS) {
-    report(&ck, "ckjit_reduce returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    gt_fail(&ck, "ckjit_reduce returned %s: %s", ckjit_status_string(st), ckjit_last_error());
     goto done;
   }
-  if (sync_all(&ck) || dbuf_download(&ck, &y)) goto done;
+  if (gt_sync(&ck) || gt_buf_download(&ck, &y, NULL)) goto done;
   check_outside(&ck, &y, t->off_y, 1, outer, outer, "y");
   v = malloc((size_t)n * sizeof *v);
   if (!v) abort();
@@ -1000,7 +839,7 @@ static int run_reduce_nd(const task *t) {
     unravel(o, L, t->dim, idx);
     int64_t base = t->off_x + offset_of(L, idx);
     for (int64_t j = 0; j < n; j++)
-      v[j] = get_val(t->dt, x.host, (size_t)(base + j * L->strides[t->dim]));
+      v[j] = gt_get(t->dt, x.host, (size_t)(base + j * L->strides[t->dim]));
     char where[128];
     snprintf(where, sizeof where, "y[%lld] (index [%lld,%lld,%lld,%lld] with dim %d free)", LL(o), LL(idx[0]),
              LL(L->rank > 1 ? idx[1] : 0), LL(L->rank > 2 ? idx[2] : 0), LL(L->rank > 3 ? idx[3] : 0), t->dim);
@@ -1008,10 +847,10 @@ static int run_reduce_nd(const task *t) {
   }
 done:
   free(v);
-  dbuf_free(&x);
-  dbuf_free(&y);
+  gt_buf_free(&x);
+  gt_buf_free(&y);
   finish(&ck);
-  return ck.errors;
+  return (int)ck.failures;
 }
 
 /* ---- softmax ------------------------------------------------------------------ */
@@ -1028,37 +867,38 @@ static int32_t mask_value(int64_t r, int64_t C, tu_rng *g) {
   }
 }
 
-static void check_softmax_row(checker *ck, ckjit_dtype dt, const double *ref, const double *err,
-                              const dbuf *y, int64_t base, int64_t C, int64_t r, int64_t valid,
+static void check_softmax_row(gt_check *ck, ckjit_dtype dt, const double *ref, const double *err,
+                              const gt_buf *y, int64_t base, int64_t C, int64_t r, int64_t valid,
                               const double *xr) {
   for (int64_t c = 0; c < C; c++) {
-    double got = get_val(dt, y->host, (size_t)(base + c));
+    double got = gt_get(dt, y->host, (size_t)(base + c));
     int ok;
     if (err[c] < 0)
       ok = isnan(ref[c]) ? isnan(got) : got == ref[c];
     else
       ok = within(dt, got, ref[c], err[c]);
     if (!ok) {
-      report(ck, "(%lld,%lld): x=%.9g valid=%lld got %.9g, want %.9g (f64 %.12g, allowed %s%.3g)", LL(r), LL(c),
-             xr[c], LL(valid), got, err[c] < 0 ? ref[c] : round_to(dt, ref[c]), ref[c],
-             err[c] < 0 ? "exact " : "f32 error + 1 ulp: ", err[c] < 0 ? 0.0 : err[c]);
+      gt_fail(ck, "(%lld,%lld): x=%.9g valid=%lld got %.9g, want %.9g (f64 %.12g, allowed %s%.3g)", LL(r), LL(c),
+              xr[c], LL(valid), got, err[c] < 0 ? ref[c] : gt_round(dt, ref[c]), ref[c],
+              err[c] < 0 ? "exact " : "f32 error + 1 ulp: ", err[c] < 0 ? 0.0 : err[c]);
       return; /* one line per row at most */
     }
   }
 }
 
 static int run_softmax(const task *t) {
-  checker ck = {t, 0};
+  gt_check ck;
+  check_begin(&ck, t);
   tu_rng rng = {t->seed};
   const int64_t R = t->rows, C = t->cols, ldx = C + t->pad_x;
   /* in place: y is x, same ld */
   const int64_t ldy = t->inplace ? ldx : C + t->pad_y, off_y = t->inplace ? t->off_x : t->off_y;
-  dbuf x = {0}, y = {0}, vc = {0};
+  gt_buf x = {0}, y = {0}, vc = {0};
   uint8_t *xorig = NULL;
   double *xr = NULL, *ref = NULL, *err = NULL;
-  if (dbuf_alloc(&ck, &x, t->dt, extent(t->off_x, R, C, ldx)) ||
-      (!t->inplace && dbuf_alloc(&ck, &y, t->dt, extent(off_y, R, C, ldy))) ||
-      (t->mask && dbuf_alloc(&ck, &vc, CKJIT_I32, (size_t)R)))
+  if (gt_buf_alloc(&ck, &x, t->dt, gt_extent(t->off_x, R, C, ldx, GUARD)) ||
+      (!t->inplace && gt_buf_alloc(&ck, &y, t->dt, gt_extent(off_y, R, C, ldy, GUARD))) ||
+      (t->mask && gt_buf_alloc(&ck, &vc, CKJIT_I32, (size_t)R)))
     goto done;
   fill_matrix(t, &x, &rng, t->off_x, R, C, ldx, t->data, t->nan, 0);
   xorig = dup_host(&x);
@@ -1069,21 +909,21 @@ static int run_softmax(const task *t) {
       memcpy(vc.host + 4 * r, &m, 4);
     }
   }
-  if (dbuf_upload(&ck, &x) || (t->mask && dbuf_upload(&ck, &vc)) || (!t->inplace && dbuf_poison(&ck, &y)))
+  if (gt_buf_upload(&ck, &x) || (t->mask && gt_buf_upload(&ck, &vc)) || (!t->inplace && gt_buf_poison(&ck, &y)))
     goto done;
-  dbuf *out = t->inplace ? &x : &y;
+  gt_buf *out = t->inplace ? &x : &y;
   ckjit_softmax_params p;
   ckjit_softmax_params_init(&p);
   p.scale = t->scale;
   p.log = t->log;
   p.valid_cols = t->mask ? (const int32_t *)vc.dev : NULL;
-  ckjit_status st = ckjit_softmax(t->dt, R, C, elem_ptr(&x, t->off_x), ldx, elem_ptr(out, off_y), ldy,
+  ckjit_status st = ckjit_softmax(t->dt, R, C, gt_buf_ptr(&x, t->off_x), ldx, gt_buf_ptr(out, off_y), ldy,
                                   t->null_params ? NULL : &p, NULL);
   if (st != CKJIT_SUCCESS) {
-    report(&ck, "ckjit_softmax returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    gt_fail(&ck, "ckjit_softmax returned %s: %s", ckjit_status_string(st), ckjit_last_error());
     goto done;
   }
-  if (sync_all(&ck) || dbuf_download(&ck, out)) goto done;
+  if (gt_sync(&ck) || gt_buf_download(&ck, out, NULL)) goto done;
   if (t->inplace)
     check_outside_unchanged(&ck, &x, xorig, t->off_x, R, C, ldx, "y (= x)");
   else
@@ -1108,11 +948,11 @@ done:
   free(xr);
   free(ref);
   free(err);
-  dbuf_free(&x);
-  dbuf_free(&y);
-  dbuf_free(&vc);
+  gt_buf_free(&x);
+  gt_buf_free(&y);
+  gt_buf_free(&vc);
   finish(&ck);
-  return ck.errors;
+  return (int)ck.failures;
 }
 
 /* ---- layernorm2d / rmsnorm2d / rmsnorm2d_quant / smoothquant --------------------- */
@@ -1123,7 +963,7 @@ done:
  * row_scale_gpu, the header's formula with the GPU's own amax).  row_scale
  * must be within scale_err of scale_ref.  A zero row: scale 1, q 0; a NaN
  * row: scale NaN, q 0 (int8) or NaN (e4m3). */
-static void check_quant_row(checker *ck, ckjit_dtype qdt, const dbuf *q, int64_t base, int64_t C, int64_t r,
+static void check_quant_row(gt_check *ck, ckjit_dtype qdt, const gt_buf *q, int64_t base, int64_t C, int64_t r,
                             const double *ratio, double scale_ref, double scale_err, float gpu_scale,
                             int use_gpu_scale) {
   const double QMAX = qmax_of(qdt);
@@ -1135,31 +975,31 @@ static void check_quant_row(checker *ck, ckjit_dtype qdt, const dbuf *q, int64_t
   }
   if (has_nan || amax == 0) {
     if (has_nan ? !isnan(gpu_scale) : gpu_scale != 1.0f)
-      report(ck, "row %lld (%s): row_scale %.9g, want %s", LL(r), has_nan ? "holds a NaN" : "all zero",
-             (double)gpu_scale, has_nan ? "NaN" : "1");
+      gt_fail(ck, "row %lld (%s): row_scale %.9g, want %s", LL(r), has_nan ? "holds a NaN" : "all zero",
+              (double)gpu_scale, has_nan ? "NaN" : "1");
     for (int64_t c = 0; c < C; c++) {
       int got = q_read(qdt, q->host, (size_t)(base + c));
       int ok = has_nan && qdt == CKJIT_FP8_E4M3 ? (got & 0x7F) == 0x7F : q_value(qdt, got) == 0;
       if (!ok) {
-        report(ck, "(%lld,%lld) of an %s row: q code %d (%g), want %s", LL(r), LL(c),
-               has_nan ? "NaN-holding" : "all-zero", got, q_value(qdt, got),
-               has_nan && qdt == CKJIT_FP8_E4M3 ? "NaN" : "0");
+        gt_fail(ck, "(%lld,%lld) of an %s row: q code %d (%g), want %s", LL(r), LL(c),
+                has_nan ? "NaN-holding" : "all-zero", got, q_value(qdt, got),
+                has_nan && qdt == CKJIT_FP8_E4M3 ? "NaN" : "0");
         return;
       }
     }
     return;
   }
   if (!within(CKJIT_F32, (double)gpu_scale, scale_ref, scale_err))
-    report(ck, "row %lld: row_scale %.9g, want %.9g (allowed %.3g)", LL(r), (double)gpu_scale, scale_ref,
-           scale_err);
+    gt_fail(ck, "row %lld: row_scale %.9g, want %.9g (allowed %.3g)", LL(r), (double)gpu_scale, scale_ref,
+            scale_err);
   if (use_gpu_scale && !(gpu_scale > 0 && isfinite(gpu_scale))) return;
   int tolerated = 0;
   for (int64_t c = 0; c < C; c++) {
     double tv = use_gpu_scale ? ratio[c] / (double)gpu_scale : ratio[c] * (QMAX / amax);
     int got = q_read(qdt, q->host, (size_t)(base + c));
     if (!q_match(qdt, got, tv, Q_WINDOW, &tolerated)) {
-      report(ck, "(%lld,%lld): q code %d (%g), want %d (%g) = convert(%.9g)", LL(r), LL(c), got,
-             q_value(qdt, got), q_code(qdt, tv), q_value(qdt, q_code(qdt, tv)), tv);
+      gt_fail(ck, "(%lld,%lld): q code %d (%g), want %d (%g) = convert(%.9g)", LL(r), LL(c), got,
+              q_value(qdt, got), q_code(qdt, tv), q_value(qdt, q_code(qdt, tv)), tv);
       break;
     }
   }
@@ -1172,7 +1012,8 @@ static int same_value(double got, double want) { return got == want || (isnan(go
 /* layernorm2d, rmsnorm2d and rmsnorm2d_quant.  alias 1: sum_out is residual;
  * alias 2: sum_out is x; inplace: y is x (layernorm). */
 static int run_norm(const task *t) {
-  checker ck = {t, 0};
+  gt_check ck;
+  check_begin(&ck, t);
   tu_rng rng = {t->seed};
   const int ln = t->kind == K_LAYERNORM, quant = t->kind == K_RMSQUANT;
   const int64_t R = t->rows, C = t->cols, ldx = C + t->pad_x, ldr = C + t->pad_r;
@@ -1180,19 +1021,19 @@ static int run_norm(const task *t) {
   const int64_t lds = t->alias == 1 ? ldr : t->alias == 2 ? ldx : C + t->pad_s;
   const int64_t off_s = t->alias == 1 ? t->off_r : t->alias == 2 ? t->off_x : t->off_s;
   const int sep_sum = t->sum_out && !t->alias;
-  dbuf x = {0}, y = {0}, res = {0}, so = {0}, w = {0}, b = {0}, mo = {0}, ro = {0}, rs = {0};
+  gt_buf x = {0}, y = {0}, res = {0}, so = {0}, w = {0}, b = {0}, mo = {0}, ro = {0}, rs = {0};
   uint8_t *x_orig = NULL, *res_orig = NULL;
   double *h = NULL, *hw = NULL;
   const ckjit_dtype ydt = quant ? t->odt : t->dt;
-  if (dbuf_alloc(&ck, &x, t->dt, extent(t->off_x, R, C, ldx)) ||
-      (!t->inplace && dbuf_alloc(&ck, &y, ydt, extent(off_y, R, C, ldy))) ||
-      (t->residual && dbuf_alloc(&ck, &res, t->dt, extent(t->off_r, R, C, ldr))) ||
-      (sep_sum && dbuf_alloc(&ck, &so, t->dt, extent(off_s, R, C, lds))) ||
-      (t->weight && dbuf_alloc(&ck, &w, t->dt, (size_t)(t->off_w + C) + GUARD)) ||
-      (t->bias && dbuf_alloc(&ck, &b, t->dt, (size_t)(t->off_w + C) + GUARD)) ||
-      (t->stats && ln && dbuf_alloc(&ck, &mo, CKJIT_F32, (size_t)(t->off_y + R) + GUARD)) ||
-      (t->stats && dbuf_alloc(&ck, &ro, CKJIT_F32, (size_t)(t->off_y + R) + GUARD)) ||
-      (quant && dbuf_alloc(&ck, &rs, CKJIT_F32, (size_t)(t->off_y + R) + GUARD)))
+  if (gt_buf_alloc(&ck, &x, t->dt, gt_extent(t->off_x, R, C, ldx, GUARD)) ||
+      (!t->inplace && gt_buf_alloc(&ck, &y, ydt, gt_extent(off_y, R, C, ldy, GUARD))) ||
+      (t->residual && gt_buf_alloc(&ck, &res, t->dt, gt_extent(t->off_r, R, C, ldr, GUARD))) ||
+      (sep_sum && gt_buf_alloc(&ck, &so, t->dt, gt_extent(off_s, R, C, lds, GUARD))) ||
+      (t->weight && gt_buf_alloc(&ck, &w, t->dt, (size_t)(t->off_w + C) + GUARD)) ||
+      (t->bias && gt_buf_alloc(&ck, &b, t->dt, (size_t)(t->off_w + C) + GUARD)) ||
+      (t->stats && ln && gt_buf_alloc(&ck, &mo, CKJIT_F32, (size_t)(t->off_y + R) + GUARD)) ||
+      (t->stats && gt_buf_alloc(&ck, &ro, CKJIT_F32, (size_t)(t->off_y + R) + GUARD)) ||
+      (quant && gt_buf_alloc(&ck, &rs, CKJIT_F32, (size_t)(t->off_y + R) + GUARD)))
     goto done;
   fill_matrix(t, &x, &rng, t->off_x, R, C, ldx, t->data, t->nan, t->zero_rows);
   x_orig = dup_host(&x);
@@ -1201,56 +1042,58 @@ static int run_norm(const task *t) {
     res_orig = dup_host(&res);
   }
   if (t->weight) {
-    for (size_t i = 0; i < w.elems; i++) put_nan(t->dt, w.host, i);
+    gt_fill_nan(t->dt, w.host, w.elems);
     for (int64_t c = 0; c < C; c++)
-      put_val(t->dt, w.host, (size_t)(t->off_w + c), quant && c % 13 == 7 ? 0.0 : 4 * tu_rng_unit(&rng) - 2);
+      gt_put(t->dt, w.host, (size_t)(t->off_w + c), quant && c % 13 == 7 ? 0.0 : 4 * tu_rng_unit(&rng) - 2);
   }
   if (t->bias) {
-    for (size_t i = 0; i < b.elems; i++) put_nan(t->dt, b.host, i);
-    for (int64_t c = 0; c < C; c++) put_val(t->dt, b.host, (size_t)(t->off_w + c), 2 * tu_rng_unit(&rng) - 1);
+    gt_fill_nan(t->dt, b.host, b.elems);
+    for (int64_t c = 0; c < C; c++) gt_put(t->dt, b.host, (size_t)(t->off_w + c), 2 * tu_rng_unit(&rng) - 1);
   }
-  if (dbuf_upload(&ck, &x) || (t->residual && dbuf_upload(&ck, &res)) || (t->weight && dbuf_upload(&ck, &w)) ||
-      (t->bias && dbuf_upload(&ck, &b)) || (y.dev && dbuf_poison(&ck, &y)) || (sep_sum && dbuf_poison(&ck, &so)) ||
-      (mo.dev && dbuf_poison(&ck, &mo)) || (ro.dev && dbuf_poison(&ck, &ro)) || (rs.dev && dbuf_poison(&ck, &rs)))
+  if (gt_buf_upload(&ck, &x) || (t->residual && gt_buf_upload(&ck, &res)) ||
+      (t->weight && gt_buf_upload(&ck, &w)) || (t->bias && gt_buf_upload(&ck, &b)) ||
+      (y.dev && gt_buf_poison(&ck, &y)) || (sep_sum && gt_buf_poison(&ck, &so)) ||
+      (mo.dev && gt_buf_poison(&ck, &mo)) || (ro.dev && gt_buf_poison(&ck, &ro)) ||
+      (rs.dev && gt_buf_poison(&ck, &rs)))
     goto done;
-  dbuf *yb = t->inplace ? &x : &y;
-  const dbuf *sb = t->alias == 1 ? &res : t->alias == 2 ? &x : &so;
+  gt_buf *yb = t->inplace ? &x : &y;
+  const gt_buf *sb = t->alias == 1 ? &res : t->alias == 2 ? &x : &so;
   ckjit_norm_params p;
   ckjit_norm_params_init(&p);
   p.eps = t->eps;
-  p.weight = t->weight ? elem_ptr(&w, t->off_w) : NULL;
-  p.bias = t->bias ? elem_ptr(&b, t->off_w) : NULL;
+  p.weight = t->weight ? gt_buf_ptr(&w, t->off_w) : NULL;
+  p.bias = t->bias ? gt_buf_ptr(&b, t->off_w) : NULL;
   if (t->residual) {
-    p.residual = elem_ptr(&res, t->off_r);
+    p.residual = gt_buf_ptr(&res, t->off_r);
     p.ld_residual = ldr;
   }
   if (t->sum_out) {
-    p.sum_out = elem_ptr(sb, off_s);
+    p.sum_out = gt_buf_ptr(sb, off_s);
     p.ld_sum_out = lds;
   }
-  p.mean_out = mo.dev ? (float *)elem_ptr(&mo, t->off_y) : NULL;
-  p.rstd_out = ro.dev ? (float *)elem_ptr(&ro, t->off_y) : NULL;
+  p.mean_out = mo.dev ? (float *)gt_buf_ptr(&mo, t->off_y) : NULL;
+  p.rstd_out = ro.dev ? (float *)gt_buf_ptr(&ro, t->off_y) : NULL;
   /* The defaults-only case goes through params = NULL where the op allows it. */
   int null_params = !quant && !t->weight && !t->bias && !t->residual && !t->stats && t->eps == 1e-5f &&
                     t->seed % 2 == 0;
   ckjit_status st;
-  const void *xp = elem_ptr(&x, t->off_x);
+  const void *xp = gt_buf_ptr(&x, t->off_x);
   if (ln)
-    st = ckjit_layernorm2d(t->dt, R, C, xp, ldx, elem_ptr(yb, off_y), ldy, null_params ? NULL : &p, NULL);
+    st = ckjit_layernorm2d(t->dt, R, C, xp, ldx, gt_buf_ptr(yb, off_y), ldy, null_params ? NULL : &p, NULL);
   else if (!quant)
-    st = ckjit_rmsnorm2d(t->dt, R, C, xp, ldx, elem_ptr(yb, off_y), ldy, null_params ? NULL : &p, NULL);
+    st = ckjit_rmsnorm2d(t->dt, R, C, xp, ldx, gt_buf_ptr(yb, off_y), ldy, null_params ? NULL : &p, NULL);
   else
-    st = ckjit_rmsnorm2d_quant(t->dt, R, C, xp, ldx, &p, t->odt, elem_ptr(yb, off_y), ldy,
-                               (float *)elem_ptr(&rs, t->off_y), NULL);
+    st = ckjit_rmsnorm2d_quant(t->dt, R, C, xp, ldx, &p, t->odt, gt_buf_ptr(yb, off_y), ldy,
+                               (float *)gt_buf_ptr(&rs, t->off_y), NULL);
   if (st != CKJIT_SUCCESS) {
-    report(&ck, "%s returned %s: %s", ln ? "ckjit_layernorm2d" : quant ? "ckjit_rmsnorm2d_quant" : "ckjit_rmsnorm2d",
-           ckjit_status_string(st), ckjit_last_error());
+    gt_fail(&ck, "%s returned %s: %s", ln ? "ckjit_layernorm2d" : quant ? "ckjit_rmsnorm2d_quant" : "ckjit_rmsnorm2d",
+            ckjit_status_string(st), ckjit_last_error());
     goto done;
   }
-  if (sync_all(&ck) || dbuf_download(&ck, &x) || (y.dev && dbuf_download(&ck, &y)) ||
-      (t->residual && dbuf_download(&ck, &res)) || (sep_sum && dbuf_download(&ck, &so)) ||
-      (mo.dev && dbuf_download(&ck, &mo)) || (ro.dev && dbuf_download(&ck, &ro)) ||
-      (rs.dev && dbuf_download(&ck, &rs)))
+  if (gt_sync(&ck) || gt_buf_download(&ck, &x, NULL) || (y.dev && gt_buf_download(&ck, &y, NULL)) ||
+      (t->residual && gt_buf_download(&ck, &res, NULL)) || (sep_sum && gt_buf_download(&ck, &so, NULL)) ||
+      (mo.dev && gt_buf_download(&ck, &mo, NULL)) || (ro.dev && gt_buf_download(&ck, &ro, NULL)) ||
+      (rs.dev && gt_buf_download(&ck, &rs, NULL)))
     goto done;
   if (y.dev) check_outside(&ck, &y, off_y, R, C, ldy, quant ? "q" : "y");
   if (sep_sum) check_outside(&ck, &so, off_s, R, C, lds, "sum_out");
@@ -1260,45 +1103,45 @@ static int run_norm(const task *t) {
   /* Inputs: unchanged, except where they are an output (y = x, sum_out = x or residual). */
   if (t->inplace || t->alias == 2)
     check_outside_unchanged(&ck, &x, x_orig, t->off_x, R, C, ldx, "x");
-  else if (memcmp(x.host, x_orig, x.elems * esz(x.dt)) != 0)
-    report(&ck, "x was modified");
+  else if (memcmp(x.host, x_orig, x.elems * gt_esize(x.dt)) != 0)
+    gt_fail(&ck, "x was modified");
   if (t->alias == 1)
     check_outside_unchanged(&ck, &res, res_orig, t->off_r, R, C, ldr, "residual");
-  else if (t->residual && memcmp(res.host, res_orig, res.elems * esz(res.dt)) != 0)
-    report(&ck, "residual was modified");
+  else if (t->residual && memcmp(res.host, res_orig, res.elems * gt_esize(res.dt)) != 0)
+    gt_fail(&ck, "residual was modified");
   h = malloc((size_t)C * sizeof *h);
   hw = malloc((size_t)C * sizeof *hw);
   if (!h || !hw) abort();
   for (int64_t r = 0; r < R; r++) {
     /* h = x + residual: an f32 add rounded to x's dtype, as a separate add would store it */
     for (int64_t c = 0; c < C; c++) {
-      double xv = get_val(t->dt, x_orig, (size_t)(t->off_x + r * ldx + c));
-      if (t->residual) xv = round_to(t->dt, (double)(float)(xv + get_val(t->dt, res_orig, (size_t)(t->off_r + r * ldr + c))));
+      double xv = gt_get(t->dt, x_orig, (size_t)(t->off_x + r * ldx + c));
+      if (t->residual) xv = gt_round(t->dt, (double)(float)(xv + gt_get(t->dt, res_orig, (size_t)(t->off_r + r * ldr + c))));
       h[c] = xv;
     }
     if (t->sum_out)
       for (int64_t c = 0; c < C; c++) {
-        double got = get_val(t->dt, sb->host, (size_t)(off_s + r * lds + c));
+        double got = gt_get(t->dt, sb->host, (size_t)(off_s + r * lds + c));
         if (!same_value(got, h[c])) {
-          report(&ck, "sum_out(%lld,%lld): got %.9g, want %.9g exactly (x + residual)", LL(r), LL(c), got, h[c]);
+          gt_fail(&ck, "sum_out(%lld,%lld): got %.9g, want %.9g exactly (x + residual)", LL(r), LL(c), got, h[c]);
           break;
         }
       }
     norm_ref s = norm_stats(ln, h, C, (double)t->eps);
     if (mo.dev) {
-      double got = get_val(CKJIT_F32, mo.host, (size_t)(t->off_y + r));
+      double got = gt_get(CKJIT_F32, mo.host, (size_t)(t->off_y + r));
       if (!within(CKJIT_F32, got, s.mean, 2 * s.dm + FLT_MIN))
-        report(&ck, "mean_out[%lld]: got %.9g, want %.12g (allowed %.3g)", LL(r), got, s.mean, 2 * s.dm);
+        gt_fail(&ck, "mean_out[%lld]: got %.9g, want %.12g (allowed %.3g)", LL(r), got, s.mean, 2 * s.dm);
     }
     if (ro.dev) {
-      double got = get_val(CKJIT_F32, ro.host, (size_t)(t->off_y + r));
+      double got = gt_get(CKJIT_F32, ro.host, (size_t)(t->off_y + r));
       if (!within(CKJIT_F32, got, s.rstd, 2 * s.rel_r * s.rstd))
-        report(&ck, "rstd_out[%lld]: got %.9g, want %.12g (allowed relative %.3g; var %.9g mean %.9g)", LL(r), got,
-               s.rstd, 2 * s.rel_r, ln ? s.var : s.ms, s.mean);
+        gt_fail(&ck, "rstd_out[%lld]: got %.9g, want %.12g (allowed relative %.3g; var %.9g mean %.9g)", LL(r), got,
+                s.rstd, 2 * s.rel_r, ln ? s.var : s.ms, s.mean);
     }
     if (quant) {
       for (int64_t c = 0; c < C; c++)
-        hw[c] = h[c] * (t->weight ? get_val(t->dt, w.host, (size_t)(t->off_w + c)) : 1.0);
+        hw[c] = h[c] * (t->weight ? gt_get(t->dt, w.host, (size_t)(t->off_w + c)) : 1.0);
       double amax = 0;
       for (int64_t c = 0; c < C; c++) amax = fmax(amax, fabs(hw[c]));
       double scale_ref = s.rstd * amax / qmax_of(t->odt);
@@ -1309,13 +1152,13 @@ static int run_norm(const task *t) {
       continue;
     }
     for (int64_t c = 0; c < C; c++) {
-      double wv = t->weight ? get_val(t->dt, w.host, (size_t)(t->off_w + c)) : 1.0;
-      double bv = t->bias ? get_val(t->dt, b.host, (size_t)(t->off_w + c)) : 0.0;
+      double wv = t->weight ? gt_get(t->dt, w.host, (size_t)(t->off_w + c)) : 1.0;
+      double bv = t->bias ? gt_get(t->dt, b.host, (size_t)(t->off_w + c)) : 0.0;
       double err, want = norm_out(ln, &s, h[c], wv, bv, &err);
-      double got = get_val(t->dt, yb->host, (size_t)(off_y + r * ldy + c));
+      double got = gt_get(t->dt, yb->host, (size_t)(off_y + r * ldy + c));
       if (!within(t->dt, got, want, err)) {
-        report(&ck, "(%lld,%lld): h=%.9g got %.9g, want %.9g (f64 %.12g, allowed f32 error %.3g + 1 ulp; "
-               "mean %.9g rstd %.9g)", LL(r), LL(c), h[c], got, round_to(t->dt, want), want, err, s.mean, s.rstd);
+        gt_fail(&ck, "(%lld,%lld): h=%.9g got %.9g, want %.9g (f64 %.12g, allowed f32 error %.3g + 1 ulp; "
+                "mean %.9g rstd %.9g)", LL(r), LL(c), h[c], got, gt_round(t->dt, want), want, err, s.mean, s.rstd);
         break;
       }
     }
@@ -1325,41 +1168,43 @@ done:
   free(hw);
   free(x_orig);
   free(res_orig);
-  dbuf_free(&x);
-  dbuf_free(&y);
-  dbuf_free(&res);
-  dbuf_free(&so);
-  dbuf_free(&w);
-  dbuf_free(&b);
-  dbuf_free(&mo);
-  dbuf_free(&ro);
-  dbuf_free(&rs);
+  gt_buf_free(&x);
+  gt_buf_free(&y);
+  gt_buf_free(&res);
+  gt_buf_free(&so);
+  gt_buf_free(&w);
+  gt_buf_free(&b);
+  gt_buf_free(&mo);
+  gt_buf_free(&ro);
+  gt_buf_free(&rs);
   finish(&ck);
-  return ck.errors;
+  return (int)ck.failures;
 }
 
 static int run_smoothquant(const task *t) {
-  checker ck = {t, 0};
+  gt_check ck;
+  check_begin(&ck, t);
   tu_rng rng = {t->seed};
   const int64_t R = t->rows, C = t->cols, ldx = C + t->pad_x, ldq = C + t->pad_y;
-  dbuf x = {0}, q = {0}, sc = {0}, rs = {0};
+  gt_buf x = {0}, q = {0}, sc = {0}, rs = {0};
   double *v = NULL;
-  if (dbuf_alloc(&ck, &x, t->dt, extent(t->off_x, R, C, ldx)) ||
-      dbuf_alloc(&ck, &q, t->odt, extent(t->off_y, R, C, ldq)) ||
-      dbuf_alloc(&ck, &sc, CKJIT_F32, (size_t)(t->off_w + C) + GUARD) ||
-      dbuf_alloc(&ck, &rs, CKJIT_F32, (size_t)(t->off_y + R) + GUARD))
+  if (gt_buf_alloc(&ck, &x, t->dt, gt_extent(t->off_x, R, C, ldx, GUARD)) ||
+      gt_buf_alloc(&ck, &q, t->odt, gt_extent(t->off_y, R, C, ldq, GUARD)) ||
+      gt_buf_alloc(&ck, &sc, CKJIT_F32, (size_t)(t->off_w + C) + GUARD) ||
+      gt_buf_alloc(&ck, &rs, CKJIT_F32, (size_t)(t->off_y + R) + GUARD))
     goto done;
   fill_matrix(t, &x, &rng, t->off_x, R, C, ldx, t->data, t->nan, t->zero_rows);
-  for (size_t i = 0; i < sc.elems; i++) put_nan(CKJIT_F32, sc.host, i);
-  for (int64_t c = 0; c < C; c++) put_val(CKJIT_F32, sc.host, (size_t)(t->off_w + c), 0.25 + 1.75 * tu_rng_unit(&rng));
-  if (dbuf_upload(&ck, &x) || dbuf_upload(&ck, &sc) || dbuf_poison(&ck, &q) || dbuf_poison(&ck, &rs)) goto done;
-  ckjit_status st = ckjit_smoothquant(t->dt, R, C, elem_ptr(&x, t->off_x), ldx, (const float *)elem_ptr(&sc, t->off_w),
-                                      t->odt, elem_ptr(&q, t->off_y), ldq, (float *)elem_ptr(&rs, t->off_y), NULL);
+  gt_fill_nan(CKJIT_F32, sc.host, sc.elems);
+  for (int64_t c = 0; c < C; c++) gt_put(CKJIT_F32, sc.host, (size_t)(t->off_w + c), 0.25 + 1.75 * tu_rng_unit(&rng));
+  if (gt_buf_upload(&ck, &x) || gt_buf_upload(&ck, &sc) || gt_buf_poison(&ck, &q) || gt_buf_poison(&ck, &rs)) goto done;
+  ckjit_status st = ckjit_smoothquant(t->dt, R, C, gt_buf_ptr(&x, t->off_x), ldx,
+                                      (const float *)gt_buf_ptr(&sc, t->off_w), t->odt, gt_buf_ptr(&q, t->off_y),
+                                      ldq, (float *)gt_buf_ptr(&rs, t->off_y), NULL);
   if (st != CKJIT_SUCCESS) {
-    report(&ck, "ckjit_smoothquant returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    gt_fail(&ck, "ckjit_smoothquant returned %s: %s", ckjit_status_string(st), ckjit_last_error());
     goto done;
   }
-  if (sync_all(&ck) || dbuf_download(&ck, &q) || dbuf_download(&ck, &rs)) goto done;
+  if (gt_sync(&ck) || gt_buf_download(&ck, &q, NULL) || gt_buf_download(&ck, &rs, NULL)) goto done;
   check_outside(&ck, &q, t->off_y, R, C, ldq, "q");
   check_outside(&ck, &rs, t->off_y, 1, R, R, "row_scale");
   v = malloc((size_t)C * sizeof *v);
@@ -1368,7 +1213,7 @@ static int run_smoothquant(const task *t) {
     double amax = 0;
     for (int64_t c = 0; c < C; c++) {
       /* exact: a 24-bit by 24-bit product */
-      v[c] = get_val(t->dt, x.host, (size_t)(t->off_x + r * ldx + c)) * get_val(CKJIT_F32, sc.host, (size_t)(t->off_w + c));
+      v[c] = gt_get(t->dt, x.host, (size_t)(t->off_x + r * ldx + c)) * gt_get(CKJIT_F32, sc.host, (size_t)(t->off_w + c));
       amax = fmax(amax, fabs(v[c]));
     }
     float gs;
@@ -1378,29 +1223,30 @@ static int run_smoothquant(const task *t) {
   }
 done:
   free(v);
-  dbuf_free(&x);
-  dbuf_free(&q);
-  dbuf_free(&sc);
-  dbuf_free(&rs);
+  gt_buf_free(&x);
+  gt_buf_free(&q);
+  gt_buf_free(&sc);
+  gt_buf_free(&rs);
   finish(&ck);
-  return ck.errors;
+  return (int)ck.failures;
 }
 
 /* ---- topk_softmax ---------------------------------------------------------------- */
 
 static int run_topk(const task *t) {
-  checker ck = {t, 0};
+  gt_check ck;
+  check_begin(&ck, t);
   tu_rng rng = {t->seed};
   const int64_t T = t->rows, E = t->cols, ldx = E + t->pad_x;
   const int k = t->k;
-  dbuf x = {0}, w = {0}, ix = {0};
+  gt_buf x = {0}, w = {0}, ix = {0};
   double xr[256], wr[8], er[8];
   int64_t ir[8];
-  if (dbuf_alloc(&ck, &x, t->dt, extent(t->off_x, T, E, ldx)) ||
-      dbuf_alloc(&ck, &w, CKJIT_F32, (size_t)(t->off_y + T * k) + GUARD) ||
-      dbuf_alloc(&ck, &ix, t->odt, (size_t)(t->off_y + T * k) + GUARD))
+  if (gt_buf_alloc(&ck, &x, t->dt, gt_extent(t->off_x, T, E, ldx, GUARD)) ||
+      gt_buf_alloc(&ck, &w, CKJIT_F32, (size_t)(t->off_y + T * k) + GUARD) ||
+      gt_buf_alloc(&ck, &ix, t->odt, (size_t)(t->off_y + T * k) + GUARD))
     goto done;
-  for (size_t i = 0; i < x.elems; i++) put_nan(t->dt, x.host, i);
+  gt_fill_nan(t->dt, x.host, x.elems);
   const int64_t rot = (int64_t)(t->seed % 5);
   const double step = grid_step(t->dt);
   for (int64_t tk = 0; tk < T; tk++) {
@@ -1412,23 +1258,23 @@ static int run_topk(const task *t) {
       if (kind == 0) val = cst; /* all equal: indices 0..k-1 */
       else if (kind == 2) val = (double)(tu_rng_next(&rng) % 3) * 64 * step * (t->dt == CKJIT_F32 ? 1 : 0.25);
       else val = gen_value(D_GRID, t->dt, &rng, tk, e, E);
-      put_val(t->dt, x.host, base + (size_t)e, val);
+      gt_put(t->dt, x.host, base + (size_t)e, val);
     }
     if (kind == 1) { /* the max, repeated at random (also high) positions */
       double mx = -INFINITY;
-      for (int64_t e = 0; e < E; e++) mx = fmax(mx, get_val(t->dt, x.host, base + (size_t)e));
-      for (int j = 0; j < 3; j++) put_val(t->dt, x.host, base + (size_t)(tu_rng_next(&rng) % (uint64_t)E), mx);
-      put_val(t->dt, x.host, base + (size_t)(E - 1), mx);
+      for (int64_t e = 0; e < E; e++) mx = fmax(mx, gt_get(t->dt, x.host, base + (size_t)e));
+      for (int j = 0; j < 3; j++) gt_put(t->dt, x.host, base + (size_t)(tu_rng_next(&rng) % (uint64_t)E), mx);
+      gt_put(t->dt, x.host, base + (size_t)(E - 1), mx);
     }
   }
-  if (dbuf_upload(&ck, &x) || dbuf_poison(&ck, &w) || dbuf_poison(&ck, &ix)) goto done;
-  ckjit_status st = ckjit_topk_softmax(t->dt, T, E, elem_ptr(&x, t->off_x), ldx, k, t->renorm,
-                                       (float *)elem_ptr(&w, t->off_y), t->odt, elem_ptr(&ix, t->off_y), NULL);
+  if (gt_buf_upload(&ck, &x) || gt_buf_poison(&ck, &w) || gt_buf_poison(&ck, &ix)) goto done;
+  ckjit_status st = ckjit_topk_softmax(t->dt, T, E, gt_buf_ptr(&x, t->off_x), ldx, k, t->renorm,
+                                       (float *)gt_buf_ptr(&w, t->off_y), t->odt, gt_buf_ptr(&ix, t->off_y), NULL);
   if (st != CKJIT_SUCCESS) {
-    report(&ck, "ckjit_topk_softmax returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    gt_fail(&ck, "ckjit_topk_softmax returned %s: %s", ckjit_status_string(st), ckjit_last_error());
     goto done;
   }
-  if (sync_all(&ck) || dbuf_download(&ck, &w) || dbuf_download(&ck, &ix)) goto done;
+  if (gt_sync(&ck) || gt_buf_download(&ck, &w, NULL) || gt_buf_download(&ck, &ix, NULL)) goto done;
   check_outside(&ck, &w, t->off_y, 1, T * k, T * k, "weights");
   check_outside(&ck, &ix, t->off_y, 1, T * k, T * k, "indices");
   for (int64_t tk = 0; tk < T; tk++) {
@@ -1436,26 +1282,26 @@ static int run_topk(const task *t) {
     topk_ref(xr, E, k, t->renorm, wr, ir, er);
     for (int i = 0; i < k; i++) {
       size_t o = (size_t)(t->off_y + tk * k + i);
-      int64_t gi = get_int(t->odt, ix.host, o);
-      double gw = get_val(CKJIT_F32, w.host, o);
+      int64_t gi = gt_get_int(t->odt, ix.host, o);
+      double gw = gt_get(CKJIT_F32, w.host, o);
       if (gi != ir[i]) {
-        report(&ck, "token %lld rank %d: index %lld (x=%.9g), want %lld (x=%.9g)", LL(tk), i, LL(gi),
-               gi >= 0 && gi < E ? xr[gi] : NAN, LL(ir[i]), xr[ir[i]]);
+        gt_fail(&ck, "token %lld rank %d: index %lld (x=%.9g), want %lld (x=%.9g)", LL(tk), i, LL(gi),
+                gi >= 0 && gi < E ? xr[gi] : NAN, LL(ir[i]), xr[ir[i]]);
         break;
       }
       if (!within(CKJIT_F32, gw, wr[i], er[i])) {
-        report(&ck, "token %lld rank %d (expert %lld): weight %.9g, want %.9g (allowed %.3g)", LL(tk), i,
-               LL(ir[i]), gw, wr[i], er[i]);
+        gt_fail(&ck, "token %lld rank %d (expert %lld): weight %.9g, want %.9g (allowed %.3g)", LL(tk), i,
+                LL(ir[i]), gw, wr[i], er[i]);
         break;
       }
     }
   }
 done:
-  dbuf_free(&x);
-  dbuf_free(&w);
-  dbuf_free(&ix);
+  gt_buf_free(&x);
+  gt_buf_free(&w);
+  gt_buf_free(&ix);
   finish(&ck);
-  return ck.errors;
+  return (int)ck.failures;
 }
 
 /* ---- task list ------------------------------------------------------------------- */
@@ -1915,15 +1761,16 @@ static int run_large(int nthreads, uint64_t seed, int *run) {
     st = ckjit_memset(dr, 0xFF, (size_t)(R + GUARD) * 8);
     if (st == CKJIT_SUCCESS) st = ckjit_reduce_rows((ckjit_reduce_op)op, CKJIT_BF16, R, C, dx, C, ydt, dr, NULL);
     if (st == CKJIT_SUCCESS) st = ckjit_synchronize(NULL);
-    if (st == CKJIT_SUCCESS) st = ckjit_memcpy(hr, dr, (size_t)(R + GUARD) * esz(ydt), CKJIT_DEVICE_TO_HOST);
+    if (st == CKJIT_SUCCESS) st = ckjit_memcpy(hr, dr, (size_t)(R + GUARD) * gt_esize(ydt), CKJIT_DEVICE_TO_HOST);
     if (st != CKJIT_SUCCESS) {
       failures += large_report(what, "%s: %s", ckjit_status_string(st), ckjit_last_error());
       continue;
     }
     task dummy = mk(K_REDUCE_ROWS, CKJIT_BF16, R, C);
     dummy.op = op, dummy.odt = ydt, dummy.seed = seed, dummy.data = D_HASHED;
-    checker ck = {&dummy, 0};
-    dbuf yb = {NULL, hr, (size_t)(R + GUARD), ydt};
+    gt_check ck;
+    check_begin(&ck, &dummy);
+    gt_buf yb = {NULL, hr, (size_t)(R + GUARD), ydt};
     check_outside(&ck, &yb, 0, 1, R, R, "y");
     for (int i = 0; i < ns; i++) {
       int64_t r = sample[i];
@@ -1933,7 +1780,7 @@ static int run_large(int nthreads, uint64_t seed, int *run) {
       check_reduce_out(&ck, op, &yb, (size_t)r, v, C, where);
     }
     finish(&ck);
-    if (ck.errors) failures++;
+    if (ck.failures) failures++;
     else printf("ok   large %s (%d sampled rows)\n", what, ns);
   }
 
@@ -1979,21 +1826,22 @@ static int run_large(int nthreads, uint64_t seed, int *run) {
     }
     task dummy = mk(which ? K_RMSNORM : K_SOFTMAX, CKJIT_BF16, R, C);
     dummy.pad_y = 1, dummy.stats = which, dummy.seed = seed, dummy.data = D_HASHED;
-    checker ck = {&dummy, 0};
+    gt_check ck;
+    check_begin(&ck, &dummy);
     /* padding column of every row and the guard */
-    for (int64_t r = 0; r < R - 1 && ck.errors == 0; r++)
+    for (int64_t r = 0; r < R - 1 && ck.failures == 0; r++)
       if (hy[(size_t)r * (size_t)ldy + (size_t)C] != 0xFFFFu)
-        report(&ck, "wrote the padding after row %lld", LL(r));
+        gt_fail(&ck, "wrote the padding after row %lld", LL(r));
     for (size_t i = ny; i < ny + GUARD; i++)
       if (hy[i] != 0xFFFFu) {
-        report(&ck, "wrote past the last row (element %zu)", i);
+        gt_fail(&ck, "wrote past the last row (element %zu)", i);
         break;
       }
     if (which) {
-      dbuf rb = {NULL, hr, (size_t)(R + GUARD), CKJIT_F32};
+      gt_buf rb = {NULL, hr, (size_t)(R + GUARD), CKJIT_F32};
       check_outside(&ck, &rb, 0, 1, R, R, "rstd_out");
     }
-    dbuf yb = {NULL, (uint8_t *)hy, ny + GUARD, CKJIT_BF16};
+    gt_buf yb = {NULL, (uint8_t *)hy, ny + GUARD, CKJIT_BF16};
     for (int i = 0; i < ns; i++) {
       int64_t r = sample[i];
       for (int64_t c = 0; c < C; c++) v[c] = bf16_to_f32(hx[(size_t)r * (size_t)C + (size_t)c]);
@@ -2003,20 +1851,20 @@ static int run_large(int nthreads, uint64_t seed, int *run) {
         continue;
       }
       norm_ref s = norm_stats(0, v, C, 1e-5);
-      double got_r = get_val(CKJIT_F32, hr, (size_t)r);
+      double got_r = gt_get(CKJIT_F32, hr, (size_t)r);
       if (!within(CKJIT_F32, got_r, s.rstd, 2 * s.rel_r * s.rstd))
-        report(&ck, "rstd_out[%lld]: got %.9g, want %.12g", LL(r), got_r, s.rstd);
+        gt_fail(&ck, "rstd_out[%lld]: got %.9g, want %.12g", LL(r), got_r, s.rstd);
       for (int64_t c = 0; c < C; c++) {
         double e, want = norm_out(0, &s, v[c], 1.0, 0.0, &e);
-        double got = get_val(CKJIT_BF16, yb.host, (size_t)(r * ldy + c));
+        double got = gt_get(CKJIT_BF16, yb.host, (size_t)(r * ldy + c));
         if (!within(CKJIT_BF16, got, want, e)) {
-          report(&ck, "(%lld,%lld): got %.9g, want %.9g", LL(r), LL(c), got, round_to(CKJIT_BF16, want));
+          gt_fail(&ck, "(%lld,%lld): got %.9g, want %.9g", LL(r), LL(c), got, gt_round(CKJIT_BF16, want));
           break;
         }
       }
     }
     finish(&ck);
-    if (ck.errors) failures++;
+    if (ck.failures) failures++;
     else printf("ok   large %s (%d sampled rows)\n", what, ns);
   }
 free_ref:
@@ -2065,7 +1913,7 @@ int main(void) {
            ckjit_last_error()[0] ? ": " : "", ckjit_last_error());
     if (tmp) tu_rm_rf(tmp);
     free(tmp);
-    return SKIP_CODE;
+    return GT_SKIP_CODE;
   }
   uint64_t seed = getenv("CKJIT_TEST_SEED") ? strtoull(getenv("CKJIT_TEST_SEED"), NULL, 0) : (uint64_t)time(NULL);
   printf("device: %s (%s), arch %s, %d multiprocessors, compiler %s\n", info.name, info.device_arch, info.arch,

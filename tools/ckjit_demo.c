@@ -1,7 +1,8 @@
 /* ckjit-demo: the library's main job, end to end.
  *
  * With a GPU: allocates device buffers, runs copy2d, unary (gelu_tanh with an
- * epilogue), binary (add) and transpose on f32 and bf16 data, checks every
+ * epilogue), binary (add), transpose and gemm (bias + gelu_tanh fused) on
+ * f32 and bf16 data, checks every
  * result against a CPU reference and prints timings (first call, which
  * compiles or loads the kernel, against a repeated call) and the statistics.
  *
@@ -28,8 +29,9 @@ static void usage(FILE *out) {
   fputs(
       "usage: ckjit-demo [options]\n"
       "\n"
-      "With a GPU: runs copy2d, unary (gelu_tanh + epilogue), binary (add) and\n"
-      "transpose on device buffers, checks them against a CPU reference and prints\n"
+      "With a GPU: runs copy2d, unary (gelu_tanh + epilogue), binary (add),\n"
+      "transpose and gemm (fused bias + gelu_tanh) on device buffers, checks them\n"
+      "against a CPU reference and prints\n"
       "timings (first call incl. compile vs repeated call) and ckjit's statistics.\n"
       "Without a GPU: prints why, prewarms the default specs into the disk cache\n"
       "(compile-only) and lists the cache.\n"
@@ -155,6 +157,24 @@ static ckjit_status call_transpose(demo *d, ckjit_dtype dt) {
                          d->rows, d->rows * d->cols, NULL);
 }
 
+/* D (rows x n) = A (rows x cols, row-major) * B, B the first n = min(rows,
+ * cols) rows of `b` read as a column-major cols x n matrix, with a
+ * per-column bias (the first n elements of `b`) and gelu_tanh fused. */
+static int64_t gemm_n(const demo *d) { return d->rows < d->cols ? d->rows : d->cols; }
+
+static ckjit_status call_gemm(demo *d, ckjit_dtype dt) {
+  ckjit_gemm_desc g;
+  ckjit_gemm_desc_init(&g);
+  g.m = d->rows, g.n = gemm_n(d), g.k = d->cols;
+  g.ab_dtype = g.out_dtype = dt;
+  g.a = d->da, g.lda = d->cols;
+  g.b = d->db, g.ldb = d->cols, g.b_order = CKJIT_COL_MAJOR;
+  g.d = d->dy, g.ldd = g.n;
+  g.bias = d->db, g.bias_mode = CKJIT_BIAS_PER_COL;
+  g.activation = CKJIT_UNARY_GELU_TANH;
+  return ckjit_gemm(&g, NULL);
+}
+
 /* Times the first call and DEMO_REPEATS more, synchronizing after each part. */
 static int time_op(demo *d, ckjit_dtype dt, op_call call, op_report *r) {
   ckjit_stats before, after;
@@ -250,6 +270,26 @@ static void run_op(demo *d, ckjit_dtype dt, const char *name, op_report *r) {
     if (fetch(d, d->hy, d->dy, bytes, r) != 0) return;
     for (size_t i = 0; i < d->n; i++)
       check_value(r, elem_to_f32(d->hy, i, dt), round_to(d->a[i] + d->b[i], dt), dt);
+  } else if (strcmp(name, "gemm") == 0) {
+    /* Every 97th output against a double dot product; the allowed error
+     * grows with sum |a b| (f32 accumulation in another order). */
+    if (time_op(d, dt, call_gemm, r) != 0) return;
+    const int64_t n = gemm_n(d);
+    if (fetch(d, d->hy, d->dy, (size_t)(rows * n) * es, r) != 0) return;
+    for (int64_t e = 0; e < rows * n; e += 97) {
+      const int64_t i = e / n, j = e % n;
+      double dot = 0.0, mag = 0.0;
+      for (int64_t q = 0; q < cols; q++) {
+        const double x = d->a[i * cols + q], y = d->b[j * cols + q];
+        dot += x * y;
+        mag += fabs(x * y);
+      }
+      const double ref = gelu_tanh_ref((float)(dot + d->b[j]));
+      const double got = elem_to_f32(d->hy, (size_t)e, dt);
+      const double diff = fabs(got - ref), err = diff / fmax(1.0, fabs(ref));
+      r->max_err = isnan(err) ? INFINITY : fmax(r->max_err, err);
+      if (!(diff <= tolerance(dt) * fmax(1.0, fabs(ref)) + 0x1p-20 * mag)) r->mismatches++;
+    }
   } else { /* transpose: bit exact */
     if (time_op(d, dt, call_transpose, r) != 0) return;
     if (fetch(d, d->hy, d->dt, bytes, r) != 0) return;
@@ -389,7 +429,7 @@ static int demo_upload(demo *d, ckjit_dtype dt) {
 }
 
 static int run_gpu(const options *o, const ckjit_device_info *info) {
-  static const char *const ops[] = {"copy2d", "unary", "binary", "transpose"};
+  static const char *const ops[] = {"copy2d", "unary", "binary", "transpose", "gemm"};
   enum { N_OPS = sizeof ops / sizeof ops[0] };
   demo d;
   memset(&d, 0, sizeof d);
