@@ -30,6 +30,10 @@ struct gemm_problem {
   float alpha, beta;
 };
 
+// Whether the inputs are bf16 (the matrix instructions differ from f16's).
+template <typename T> struct is_bf16 { static const bool value = false; };
+template <> struct is_bf16<ckjit_bf16> { static const bool value = true; };
+
 struct gemm_tile {
   long long m0, n0;       // first output row / column
   long long k0, k1;       // K range of this slice

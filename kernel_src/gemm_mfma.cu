@@ -42,8 +42,6 @@ typedef float acc16 __attribute__((ext_vector_type(16)));
 typedef _Float16 half4 __attribute__((ext_vector_type(4)));
 typedef short short4v __attribute__((ext_vector_type(4)));
 
-template <typename T> struct is_bf16 { static const bool value = false; };
-template <> struct is_bf16<ckjit_bf16> { static const bool value = true; };
 
 // acc += a b for one 32x32x8 block; a and b are each lane's four K values.
 CKJIT_INLINE acc16 mfma(const unsigned short (&a)[4], const unsigned short (&b)[4], acc16 acc) {

@@ -71,8 +71,6 @@ CKJIT_INLINE void ldmatrix_x4_trans(unsigned (&r)[4], const TA *p) {
                : "r"(smem_addr(p)));
 }
 
-template <typename T> struct is_bf16 { static const bool value = false; };
-template <> struct is_bf16<ckjit_bf16> { static const bool value = true; };
 
 // d += a b for one m16n8k16 fragment.
 CKJIT_INLINE void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {

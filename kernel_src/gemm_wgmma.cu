@@ -99,8 +99,6 @@ CKJIT_INLINE void wgmma_f16_n256(float (&d)[128], ckjit_u64 desc_a, ckjit_u64 de
                : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));
 }
 
-template <typename T> struct is_bf16 { static const bool value = false; };
-template <> struct is_bf16<ckjit_bf16> { static const bool value = true; };
 
 #define ACC (BN / 2) // accumulators per thread
 

@@ -419,7 +419,12 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
   /* Split-K: partials, then their fixed-order sum with the epilogue. */
   size_t bytes = (size_t)splits * (size_t)g->batch * (size_t)g->m * (size_t)g->n * sizeof(float);
   void *scratch;
-  if ((st = ckjit__scratch_alloc(rt, bytes, stream, &scratch))) return st;
+  if ((st = ckjit__scratch_alloc(rt, bytes, stream, &scratch))) {
+    /* No stream-ordered allocation here (HIP before 5.3): the same
+     * result without splitting. */
+    if (st == CKJIT_ERROR_UNSUPPORTED) return run_plan(rt, g, plan, 1, stream);
+    return st;
+  }
   p.partials = scratch, p.k_slice = k_slice, p.splits = splits;
   main_spec(&pl, g, 1, 0, &spec);
   if (tma) spec.value[GW_TMA] = 1;
