@@ -178,8 +178,7 @@ ckjit_gemm_mma(GEMM_PARAMS) {
       store_pair(p, t, m, n, acc[i][j][0], acc[i][j][1]);
       store_pair(p, t, m + 8, n, acc[i][j][2], acc[i][j][3]);
     }
-#else
-#endif
+#endif // sm_80+: the front-end never picks this kernel below
 }
 
 #else

@@ -69,27 +69,6 @@ CKJIT_INLINE float identity() {
 #endif
 }
 
-// NaN-propagating max/min: one instruction on sm_80+.
-CKJIT_INLINE float max_nan(float a, float b) {
-#if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-#else
-  return ckjit_nan_max(a, b);
-#endif
-}
-
-CKJIT_INLINE float min_nan(float a, float b) {
-#if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
-  float r;
-  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-#else
-  return ckjit_nan_min(a, b);
-#endif
-}
-
 // (v, i) = OP((v, i), (bv, bi)).  Arg ops keep the element that comes first
 // in PyTorch's order: a NaN before any number (the lower index among NaNs),
 // then the larger (argmax) / smaller (argmin) value, ties to the lower index.
@@ -98,9 +77,9 @@ CKJIT_INLINE void merge(float &v, i64 &i, float bv, i64 bi) {
 #if OP == OP_SUM || OP == OP_MEAN
   v += bv;
 #elif OP == OP_MAX
-  v = max_nan(v, bv);
+  v = ckjit_nan_max(v, bv);
 #elif OP == OP_MIN
-  v = min_nan(v, bv);
+  v = ckjit_nan_min(v, bv);
 #else
   const bool an = v != v, bn = bv != bv;
 #if OP == OP_ARGMAX

@@ -37,6 +37,14 @@ typedef struct ckjit_compiler {
 /* Identifies (once, thread-safe, without loading it) the runtime compiler of `vendor`. */
 ckjit_status ckjit__compiler_get(ckjit_backend vendor, const ckjit_compiler **out);
 
+/* Matrix instructions of a device, found once when it is opened. */
+enum {
+  CKJIT_MATRIX_MMA_SYNC = 1u,   /* NVIDIA sm_80+ mma.sync (f16, bf16) */
+  CKJIT_MATRIX_WGMMA = 2u,      /* NVIDIA 9.0 wgmma (sm_90a code) */
+  CKJIT_MATRIX_MFMA_F16 = 4u,   /* AMD MFMA f16 (gfx908+) */
+  CKJIT_MATRIX_MFMA_BF16 = 8u,  /* AMD MFMA bf16 (the _1k forms, gfx90a+) */
+};
+
 typedef struct ckjit_device {
   ckjit_backend vendor;
   int ordinal;
@@ -45,6 +53,7 @@ typedef struct ckjit_device {
   int multiprocessors;
   long long l2_bytes;     /* last-level cache size (0: unknown) */
   int max_shared_bytes;   /* shared memory (LDS) one block may use, dynamic included */
+  unsigned matrix_units;  /* CKJIT_MATRIX_* the GPU has (the GEMM pipelines' choice) */
   /* Makes the device current on the calling thread (cheap when it already is). */
   ckjit_status (*bind)(const struct ckjit_device *d);
   ckjit_status (*module_load)(const struct ckjit_device *d, const void *code, size_t size,

@@ -195,7 +195,6 @@ static struct {
 
 static CUcontext cuda_context; /* the device's primary context, retained while open */
 static CUdevice cuda_device;
-static int cuda_smem_optin; /* shared memory a block may opt in to (bytes) */
 /* Bumped by every open, so a thread's memory of having bound the context
  * never outlives a shutdown and re-initialization. */
 static _Atomic unsigned cuda_generation;
@@ -284,15 +283,15 @@ static void cuda_module_unload(const ckjit_device *d, void *module) {
 
 static ckjit_status cuda_get_function(const ckjit_device *d, void *module, const char *name,
                                       void **function) {
-  (void)d;
   CUresult r = cu.module_get_function(function, module, name);
   if (r) return cuda_fail(CKJIT_ERROR_LOAD, r, "cuModuleGetFunction");
   /* Past 48 KiB, dynamic shared memory (the GEMM pipelines' stages) needs an
-   * opt-in per function: allow all the device has beside the static part. */
+   * opt-in per function: allow all the device has beside the static part.
+   * If that fails, a launch asking for more fails with its own error. */
   int static_smem = 0;
-  if (cu.func_set_attribute && cuda_smem_optin > 0 &&
+  if (cu.func_set_attribute && d->max_shared_bytes > 48 * 1024 &&
       !cu.func_get_attribute(&static_smem, 1, *function)) /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
-    cu.func_set_attribute(*function, 8, cuda_smem_optin - static_smem); /* ..._MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    cu.func_set_attribute(*function, 8, d->max_shared_bytes - static_smem); /* ..._MAX_DYNAMIC_SHARED_SIZE_BYTES */
   return CKJIT_SUCCESS;
 }
 
@@ -402,11 +401,13 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   SYM(error_name, "cuGetErrorName");
   SYM(error_string, "cuGetErrorString");
 #undef SYM
-  /* Optional: only the split (multi-block-per-row) reductions need them. */
+  /* Optional: TMA descriptors and the shared-memory opt-in (GEMM on sm_90;
+   * older drivers lack them and the GEMMs take other pipelines) ... */
   *(void **)&cu.tensor_map_encode_tiled = dlsym(h, "cuTensorMapEncodeTiled");
   *(void **)&cu.func_get_attribute = dlsym(h, "cuFuncGetAttribute");
   *(void **)&cu.func_set_attribute = dlsym(h, "cuFuncSetAttribute");
   if (!cu.func_get_attribute) cu.func_set_attribute = NULL;
+  /* ... and stream-ordered scratch (split reductions and split-K). */
   *(void **)&cu.mem_alloc_async = dlsym(h, "cuMemAllocAsync");
   *(void **)&cu.mem_free_async = dlsym(h, "cuMemFreeAsync");
   if (!cu.mem_free_async) cu.mem_alloc_async = NULL;
@@ -445,7 +446,8 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   out->multiprocessors = sms;
   out->l2_bytes = l2 > 0 ? l2 : 0;
   out->max_shared_bytes = optin > 48 * 1024 ? optin : 48 * 1024;
-  cuda_smem_optin = optin;
+  out->matrix_units = (major >= 8 ? CKJIT_MATRIX_MMA_SYNC : 0u) |
+                      (major == 9 && minor == 0 ? CKJIT_MATRIX_WGMMA : 0u);
   out->bind = cuda_bind;
   out->module_load = cuda_module_load;
   out->module_unload = cuda_module_unload;

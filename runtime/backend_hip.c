@@ -362,6 +362,10 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   hip.device_attribute(&sms, 63 /* hipDeviceAttributeMultiprocessorCount */, ordinal);
   out->multiprocessors = sms > 0 && sms < 4096 ? sms : 0;
   out->max_shared_bytes = 64 * 1024; /* LDS per workgroup on gfx9 and gfx10/11 */
+  char base[64];
+  ckjit__arch_base(out->arch, base, sizeof base);
+  const int gfx908 = !strcmp(base, "gfx908"), later = !strcmp(base, "gfx90a") || !strncmp(base, "gfx94", 5);
+  out->matrix_units = (gfx908 || later ? CKJIT_MATRIX_MFMA_F16 : 0u) | (later ? CKJIT_MATRIX_MFMA_BF16 : 0u);
   out->bind = hip_bind;
   out->module_load = hip_module_load;
   out->module_unload = hip_module_unload;

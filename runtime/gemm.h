@@ -31,21 +31,21 @@ enum { GR_OUT, GR_VEC, GR_BIAS, GR_ACT, GR_C, GR_D0, GR_D1, GR_COUNT };
 /* Values of the order parameters: row-major / column-major. */
 enum { GEMM_ROW = 0, GEMM_COL = 1 };
 
-/* What a call fuses: the epilogue part of every GEMM spec. */
-typedef struct gemm_epilogue_kind {
-  int bias, act, c, d0, d1; /* ckjit_bias_mode, ckjit_unary_op, 0/1 ... */
-} gemm_epilogue_kind;
-
-/* Block tile of the tensor-core pipeline. */
-typedef struct gemm_mma_tile {
+/* A block tile: bm x bn outputs, bk deep per step; warps (wm x wn) and
+ * pipeline stages where the pipeline has them (0 elsewhere). */
+typedef struct gemm_block_tile {
   int bm, bn, bk, wm, wn, stages;
-} gemm_mma_tile;
+} gemm_block_tile;
 
-/* The tile for an m x n x k problem (per batch entry) on `sms`
- * multiprocessors with `vec_a`/`vec_b`-element copies; also the split-K
- * factor when split_k is 0 (automatic). */
-void ckjit__gemm_pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, int vec_a,
-                          int vec_b, gemm_mma_tile *tile, int *splits);
+/* The mma.sync tiles the policy (op_gemm.c), the default specs and
+ * CKJIT_TUNE choose from (gemm_family.c): 128 x 128 for large problems,
+ * 64 x 128 for m <= 64, 16 x 128 for decode shapes, 64 x 64 for operands
+ * whose copies are narrower than 8 bytes. */
+enum { MMA_LARGE, MMA_SMALL, MMA_DECODE, MMA_NARROW, MMA_TILES };
+extern const gemm_block_tile ckjit__gemm_block_tiles[MMA_TILES];
+
+/* wgmma stages for a BN: as many as fit beside the TMA-store buffer. */
+static inline int ckjit__gemm_wgmma_stages(int bn) { return bn == 256 ? 4 : 6; }
 
 /* Shared memory (bytes) a gemm_mma or gemm_wgmma spec's pipeline needs. */
 int ckjit__gemm_mma_smem(const ckjit_spec *spec);
@@ -63,6 +63,9 @@ typedef struct gemm_choice {
 /* CKJIT_TUNE: -1 ("0": ignore recorded winners), 0 (unset: use them), 1
  * (also measure unknown shape classes). */
 int ckjit__gemm_tune_mode(void);
+/* Whether any winner is recorded (memory or `dir`'s file, read once):
+ * without one a call skips the lookup.  Lock-free after the first call. */
+int ckjit__gemm_tune_any(const char *dir);
 /* The recorded winner of shape class `cls` (memory, then `dir`'s file, read
  * once); `dir` NULL: memory only.  Returns 1 when found. */
 int ckjit__gemm_tune_lookup(const char *dir, const char *cls, gemm_choice *out);

@@ -177,18 +177,20 @@ static ckjit_status reduce_check(const ckjit_spec *s) {
 }
 
 /* ---- default (prewarm) sets ----------------------------------------------------- */
+const gemm_block_tile ckjit__gemm_block_tiles[MMA_TILES] = {
+    [MMA_LARGE] = {128, 128, 32, 2, 2, 4},
+    [MMA_SMALL] = {64, 128, 32, 2, 2, 4},
+    [MMA_DECODE] = {16, 128, 64, 1, 4, 4},
+    [MMA_NARROW] = {64, 64, 32, 2, 2, 3},
+};
+
 /* gemm_mma: f16 and bf16 (output in the same type), every order pair, at
  * the three tiles the policy picks for large, small-m and decode shapes
  * (aligned operands; decode as split-K partials), plus the fused bias +
  * gelu_tanh and the f32-output forms of the bf16 row-major large tile. */
-static const gemm_mma_tile default_tiles[] = {
-    {128, 128, 32, 2, 2, 4}, /* large */
-    {64, 128, 32, 2, 2, 4},  /* m <= 64 */
-    {16, 128, 64, 1, 4, 4},  /* decode, split-K */
-};
-enum { N_TILES = 3, N_MMA_MAIN = 2 * 4 * N_TILES, N_MMA_DEFAULTS = N_MMA_MAIN + 2 };
+enum { N_TILES = MMA_DECODE + 1, N_MMA_MAIN = 2 * 4 * N_TILES, N_MMA_DEFAULTS = N_MMA_MAIN + 2 };
 
-static void mma_fill(ckjit_spec *out, int dtype, int a, int b, const gemm_mma_tile *t) {
+static void mma_fill(ckjit_spec *out, int dtype, int a, int b, const gemm_block_tile *t) {
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_GEMM_MMA;
   int32_t *v = out->value;
@@ -201,11 +203,11 @@ static int mma_default(size_t i, ckjit_spec *out) {
   if (i >= N_MMA_DEFAULTS) return 0;
   if (i < N_MMA_MAIN) {
     const int tile = (int)(i % N_TILES), orders = (int)(i / N_TILES) % 4, dtype = 1 + (int)(i / (4 * N_TILES));
-    mma_fill(out, dtype, orders / 2, orders % 2, &default_tiles[tile]);
-    out->value[GM_SPLIT] = tile == 2;
+    mma_fill(out, dtype, orders / 2, orders % 2, &ckjit__gemm_block_tiles[tile]);
+    out->value[GM_SPLIT] = tile == MMA_DECODE;
     return 1;
   }
-  mma_fill(out, DTYPE_BF16, GEMM_ROW, GEMM_ROW, &default_tiles[0]);
+  mma_fill(out, DTYPE_BF16, GEMM_ROW, GEMM_ROW, &ckjit__gemm_block_tiles[MMA_LARGE]);
   if (i == N_MMA_MAIN) out->value[GM_BIAS] = CKJIT_BIAS_PER_COL, out->value[GM_ACT] = CKJIT_UNARY_GELU_TANH;
   else out->value[GM_OUT] = 0; /* f32 output */
   return 1;
@@ -221,7 +223,7 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
   int32_t *v = out->value;
   v[GW_DTYPE] = v[GW_OUT] = i < 8 ? 1 + (int)(i / 4) : DTYPE_BF16;
   v[GW_A] = i < 8 ? (int)(i % 4) / 2 : GEMM_ROW, v[GW_B] = i < 8 ? (int)(i % 4) % 2 : GEMM_ROW;
-  v[GW_BN] = 256, v[GW_STAGES] = 4, v[GW_TMA] = 2;
+  v[GW_BN] = 256, v[GW_STAGES] = ckjit__gemm_wgmma_stages(256), v[GW_TMA] = 2;
   if (i == 8) v[GW_BIAS] = CKJIT_BIAS_PER_COL, v[GW_ACT] = CKJIT_UNARY_GELU_TANH;
   if (i == 9) v[GW_OUT] = 0;
   return 1;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,8 @@ typedef struct tuned {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static tuned table[MAX_CLASSES];
 static int n_table, loaded;
+/* Read without the lock: the file has been read and there are records. */
+static _Atomic int loaded_fast, any_fast;
 static char file_path[4096];
 
 int ckjit__gemm_tune_mode(void) {
@@ -74,6 +77,21 @@ static void load(const char *dir) {
   fclose(f);
 }
 
+/* Under `lock`: publishes what the lock-free check reads. */
+static void publish(void) {
+  atomic_store(&any_fast, n_table > 0);
+  atomic_store(&loaded_fast, 1);
+}
+
+int ckjit__gemm_tune_any(const char *dir) {
+  if (atomic_load(&loaded_fast)) return atomic_load(&any_fast);
+  pthread_mutex_lock(&lock);
+  load(dir);
+  publish();
+  pthread_mutex_unlock(&lock);
+  return atomic_load(&any_fast);
+}
+
 int ckjit__gemm_tune_lookup(const char *dir, const char *cls, gemm_choice *out) {
   int found = 0;
   pthread_mutex_lock(&lock);
@@ -89,6 +107,7 @@ void ckjit__gemm_tune_store(const char *dir, const char *cls, const gemm_choice 
   pthread_mutex_lock(&lock);
   load(dir);
   put(cls, c);
+  publish();
   if (dir && file_path[0]) {
     int fd = open(file_path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     /* After a torn last line (a crash mid-write), start on a new line. */

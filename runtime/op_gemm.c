@@ -1,5 +1,6 @@
 /* GEMM front-end: validation, pipeline and tile policy, split-K, launch. */
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,25 +70,23 @@ void ckjit_gemm_desc_init(ckjit_gemm_desc *desc) {
 
 static int float_dtype(ckjit_dtype t) { return t == CKJIT_F32 || t == CKJIT_F16 || t == CKJIT_BF16; }
 
-/* A rows x cols matrix with leading dimension ld (and a batch stride) must
- * be given and addressable. */
+/* A rows x cols matrix with leading dimension ld, given and addressable
+ * (ckjit__check_matrix), in every one of `batch` entries `stride` elements
+ * apart. */
 static ckjit_status check_operand(const char *api, const char *name, const void *ptr, int64_t rows,
-                                  int64_t cols, int64_t ld, int64_t stride, int64_t batch) {
+                                  int64_t cols, int64_t ld, int64_t stride, int64_t batch, size_t es) {
   if (rows == 0 || cols == 0) return CKJIT_SUCCESS;
-  if (!ptr) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", api, name);
-  if (ld < cols || ld < 1)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: the leading dimension of %s is %lld; it must be >= %lld", api, name,
-                       (long long)ld, (long long)(cols > 1 ? cols : 1));
-  int64_t extent, last;
+  ckjit_status st = ckjit__check_matrix(api, name, ptr, rows, cols, ld, es);
+  if (st || batch == 1) return st;
   if (stride < 0)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: the batch stride of %s is negative (%lld)",
                        api, name, (long long)stride);
-  if (__builtin_mul_overflow(rows - 1, ld, &extent) ||
-      __builtin_mul_overflow(batch - 1, stride, &last) ||
-      __builtin_add_overflow(extent, last, &extent) || extent > INT64_MAX / 16 - cols)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s's extent overflows", api, name);
-  return CKJIT_SUCCESS;
+  int64_t last;
+  if (__builtin_mul_overflow(batch - 1, stride, &last) || __builtin_mul_overflow(last, (int64_t)es, &last) ||
+      (uintptr_t)ptr + (uint64_t)last < (uintptr_t)ptr)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s's %lld batch entries overflow the address space",
+                       api, name, (long long)batch);
+  return ckjit__check_matrix(api, name, (const void *)((uintptr_t)ptr + (uint64_t)last), rows, cols, ld, es);
 }
 
 static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g, int index) {
@@ -130,10 +129,11 @@ static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g, int in
   const int64_t m = g->m, n = g->n, k = g->k, b = g->batch;
   if (m == 0 || n == 0) return CKJIT_SUCCESS; /* nothing to write */
   const int a_row = g->a_order == CKJIT_ROW_MAJOR, b_row = g->b_order == CKJIT_ROW_MAJOR;
+  const size_t ea = ckjit_dtype_size(g->ab_dtype), eo = ckjit_dtype_size(g->out_dtype);
   ckjit_status st;
-  if ((st = check_operand(api, "a", g->a, a_row ? m : k, a_row ? k : m, g->lda, g->stride_a, b)) ||
-      (st = check_operand(api, "b", g->b, b_row ? k : n, b_row ? n : k, g->ldb, g->stride_b, b)) ||
-      (st = check_operand(api, "d", g->d, m, n, g->ldd, g->stride_d, b)))
+  if ((st = check_operand(api, "a", g->a, a_row ? m : k, a_row ? k : m, g->lda, g->stride_a, b, ea)) ||
+      (st = check_operand(api, "b", g->b, b_row ? k : n, b_row ? n : k, g->ldb, g->stride_b, b, ea)) ||
+      (st = check_operand(api, "d", g->d, m, n, g->ldd, g->stride_d, b, eo)))
     return st;
   if (g->c == g->d && (g->ldc != g->ldd || g->stride_c != g->stride_d))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
@@ -141,9 +141,9 @@ static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g, int in
                        "stride_d (%lld / %lld)",
                        api, what, (long long)g->ldc, (long long)g->stride_c, (long long)g->ldd,
                        (long long)g->stride_d);
-  if ((g->c && (st = check_operand(api, "c", g->c, m, n, g->ldc, g->stride_c, b))) ||
-      (g->d0 && (st = check_operand(api, "d0", g->d0, m, n, g->ldd0, g->stride_d0, b))) ||
-      (g->d1 && (st = check_operand(api, "d1", g->d1, m, n, g->ldd1, g->stride_d1, b))))
+  if ((g->c && (st = check_operand(api, "c", g->c, m, n, g->ldc, g->stride_c, b, eo))) ||
+      (g->d0 && (st = check_operand(api, "d0", g->d0, m, n, g->ldd0, g->stride_d0, b, eo))) ||
+      (g->d1 && (st = check_operand(api, "d1", g->d1, m, n, g->ldd1, g->stride_d1, b, eo))))
     return st;
   return CKJIT_SUCCESS;
 }
@@ -165,17 +165,16 @@ static int auto_split(int64_t m, int64_t n, int64_t k, int64_t tiles, int bk, in
   return s < 1 ? 1 : (int)s;
 }
 
-/* Tensor cores (mma.sync): 128 x 128 tiles of four warps (64 x 64 each) for
- * large problems; 64-row tiles when m is small; 16-row tiles of four warps
- * side by side along N for decode shapes, which are memory-bound and need
- * split-K to occupy the GPU.  Unaligned operands (copies narrower than 8
- * bytes) take a small tile: their per-element loads cost registers. */
-void ckjit__gemm_pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, int vec_a,
-                          int vec_b, gemm_mma_tile *t, int *splits) {
-  static const gemm_mma_tile large = {128, 128, 32, 2, 2, 4}, small = {64, 128, 32, 2, 2, 4},
-                             decode = {16, 128, 64, 1, 4, 4}, narrow = {64, 64, 32, 2, 2, 3};
-  *t = m <= 16 ? decode : m <= 64 ? small : large;
-  if (vec_a < 4 || vec_b < 4) *t = narrow;
+/* mma.sync: the large tile, the small one for m <= 64, the decode tile for
+ * m <= 16 (memory-bound: split-K occupies the GPU), the narrow one for
+ * operands whose copies are under 8 bytes (their per-element loads cost
+ * registers). */
+static void pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, int vec_a, int vec_b,
+                     gemm_block_tile *t, int *splits) {
+  *t = ckjit__gemm_block_tiles[vec_a < 4 || vec_b < 4 ? MMA_NARROW
+                             : m <= 16              ? MMA_DECODE
+                             : m <= 64              ? MMA_SMALL
+                                                    : MMA_LARGE];
   const int64_t tiles = ckjit__ceil_div(m, t->bm) * ckjit__ceil_div(n, t->bn) * batch;
   *splits = auto_split(m, n, k, tiles, t->bk, sms);
 }
@@ -197,10 +196,8 @@ enum { PIPE_SIMT, PIPE_MMA, PIPE_WGMMA, PIPE_MFMA };
 
 typedef struct gemm_plan {
   int pipe;           /* PIPE_* */
-  gemm_mma_tile tile; /* mma */
-  int wgmma_bn, wgmma_stages;
+  gemm_block_tile tile; /* block tile (bm, bn, bk) of every pipeline; warps and stages: mma, wgmma */
   int vec_a, vec_b;
-  int bm, bn, bk;     /* the chosen pipeline's block tile */
 } gemm_plan;
 
 static int dtype_value(ckjit_dtype t) { return ckjit__dtype_param_value(t); }
@@ -229,7 +226,7 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
   } else if (pl->pipe == PIPE_WGMMA) {
     s->family = CKJIT_FAMILY_GEMM_WGMMA;
     v[GW_DTYPE] = dt, v[GW_OUT] = out, v[GW_A] = a_col, v[GW_B] = b_col;
-    v[GW_BN] = pl->wgmma_bn, v[GW_STAGES] = pl->wgmma_stages;
+    v[GW_BN] = pl->tile.bn, v[GW_STAGES] = pl->tile.stages;
     if (!split) fill_epilogue(v, g, GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1);
     v[GW_SPLIT] = split, v[GW_GROUPED] = grouped;
   } else if (pl->pipe == PIPE_MMA) {
@@ -243,7 +240,7 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
   } else {
     s->family = CKJIT_FAMILY_GEMM_SIMT;
     v[GS_DTYPE] = dt, v[GS_OUT] = out, v[GS_A] = a_col, v[GS_B] = b_col;
-    v[GS_BM] = pl->bm, v[GS_BN] = pl->bn, v[GS_BK] = pl->bk;
+    v[GS_BM] = pl->tile.bm, v[GS_BN] = pl->tile.bn, v[GS_BK] = pl->tile.bk;
     v[GS_VEC] = pl->vec_a < pl->vec_b ? pl->vec_a : pl->vec_b;
     if (v[GS_VEC] > 4) v[GS_VEC] = 4;
     if (!split) fill_epilogue(v, g, GS_BIAS, GS_ACT, GS_C, GS_D0, GS_D1);
@@ -262,7 +259,7 @@ static void problem_of(const ckjit_gemm_desc *g, const gemm_plan *pl, gemm_probl
   p->stride_d = g->stride_d, p->stride_d0 = g->stride_d0, p->stride_d1 = g->stride_d1;
   p->m = g->m, p->n = g->n, p->k = g->k, p->batch = g->batch;
   p->k_slice = g->k > 0 ? g->k : 1, p->splits = 1;
-  p->tiles_m = ckjit__ceil_div(g->m, pl->bm), p->tiles_n = ckjit__ceil_div(g->n, pl->bn);
+  p->tiles_m = ckjit__ceil_div(g->m, pl->tile.bm), p->tiles_n = ckjit__ceil_div(g->n, pl->tile.bn);
   p->alpha = g->alpha, p->beta = g->beta;
 }
 
@@ -295,10 +292,6 @@ static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void **args, void *
   return ckjit__kernel_launch(r, k, grid, block, smem, stream, args);
 }
 
-/* Pipeline: wgmma on 9.0 devices for f16/bf16 with 16-byte aligned
- * operands and m > 64 (its tiles are 128 rows); mma.sync on other sm_80+
- * devices and the other f16/bf16 cases; SIMT for f32 and elsewhere.  Then
- * the pipeline's tile and the automatic split-K factor. */
 /* Widest copies (elements, up to 16 bytes) A's and B's pointers, leading
  * dimensions and batch strides allow. */
 static void operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) {
@@ -310,23 +303,21 @@ static void operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) {
   *vec_b = ckjit__pick_vec(es, pb, 1, sb, g->batch > 1 && g->stride_b ? 2 : 1, max);
 }
 
+/* Pipeline: wgmma on 9.0 devices for f16/bf16 with 16-byte aligned
+ * operands and m > 64 (its tiles are 128 rows); mma.sync on other sm_80+
+ * devices and the other f16/bf16 cases; MFMA on AMD GPUs that have it;
+ * SIMT for f32 and elsewhere.  Then the pipeline's tile and the automatic
+ * split-K factor. */
 static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n, int64_t k,
                      int64_t batch, int vec_a, int vec_b, gemm_plan *pl, int *auto_splits) {
   memset(pl, 0, sizeof *pl);
-  int major = 0, minor = 0;
-  const int nvidia = rt->device.vendor == CKJIT_BACKEND_CUDA &&
-                     sscanf(rt->device.arch, "sm_%1d%d", &major, &minor) == 2;
+  const unsigned units = rt->device.matrix_units;
   const int sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
-  pl->pipe = nvidia && major >= 8 && g->ab_dtype != CKJIT_F32 ? PIPE_MMA : PIPE_SIMT;
-  /* AMD matrix cores: f16 from gfx908, bf16 from gfx90a (the gfx94x MFMA
-   * set includes both). */
-  char base[CKJIT_ARCH_MAX];
-  ckjit__arch_base(rt->device.arch, base, sizeof base);
-  const int mfma_f16 = rt->device.vendor == CKJIT_BACKEND_HIP &&
-                       (!strcmp(base, "gfx908") || !strcmp(base, "gfx90a") || !strncmp(base, "gfx94", 5));
-  if (mfma_f16 && (g->ab_dtype == CKJIT_F16 || (g->ab_dtype == CKJIT_BF16 && strcmp(base, "gfx908")))) {
+  pl->pipe = (units & CKJIT_MATRIX_MMA_SYNC) && g->ab_dtype != CKJIT_F32 ? PIPE_MMA : PIPE_SIMT;
+  if ((g->ab_dtype == CKJIT_F16 && (units & CKJIT_MATRIX_MFMA_F16)) ||
+      (g->ab_dtype == CKJIT_BF16 && (units & CKJIT_MATRIX_MFMA_BF16))) {
     pl->pipe = PIPE_MFMA;
-    pl->bm = 128, pl->bn = 128, pl->bk = 32;
+    pl->tile = (gemm_block_tile){128, 128, 32, 0, 0, 0};
     *auto_splits = auto_split(m, n, k, ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, 128) * batch, 32, sms);
     return;
   }
@@ -334,42 +325,46 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     /* 128 x 128 tiles, 64 x 64 when those would leave SMs idle; loads as
      * wide as A's and B's alignment allows (up to 4 elements). */
     const int64_t big = ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, 128) * batch;
-    pl->bm = pl->bn = big >= sms ? 128 : 64, pl->bk = 8;
+    const int b = big >= sms ? 128 : 64;
+    pl->tile = (gemm_block_tile){b, b, 8, 0, 0, 0};
     pl->vec_a = vec_a, pl->vec_b = vec_b;
     if (pl->vec_a > 4) pl->vec_a = 4;
     if (pl->vec_b > 4) pl->vec_b = 4;
-    const int64_t tiles = ckjit__ceil_div(m, pl->bm) * ckjit__ceil_div(n, pl->bn) * batch;
+    const int64_t tiles = ckjit__ceil_div(m, b) * ckjit__ceil_div(n, b) * batch;
     *auto_splits = auto_split(m, n, k, tiles, 64, sms);
     return;
   }
   pl->vec_a = vec_a, pl->vec_b = vec_b;
-  ckjit__gemm_pick_mma(m, n, k, batch, sms, pl->vec_a, pl->vec_b, &pl->tile, auto_splits);
-  pl->bm = pl->tile.bm, pl->bn = pl->tile.bn, pl->bk = pl->tile.bk;
-  if (major == 9 && minor == 0 && pl->vec_a == 8 && pl->vec_b == 8 && m > 64) {
+  pick_mma(m, n, k, batch, sms, pl->vec_a, pl->vec_b, &pl->tile, auto_splits);
+  if ((units & CKJIT_MATRIX_WGMMA) && pl->vec_a == 8 && pl->vec_b == 8 && m > 64) {
     /* 128 x 256 tiles; 128 x 128 when that is what fills the GPU. */
     pl->pipe = PIPE_WGMMA;
     const int64_t rows = ckjit__ceil_div(m, 128) * batch;
-    pl->wgmma_bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
-    pl->wgmma_stages = pl->wgmma_bn == 256 ? 4 : 6;
-    pl->bm = 128, pl->bn = pl->wgmma_bn, pl->bk = 64;
-    *auto_splits = auto_split(m, n, k, rows * ckjit__ceil_div(n, pl->bn), 64, sms);
+    const int bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
+    pl->tile = (gemm_block_tile){128, bn, 64, 0, 0, ckjit__gemm_wgmma_stages(bn)};
+    *auto_splits = auto_split(m, n, k, rows * ckjit__ceil_div(n, bn), 64, sms);
   }
+}
+
+/* Whether A and B of `g` can be read through TMA descriptors: a driver that
+ * makes them, no broadcast batch (a zero stride), k > 0, and extents whose
+ * box coordinates fit 32 bits.  (16-byte alignment is the plan's vec 8.) */
+static int tma_ok(const ckjit_runtime *rt, const ckjit_gemm_desc *g) {
+  const int64_t limit = INT32_MAX - 512;
+  return rt->device.tensor_map_encode && g->k > 0 && g->m <= limit && g->n <= limit &&
+         g->k <= limit && g->batch <= limit &&
+         !(g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0));
 }
 
 /* TMA descriptors for the wgmma pipeline, 3-D (the batch is the outer
  * dimension), in the boxes its stages take: 64 K x 128 rows of a
  * K-contiguous A (64 K x BN of B), or 64 x 64 panels of an M/N-contiguous
- * one; and (when `with_d`) D's, in boxes of 128 bytes x 128 rows.  Returns
- * the tma parameter: 0 (none: a broadcast batch, k = 0, or an unaligned
- * D for with_d), 1 (A and B) or 2 (A, B and D). */
+ * one; and (when map_d is given) D's, in boxes of 128 bytes x 128 rows.
+ * For a `g` that passed tma_ok.  Returns the tma parameter: 1 (A and B) or
+ * 2 (A, B and D: D's rows and batch entries 16-byte aligned), or 0 when
+ * the driver refused A's or B's descriptor (with its status and message). */
 static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
                        unsigned char *map_a, unsigned char *map_b, unsigned char *map_d) {
-  const int with_d = map_d != NULL;
-  /* Box coordinates are 32-bit. */
-  const int64_t limit = INT32_MAX - 512;
-  if (!rt->device.tensor_map_encode || g->k == 0 || g->m > limit || g->n > limit || g->k > limit ||
-      g->batch > limit || (g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0)))
-    return 0;
   const int a_k = g->a_order == CKJIT_ROW_MAJOR, b_k = g->b_order == CKJIT_COL_MAJOR;
   const unsigned long long m = (unsigned long long)g->m, n = (unsigned long long)g->n,
                            k = (unsigned long long)g->k, b = (unsigned long long)g->batch;
@@ -378,14 +373,14 @@ static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_p
   const unsigned long long sb = g->batch > 1 ? (unsigned long long)g->stride_b * 2 : ldb * (b_k ? n : k);
   const unsigned long long dims_a[3] = {a_k ? k : m, a_k ? m : k, b}, str_a[2] = {lda, sa};
   const unsigned long long dims_b[3] = {b_k ? k : n, b_k ? n : k, b}, str_b[2] = {ldb, sb};
-  const unsigned box_a[3] = {64, a_k ? 128u : 64u, 1}, box_b[3] = {64, b_k ? (unsigned)pl->wgmma_bn : 64u, 1};
+  const unsigned box_a[3] = {64, a_k ? 128u : 64u, 1}, box_b[3] = {64, b_k ? (unsigned)pl->tile.bn : 64u, 1};
   if (rt->device.tensor_map_encode(map_a, g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
       rt->device.tensor_map_encode(map_b, g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
     return 0;
   /* D through TMA stores: 16-byte aligned rows and batch entries. */
   const unsigned long long es = ckjit_dtype_size(g->out_dtype), ldd = (unsigned long long)g->ldd * es;
   const unsigned long long sd = g->batch > 1 ? (unsigned long long)g->stride_d * es : ldd * m;
-  if (!with_d || (uintptr_t)g->d % 16 || ldd % 16 || sd % 16 || sd == 0) return 1;
+  if (!map_d || (uintptr_t)g->d % 16 || ldd % 16 || sd % 16 || sd == 0) return 1;
   const unsigned long long dims_d[3] = {n, m, b}, str_d[2] = {ldd, sd};
   const unsigned box_d[3] = {(unsigned)(128 / es), 128, 1};
   return rt->device.tensor_map_encode(map_d, g->out_dtype, 3, g->d, dims_d, str_d, box_d) ? 1 : 2;
@@ -397,7 +392,7 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
   const gemm_plan pl = *plan;
   ckjit_status st;
   int64_t k_slice, splits;
-  slice_k(g->k, pl.bk, want, &k_slice, &splits);
+  slice_k(g->k, pl.tile.bk, want, &k_slice, &splits);
   gemm_problem p;
   problem_of(g, &pl, &p);
   ckjit_spec spec;
@@ -405,7 +400,9 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
   /* wgmma reads its operands (and, unsplit, writes D) through TMA
    * descriptors when it can. */
   tma_one x;
-  const int tma = pl.pipe == PIPE_WGMMA ? encode_maps(rt, g, &pl, x.a, x.b, splits <= 1 ? x.d : NULL) : 0;
+  const int tma = pl.pipe == PIPE_WGMMA && tma_ok(rt, g)
+                      ? encode_maps(rt, g, &pl, x.a, x.b, splits <= 1 ? x.d : NULL)
+                      : 0; /* 0 also when the driver refused: the cp.async pipeline then */
   void *args_one[] = {&p}, *args_tma[] = {&x};
   void **args = tma ? args_tma : args_one;
   /* The TMA pipeline is persistent: one block per multiprocessor at most. */
@@ -449,11 +446,6 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
 
 /* ---- CKJIT_TUNE ---------------------------------------------------------------------- */
 
-/* The mma.sync tiles a measurement may choose from (gemm_choice.tile). */
-static const gemm_mma_tile mma_tiles[] = {
-    {128, 128, 32, 2, 2, 4}, {64, 128, 32, 2, 2, 4}, {16, 128, 64, 1, 4, 4}, {64, 64, 32, 2, 2, 3}};
-enum { N_MMA_TILES = sizeof mma_tiles / sizeof mma_tiles[0] };
-
 static int ceil_log2(int64_t x) {
   int r = 0;
   while (((int64_t)1 << r) < x) r++;
@@ -473,12 +465,10 @@ static void class_of(const ckjit_runtime *rt, const ckjit_gemm_desc *g, const ge
 static void apply_choice(const gemm_choice *c, gemm_plan *pl, int *splits) {
   if (c->pipe == PIPE_WGMMA) {
     pl->pipe = PIPE_WGMMA;
-    pl->wgmma_bn = c->tile, pl->wgmma_stages = c->stages;
-    pl->bm = 128, pl->bn = c->tile, pl->bk = 64;
-  } else if (c->pipe == PIPE_MMA && c->tile < N_MMA_TILES) {
+    pl->tile = (gemm_block_tile){128, c->tile, 64, 0, 0, c->stages};
+  } else if (c->pipe == PIPE_MMA && c->tile < MMA_TILES) {
     pl->pipe = PIPE_MMA;
-    pl->tile = mma_tiles[c->tile];
-    pl->bm = pl->tile.bm, pl->bn = pl->tile.bn, pl->bk = pl->tile.bk;
+    pl->tile = ckjit__gemm_block_tiles[c->tile];
   }
   *splits = c->splits;
 }
@@ -500,11 +490,11 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
   for (int si = 0; si < 3; si++) {
     if (si > 0 && splits[si] == auto_splits) continue;
     if (base->pipe == PIPE_WGMMA) {
-      cand[n++] = (gemm_choice){PIPE_WGMMA, 256, 4, splits[si]};
-      cand[n++] = (gemm_choice){PIPE_WGMMA, 128, 6, splits[si]};
+      cand[n++] = (gemm_choice){PIPE_WGMMA, 256, ckjit__gemm_wgmma_stages(256), splits[si]};
+      cand[n++] = (gemm_choice){PIPE_WGMMA, 128, ckjit__gemm_wgmma_stages(128), splits[si]};
     } else {
-      for (int t = 0; t < N_MMA_TILES; t++)
-        if ((t == 3) == (base->vec_a < 4 || base->vec_b < 4) && n < 12)
+      for (int t = 0; t < MMA_TILES; t++)
+        if ((t == MMA_NARROW) == (base->vec_a < 4 || base->vec_b < 4) && n < 12)
           cand[n++] = (gemm_choice){PIPE_MMA, t, 0, splits[si]};
     }
   }
@@ -539,11 +529,15 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
  * nothing is known. */
 static void tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int *splits,
                  void *stream) {
-  const int mode = ckjit__gemm_tune_mode();
-  if (mode < 0 || g->split_k != 0 || pl->pipe == PIPE_SIMT) return;
+  static _Atomic int mode_plus_2; /* CKJIT_TUNE, read on the first call (0: not yet) */
+  int mode = atomic_load_explicit(&mode_plus_2, memory_order_relaxed) - 2;
+  if (mode == -2) atomic_store(&mode_plus_2, (mode = ckjit__gemm_tune_mode()) + 2);
+  if (mode < 0 || g->split_k != 0 || pl->pipe == PIPE_SIMT || pl->pipe == PIPE_MFMA) return;
+  const char *dir = rt->disk_enabled && rt->disk.usable ? rt->disk.dir : NULL;
+  /* Without recorded winners and without tuning, the call costs no more. */
+  if (mode == 0 && !ckjit__gemm_tune_any(dir)) return;
   char cls[128];
   class_of(rt, g, pl, cls, sizeof cls);
-  const char *dir = rt->disk_enabled && rt->disk.usable ? rt->disk.dir : NULL;
   gemm_choice c;
   if (ckjit__gemm_tune_lookup(dir, cls, &c)) {
     apply_choice(&c, pl, splits);
@@ -572,35 +566,27 @@ ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
 }
 
 /* Grouped on the persistent TMA pipeline: TMA_GROUPS problems a launch,
- * each with its tensor maps.  CKJIT_ERROR_UNSUPPORTED (nothing launched)
- * when a problem cannot have them. */
+ * each with its tensor maps. */
 static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs, int count,
                                 const gemm_plan *pl, ckjit_spec *spec, void *stream) {
-  tma_grouped *x = calloc(1, sizeof *x);
-  if (!x) return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "ckjit_gemm_grouped: out of host memory");
-  ckjit_status st = CKJIT_SUCCESS;
-  for (int i = 0; i < count; i++) /* every problem first: all or none */
-    if (descs[i].m && descs[i].n && !encode_maps(rt, &descs[i], pl, x->a[0], x->b[0], NULL)) {
-      free(x);
-      return CKJIT_ERROR_UNSUPPORTED;
-    }
+  tma_grouped x; /* 4 KiB: the kernel argument itself */
   spec->value[GW_TMA] = 1;
   const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+  ckjit_status st = CKJIT_SUCCESS;
   for (int i = 0; i < count && !st;) {
     int64_t tiles = 0;
-    x->count = 0;
-    for (; i < count && x->count < TMA_GROUPS; i++) {
+    x.count = 0;
+    for (; i < count && x.count < TMA_GROUPS; i++) {
       if (descs[i].m == 0 || descs[i].n == 0) continue;
-      const int j = (int)x->count++;
-      encode_maps(rt, &descs[i], pl, x->a[j], x->b[j], NULL);
-      problem_of(&descs[i], pl, &x->g[j]);
-      x->g[j].tile_begin = tiles;
-      tiles += x->g[j].tiles_m * x->g[j].tiles_n;
+      const int j = (int)x.count++;
+      if (!encode_maps(rt, &descs[i], pl, x.a[j], x.b[j], NULL)) return ckjit_last_status();
+      problem_of(&descs[i], pl, &x.g[j]);
+      x.g[j].tile_begin = tiles;
+      tiles += x.g[j].tiles_m * x.g[j].tiles_n;
     }
-    void *args[] = {x};
-    if (x->count) st = launch(spec, tiles < sms ? tiles : sms, args, stream);
+    void *args[] = {&x};
+    if (x.count) st = launch(spec, tiles < sms ? tiles : sms, args, stream);
   }
-  free(x);
   return st;
 }
 
@@ -646,36 +632,31 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
   }
   gemm_plan pl;
   plan_for(rt, g0, max_m, max_n, max_k, 1, vec_a, vec_b, &pl, &unused);
-  ckjit_spec spec;
-  main_spec(&pl, g0, 0, 1, &spec);
-  /* A beta term if any problem has one (the others pass C = NULL). */
+  /* The kernel's epilogue: a beta term if any problem has one (the others
+   * pass C = NULL). */
+  ckjit_gemm_desc kind = *g0;
+  kind.c = NULL;
   for (int i = 0; i < count; i++)
-    if (descs[i].c && descs[i].beta != 0.0f)
-      spec.value[pl.pipe == PIPE_WGMMA ? GW_C
-                 : pl.pipe == PIPE_MMA ? GM_C
-                 : pl.pipe == PIPE_MFMA ? GF_C
-                                        : GS_C] = 1;
-  if (pl.pipe == PIPE_WGMMA) {
-    st = grouped_tma(rt, descs, count, &pl, &spec, stream);
-    if (st != CKJIT_ERROR_UNSUPPORTED) return st;
-    spec.value[GW_TMA] = 0, st = CKJIT_SUCCESS;
-  }
-  gemm_groups *gs = calloc(1, sizeof *gs);
-  if (!gs) return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "%s: out of host memory", api);
+    if (descs[i].c && descs[i].beta != 0.0f) kind.c = descs[i].c, kind.beta = 1.0f;
+  ckjit_spec spec;
+  main_spec(&pl, &kind, 0, 1, &spec);
+  int tma = pl.pipe == PIPE_WGMMA;
+  for (int i = 0; i < count && tma; i++) tma = descs[i].m == 0 || descs[i].n == 0 || tma_ok(rt, &descs[i]);
+  if (tma) return grouped_tma(rt, descs, count, &pl, &spec, stream);
   /* Up to MAX_GROUPS non-empty problems per launch. */
+  gemm_groups gs;
   for (int i = 0; i < count && !st;) {
     int64_t tiles = 0;
-    gs->count = 0;
-    for (; i < count && gs->count < MAX_GROUPS; i++) {
+    gs.count = 0;
+    for (; i < count && gs.count < MAX_GROUPS; i++) {
       if (descs[i].m == 0 || descs[i].n == 0) continue;
-      gemm_problem *p = &gs->g[gs->count++];
+      gemm_problem *p = &gs.g[gs.count++];
       problem_of(&descs[i], &pl, p);
       p->tile_begin = tiles;
       tiles += p->tiles_m * p->tiles_n;
     }
-    void *args[] = {gs};
-    if (gs->count) st = launch(&spec, tiles, args, stream);
+    void *args[] = {&gs};
+    if (gs.count) st = launch(&spec, tiles, args, stream);
   }
-  free(gs);
   return st;
 }

@@ -314,9 +314,8 @@ static ckjit_status run(const rownorm_call *c) {
   if (c->weight) ptrs[n_ptrs++] = c->weight;
   if (c->bias) ptrs[n_ptrs++] = c->bias;
   int vec = ckjit__pick_vec(es, ptrs, n_ptrs, strides, c->rows > 1 ? n_strides : 0, 8);
-  while (quant && vec > 1 &&
-         ((uintptr_t)c->y % (unsigned)vec || (c->rows > 1 && c->ld_y % vec)))
-    vec /= 2;
+  /* The quantized output has 1-byte elements: at most `vec` of them. */
+  if (quant) vec = ckjit__pick_vec(1, (const void *const[]){c->y}, 1, &c->ld_y, c->rows > 1, vec);
 
   ckjit_runtime *rt;
   ckjit_status st = ckjit__runtime_device(&rt);

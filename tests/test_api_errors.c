@@ -13,10 +13,7 @@
 #include <string.h>
 
 #include "ckjit/ckjit.h"
-#include "test_util.h"
-
-static char *g_tmp;       /* temp dir for the disk cache */
-static int g_has_device;  /* a GPU is present: skip the NO_DEVICE checks */
+#include "api_error_util.h"
 
 /* ---- one op call, described as data so it can run on a fresh thread ---- */
 
@@ -36,12 +33,10 @@ typedef struct call {
   int64_t ld_y;
   int64_t batch, bs_in, bs_out;
   const ckjit_epilogue *epi;
-  /* results */
-  ckjit_status status, last_status;
-  char message[2048];
 } call;
 
-static ckjit_status do_call(const call *c) {
+static ckjit_status do_call(const void *p) {
+  const call *c = p;
   switch (c->kind) {
     case C_COPY:
       return ckjit_copy2d(c->dtype, c->rows, c->cols, c->a, c->ld_a, c->y, c->ld_y, NULL);
@@ -58,33 +53,13 @@ static ckjit_status do_call(const call *c) {
   return CKJIT_ERROR_INTERNAL;
 }
 
-static void *call_thread(void *p) {
-  call *c = p;
-  c->status = do_call(c);
-  c->last_status = ckjit_last_status();
-  snprintf(c->message, sizeof c->message, "%s", ckjit_last_error());
-  return NULL;
-}
+/* Runs c on a fresh thread: status `want`, ckjit_last_status() agrees, and
+ * there is a message. */
+static void expect_call(call c, ckjit_status want) { ae_expect(do_call, &c, NULL, c.what, want, CKJIT_SUCCESS); }
 
-static void expect_call(call c, ckjit_status want) {
-  assert_int_equal(tu_run_in_thread(call_thread, &c), 0);
-  if (c.status != want) {
-    print_error("%s: got %s, want %s (%s)\n", c.what, ckjit_status_string(c.status),
-                ckjit_status_string(want), c.message);
-    fail();
-  }
-  assert_int_equal(c.last_status, want);
-  if (!c.message[0]) {
-    print_error("%s: %s without a message\n", c.what, ckjit_status_string(want));
-    fail();
-  }
-}
-
-/* Fake, well-aligned device addresses: never dereferenced on the host, and
- * argument errors must be found before any device work. */
-#define DA ((const void *)(uintptr_t)0x7f0000100000ull)
-#define DB ((const void *)(uintptr_t)0x7f0000200000ull)
-#define DY ((void *)(uintptr_t)0x7f0000300000ull)
+#define DA ((const void *)AE_FAKE_DEV(1))
+#define DB ((const void *)AE_FAKE_DEV(2))
+#define DY AE_FAKE_DEV(3)
 
 static call copy_call(const char *what, ckjit_dtype dt, int64_t rows, int64_t cols, const void *src,
                       int64_t lds, void *dst, int64_t ldd) {
@@ -136,26 +111,7 @@ static call transpose_call(const char *what, ckjit_dtype dt, int64_t batch, int6
 
 static int group_setup(void **state) {
   (void)state;
-  g_tmp = tu_mkdtemp("api");
-  if (!g_tmp) return -1;
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s/cache", g_tmp);
-  setenv("CKJIT_CACHE_DIR", dir, 1);
-  ckjit_device_info info;
-  memset(&info, 0, sizeof info);
-  if (ckjit_get_device_info(&info) != CKJIT_SUCCESS) return -1;
-  g_has_device = info.has_device;
-  if (g_has_device)
-    printf("note: a GPU is present (%s): the NO_DEVICE checks are skipped\n", info.name);
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  ckjit_shutdown();
-  tu_rm_rf(g_tmp);
-  free(g_tmp);
-  return 0;
+  return ae_group_setup("api");
 }
 
 /* ---- tests -------------------------------------------------------------- */
@@ -333,10 +289,7 @@ static void test_reserved_dtypes_unsupported(void **state) {
 
 static void test_no_device(void **state) {
   (void)state;
-  if (g_has_device) {
-    printf("SKIP no-device checks: a GPU is present\n");
-    skip();
-  }
+  AE_SKIP_IF_DEVICE("no-device");
   const ckjit_status N = CKJIT_ERROR_NO_DEVICE;
   static const ckjit_epilogue epi = {2.0f, 1.0f};
   expect_call(copy_call("copy, valid, no GPU", CKJIT_F32, 4, 4, DA, 4, DY, 4), N);
@@ -419,7 +372,7 @@ static void test_options_init(void **state) {
 static void test_init_twice_and_shutdown(void **state) {
   (void)state;
   char dir[1024];
-  snprintf(dir, sizeof dir, "%s/init-cache", g_tmp);
+  snprintf(dir, sizeof dir, "%s/init-cache", ae_tmp);
   ckjit_shutdown(); /* whatever lazy init the tests before did */
   ckjit_options o;
   ckjit_options_init(&o);
@@ -449,7 +402,7 @@ static void test_init_twice_and_shutdown(void **state) {
   assert_string_equal(info.cache_dir, getenv("CKJIT_CACHE_DIR"));
   expect_call(copy_call("copy after shutdown", CKJIT_F32, 0, 4, DA, 4, DY, 4),
               CKJIT_ERROR_INVALID_ARGUMENT);
-  if (!g_has_device)
+  if (!ae_has_device)
     expect_call(copy_call("copy after shutdown", CKJIT_F32, 4, 4, DA, 4, DY, 4), CKJIT_ERROR_NO_DEVICE);
   /* Shutdown twice, and shutdown with nothing initialized, are harmless. */
   ckjit_shutdown();
@@ -527,5 +480,5 @@ int main(void) {
       cmocka_unit_test(test_init_twice_and_shutdown),
       cmocka_unit_test(test_last_error_thread_local),
   };
-  return cmocka_run_group_tests_name("api_errors", tests, group_setup, group_teardown);
+  return cmocka_run_group_tests_name("api_errors", tests, group_setup, ae_group_teardown);
 }

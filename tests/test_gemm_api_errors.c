@@ -19,18 +19,15 @@
 #include <string.h>
 
 #include "ckjit/ckjit.h"
-#include "test_util.h"
+#include "api_error_util.h"
 
-static char *g_tmp;
-static int g_has_device; /* a GPU is present: skip the NO_DEVICE checks */
-
-#define DA ((const void *)(uintptr_t)0x7f0000100000ull)
-#define DB ((const void *)(uintptr_t)0x7f0000200000ull)
-#define DC ((const void *)(uintptr_t)0x7f0000300000ull)
-#define DD ((void *)(uintptr_t)0x7f0000400000ull)
-#define DBIAS ((const void *)(uintptr_t)0x7f0000500000ull)
-#define DD0 ((const void *)(uintptr_t)0x7f0000600000ull)
-#define DD1 ((const void *)(uintptr_t)0x7f0000700000ull)
+#define DA ((const void *)AE_FAKE_DEV(1))
+#define DB ((const void *)AE_FAKE_DEV(2))
+#define DC ((const void *)AE_FAKE_DEV(3))
+#define DD AE_FAKE_DEV(4)
+#define DBIAS ((const void *)AE_FAKE_DEV(5))
+#define DD0 ((const void *)AE_FAKE_DEV(6))
+#define DD1 ((const void *)AE_FAKE_DEV(7))
 
 #define MAXG 4
 
@@ -42,55 +39,26 @@ typedef struct call {
   int null_descs;
   int count;
   ckjit_gemm_desc d[MAXG];
-  /* results */
-  ckjit_status status, last_status;
-  char message[2048];
 } call;
 
 static const char *fn_name(const call *c) { return c->grouped ? "ckjit_gemm_grouped" : "ckjit_gemm"; }
 
-static void *call_thread(void *p) {
-  call *c = p;
-  if (c->grouped)
-    c->status = ckjit_gemm_grouped(c->null_descs ? NULL : c->d, c->count, NULL);
-  else
-    c->status = ckjit_gemm(c->null_descs ? NULL : &c->d[0], NULL);
-  c->last_status = ckjit_last_status();
-  snprintf(c->message, sizeof c->message, "%s", ckjit_last_error());
-  return NULL;
+static ckjit_status do_call(const void *p) {
+  const call *c = p;
+  if (c->grouped) return ckjit_gemm_grouped(c->null_descs ? NULL : c->d, c->count, NULL);
+  return ckjit_gemm(c->null_descs ? NULL : &c->d[0], NULL);
 }
 
-/* Runs c on a fresh thread: its status must be `want` or `alt` (alt ==
- * CKJIT_SUCCESS: no alternative), ckjit_last_status() must agree, and there
- * must be a message; an argument error's message must name the function. */
+/* Runs c on a fresh thread: see ae_expect (the message must name the function). */
 static void expect2(call c, ckjit_status want, ckjit_status alt) {
-  assert_int_equal(tu_run_in_thread(call_thread, &c), 0);
-  if (c.status != want && (alt == CKJIT_SUCCESS || c.status != alt)) {
-    print_error("%s: %s got %s, want %s%s%s (%s)\n", fn_name(&c), c.what, ckjit_status_string(c.status),
-                ckjit_status_string(want), alt ? " or " : "", alt ? ckjit_status_string(alt) : "", c.message);
-    fail();
-  }
-  if (c.last_status != c.status) {
-    print_error("%s: %s returned %s but ckjit_last_status() is %s\n", fn_name(&c), c.what,
-                ckjit_status_string(c.status), ckjit_status_string(c.last_status));
-    fail();
-  }
-  if (!c.message[0]) {
-    print_error("%s: %s: %s without a message\n", fn_name(&c), c.what, ckjit_status_string(c.status));
-    fail();
-  }
-  if ((c.status == CKJIT_ERROR_INVALID_ARGUMENT || c.status == CKJIT_ERROR_UNSUPPORTED) &&
-      !strstr(c.message, fn_name(&c))) {
-    print_error("%s: %s: the message does not name the function: \"%s\"\n", fn_name(&c), c.what, c.message);
-    fail();
-  }
+  ae_expect(do_call, &c, fn_name(&c), c.what, want, alt);
 }
 
 static void invalid(call c) { expect2(c, CKJIT_ERROR_INVALID_ARGUMENT, CKJIT_SUCCESS); }
 /* a known dtype in a role the header does not allow: either status */
 static void rejected(call c) { expect2(c, CKJIT_ERROR_INVALID_ARGUMENT, CKJIT_ERROR_UNSUPPORTED); }
 static void valid(call c) {
-  if (g_has_device) return;
+  if (ae_has_device) return;
   expect2(c, CKJIT_ERROR_NO_DEVICE, CKJIT_ERROR_BACKEND_UNAVAILABLE);
 }
 
@@ -136,48 +104,18 @@ static call grouped_call(const char *what) {
 
 /* Runs `stmts` (which may use d, a pointer to the first descriptor, and c)
  * on a fresh ckjit_gemm call and expects INVALID_ARGUMENT. */
-#define BAD(what, ...)                \
-  do {                                \
-    call c = gemm_call("%s", what);   \
-    ckjit_gemm_desc *d = &c.d[0];     \
-    __VA_ARGS__;                      \
-    (void)d;                          \
-    invalid(c);                       \
-  } while (0)
+#define BAD(what, ...) \
+  AE_CASE(invalid, gemm_call("%s", what), ckjit_gemm_desc *d = &c.d[0]; (void)d; __VA_ARGS__)
 
 /* The same for a grouped call of three problems (g = the descriptors). */
-#define BAD_GROUPED(what, ...)        \
-  do {                                \
-    call c = grouped_call(what);      \
-    ckjit_gemm_desc *g = c.d;         \
-    __VA_ARGS__;                      \
-    (void)g;                          \
-    invalid(c);                       \
-  } while (0)
+#define BAD_GROUPED(what, ...) \
+  AE_CASE(invalid, grouped_call(what), ckjit_gemm_desc *g = c.d; (void)g; __VA_ARGS__)
 
 /* ---- group setup -------------------------------------------------------- */
 
 static int group_setup(void **state) {
   (void)state;
-  g_tmp = tu_mkdtemp("gemm-api");
-  if (!g_tmp) return -1;
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s/cache", g_tmp);
-  setenv("CKJIT_CACHE_DIR", dir, 1);
-  ckjit_device_info info;
-  memset(&info, 0, sizeof info);
-  if (ckjit_get_device_info(&info) != CKJIT_SUCCESS) return -1;
-  g_has_device = info.has_device;
-  if (g_has_device) printf("note: a GPU is present (%s): the NO_DEVICE checks are skipped\n", info.name);
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  ckjit_shutdown();
-  tu_rm_rf(g_tmp);
-  free(g_tmp);
-  return 0;
+  return ae_group_setup("gemm-api");
 }
 
 /* ---- desc_init ------------------------------------------------------------ */
@@ -226,9 +164,7 @@ static void test_desc_init(void **state) {
 
 static void test_gemm_pointers_and_shapes(void **state) {
   (void)state;
-  call c = gemm_call("desc NULL");
-  c.null_descs = 1;
-  invalid(c);
+  AE_CASE(invalid, gemm_call("desc NULL"), c.null_descs = 1);
   BAD("a NULL", d->a = NULL);
   BAD("b NULL", d->b = NULL);
   BAD("d NULL", d->d = NULL);
@@ -255,12 +191,8 @@ static void test_gemm_dtypes_and_enums(void **state) {
   BAD("out_dtype -1", d->out_dtype = (ckjit_dtype)-1);
   const ckjit_dtype bad[] = {CKJIT_I8, CKJIT_FP8_E4M3, CKJIT_FP8_E5M2, CKJIT_I32, CKJIT_I64};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    call c = gemm_call("ab_dtype %s", ckjit_dtype_name(bad[i]));
-    c.d[0].ab_dtype = bad[i];
-    rejected(c);
-    c = gemm_call("out_dtype %s", ckjit_dtype_name(bad[i]));
-    c.d[0].out_dtype = bad[i];
-    rejected(c);
+    AE_CASE(rejected, gemm_call("ab_dtype %s", ckjit_dtype_name(bad[i])), c.d[0].ab_dtype = bad[i]);
+    AE_CASE(rejected, gemm_call("out_dtype %s", ckjit_dtype_name(bad[i])), c.d[0].out_dtype = bad[i]);
   }
   BAD("a_order 2", d->a_order = (ckjit_order)2);
   BAD("a_order -1", d->a_order = (ckjit_order)-1);
@@ -344,21 +276,15 @@ static void test_grouped_invalid(void **state) {
   BAD_GROUPED("every problem with activation 9", for (int i = 0; i < 3; i++) g[i].activation = (ckjit_unary_op)9);
   BAD_GROUPED("every problem with allow_tf32 and f16", for (int i = 0; i < 3; i++) g[i].ab_dtype = CKJIT_F16,
               g[i].allow_tf32 = 1);
-  {
-    call c = grouped_call("every problem with ab_dtype i8");
-    for (int i = 0; i < 3; i++) c.d[i].ab_dtype = CKJIT_I8;
-    rejected(c);
-  }
+  AE_CASE(rejected, grouped_call("every problem with ab_dtype i8"),
+          for (int i = 0; i < 3; i++) c.d[i].ab_dtype = CKJIT_I8);
 }
 
 /* ---- valid arguments without a GPU ---------------------------------------------------- */
 
 static void test_valid_no_device(void **state) {
   (void)state;
-  if (g_has_device) {
-    printf("SKIP no-device checks: a GPU is present\n");
-    skip();
-  }
+  AE_SKIP_IF_DEVICE("no-device");
   const ckjit_dtype abts[3] = {CKJIT_F16, CKJIT_BF16, CKJIT_F32};
   const ckjit_dtype outs[3] = {CKJIT_F16, CKJIT_BF16, CKJIT_F32};
   for (int a = 0; a < 3; a++)
@@ -430,10 +356,7 @@ static void test_valid_no_device(void **state) {
  * BACKEND_UNAVAILABLE is accepted. */
 static void test_empty_not_invalid(void **state) {
   (void)state;
-  if (g_has_device) {
-    printf("SKIP empty-problem checks: a GPU is present\n");
-    skip();
-  }
+  AE_SKIP_IF_DEVICE("empty-problem");
   call cs[4];
   cs[0] = gemm_call("m 0");
   cs[0].d[0].m = 0;
@@ -444,16 +367,16 @@ static void test_empty_not_invalid(void **state) {
   cs[3] = grouped_call("grouped, one problem with m 0");
   cs[3].d[1].m = 0;
   for (int i = 0; i < 4; i++) {
-    call c = cs[i];
-    assert_int_equal(tu_run_in_thread(call_thread, &c), 0);
-    if (c.status != CKJIT_SUCCESS && c.status != CKJIT_ERROR_NO_DEVICE &&
-        c.status != CKJIT_ERROR_BACKEND_UNAVAILABLE) {
-      print_error("%s: %s got %s, want SUCCESS or NO_DEVICE (%s)\n", fn_name(&c), c.what,
-                  ckjit_status_string(c.status), c.message);
+    const call *c = &cs[i];
+    const ae_result r = ae_run(do_call, c);
+    if (r.status != CKJIT_SUCCESS && r.status != CKJIT_ERROR_NO_DEVICE &&
+        r.status != CKJIT_ERROR_BACKEND_UNAVAILABLE) {
+      print_error("%s: %s got %s, want SUCCESS or NO_DEVICE (%s)\n", fn_name(c), c->what,
+                  ckjit_status_string(r.status), r.message);
       fail();
     }
-    if (c.status != CKJIT_SUCCESS && !c.message[0]) {
-      print_error("%s: %s: %s without a message\n", fn_name(&c), c.what, ckjit_status_string(c.status));
+    if (r.status != CKJIT_SUCCESS && !r.message[0]) {
+      print_error("%s: %s: %s without a message\n", fn_name(c), c->what, ckjit_status_string(r.status));
       fail();
     }
   }
@@ -469,5 +392,5 @@ int main(void) {
       cmocka_unit_test(test_valid_no_device),
       cmocka_unit_test(test_empty_not_invalid),
   };
-  return cmocka_run_group_tests_name("gemm_api_errors", tests, group_setup, group_teardown);
+  return cmocka_run_group_tests_name("gemm_api_errors", tests, group_setup, ae_group_teardown);
 }

@@ -18,20 +18,15 @@
 #include <string.h>
 
 #include "ckjit/ckjit.h"
-#include "test_util.h"
+#include "api_error_util.h"
 
-static char *g_tmp;
-static int g_has_device; /* a GPU is present: skip the NO_DEVICE checks */
-
-/* Fake, well-aligned device addresses: never dereferenced on the host, and
- * argument errors must be found before any device work. */
-#define DA ((const void *)(uintptr_t)0x7f0000100000ull)
-#define DB ((const void *)(uintptr_t)0x7f0000200000ull)
-#define DY ((void *)(uintptr_t)0x7f0000300000ull)
-#define DF ((float *)(uintptr_t)0x7f0000400000ull)
-#define DI ((void *)(uintptr_t)0x7f0000500000ull)
-#define DV ((const int32_t *)(uintptr_t)0x7f0000600000ull)
-#define DR ((void *)(uintptr_t)0x7f0000700000ull)
+#define DA ((const void *)AE_FAKE_DEV(1))
+#define DB ((const void *)AE_FAKE_DEV(2))
+#define DY AE_FAKE_DEV(3)
+#define DF ((float *)AE_FAKE_DEV(4))
+#define DI AE_FAKE_DEV(5)
+#define DV ((const int32_t *)AE_FAKE_DEV(6))
+#define DR AE_FAKE_DEV(7)
 
 /* ---- one call, described as data so it can run on a fresh thread ---------- */
 
@@ -59,12 +54,10 @@ typedef struct call {
   const float *smooth;
   float *row_scale; /* quant: row_scale; topk: weights */
   int k, renorm;
-  /* results */
-  ckjit_status status, last_status;
-  char message[2048];
 } call;
 
-static ckjit_status do_call(const call *c) {
+static ckjit_status do_call(const void *p) {
+  const call *c = p;
   switch (c->fn) {
     case F_REDUCE:
       return ckjit_reduce((ckjit_reduce_op)c->op, c->dtype, c->null_layout ? NULL : &c->layout, c->x, c->dim,
@@ -94,38 +87,9 @@ static ckjit_status do_call(const call *c) {
   return CKJIT_ERROR_INTERNAL;
 }
 
-static void *call_thread(void *p) {
-  call *c = p;
-  c->status = do_call(c);
-  c->last_status = ckjit_last_status();
-  snprintf(c->message, sizeof c->message, "%s", ckjit_last_error());
-  return NULL;
-}
-
-/* Runs c on a fresh thread: its status must be `want` or `alt` (alt ==
- * CKJIT_SUCCESS: no alternative), ckjit_last_status() must agree, and there
- * must be a message; an argument error's message must name the function. */
+/* Runs c on a fresh thread: see ae_expect (the message must name the function). */
 static void expect2(call c, ckjit_status want, ckjit_status alt) {
-  assert_int_equal(tu_run_in_thread(call_thread, &c), 0);
-  if (c.status != want && (alt == CKJIT_SUCCESS || c.status != alt)) {
-    print_error("%s: %s got %s, want %s%s%s (%s)\n", fn_names[c.fn], c.what, ckjit_status_string(c.status),
-                ckjit_status_string(want), alt ? " or " : "", alt ? ckjit_status_string(alt) : "", c.message);
-    fail();
-  }
-  if (c.last_status != c.status) {
-    print_error("%s: %s returned %s but ckjit_last_status() is %s\n", fn_names[c.fn], c.what,
-                ckjit_status_string(c.status), ckjit_status_string(c.last_status));
-    fail();
-  }
-  if (!c.message[0]) {
-    print_error("%s: %s: %s without a message\n", fn_names[c.fn], c.what, ckjit_status_string(c.status));
-    fail();
-  }
-  if ((c.status == CKJIT_ERROR_INVALID_ARGUMENT || c.status == CKJIT_ERROR_UNSUPPORTED) &&
-      !strstr(c.message, fn_names[c.fn])) {
-    print_error("%s: %s: the message does not name the function: \"%s\"\n", fn_names[c.fn], c.what, c.message);
-    fail();
-  }
+  ae_expect(do_call, &c, fn_names[c.fn], c.what, want, alt);
 }
 
 static void invalid(call c) { expect2(c, CKJIT_ERROR_INVALID_ARGUMENT, CKJIT_SUCCESS); }
@@ -133,7 +97,7 @@ static void invalid(call c) { expect2(c, CKJIT_ERROR_INVALID_ARGUMENT, CKJIT_SUC
  * op (rank 5, experts > 256, k > 8): either status */
 static void rejected(call c) { expect2(c, CKJIT_ERROR_INVALID_ARGUMENT, CKJIT_ERROR_UNSUPPORTED); }
 static void valid(call c) {
-  if (g_has_device) return;
+  if (ae_has_device) return;
   expect2(c, CKJIT_ERROR_NO_DEVICE, CKJIT_ERROR_BACKEND_UNAVAILABLE);
 }
 
@@ -206,25 +170,7 @@ static call topk_call(const char *what, ckjit_dtype dt, int64_t tokens, int64_t 
 
 static int group_setup(void **state) {
   (void)state;
-  g_tmp = tu_mkdtemp("rows-api");
-  if (!g_tmp) return -1;
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s/cache", g_tmp);
-  setenv("CKJIT_CACHE_DIR", dir, 1);
-  ckjit_device_info info;
-  memset(&info, 0, sizeof info);
-  if (ckjit_get_device_info(&info) != CKJIT_SUCCESS) return -1;
-  g_has_device = info.has_device;
-  if (g_has_device) printf("note: a GPU is present (%s): the NO_DEVICE checks are skipped\n", info.name);
-  return 0;
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  ckjit_shutdown();
-  tu_rm_rf(g_tmp);
-  free(g_tmp);
-  return 0;
+  return ae_group_setup("rows-api");
 }
 
 /* ---- params_init -------------------------------------------------------- */
@@ -257,36 +203,16 @@ static void test_params_init(void **state) {
 static void test_reduce_rows_invalid(void **state) {
   (void)state;
   const int SUM = CKJIT_REDUCE_SUM, AMAX = CKJIT_REDUCE_ARGMAX;
-  call c = reduce_rows_call("x NULL", SUM, CKJIT_F32, CKJIT_F32);
-  c.x = NULL;
-  invalid(c);
-  c = reduce_rows_call("y NULL", SUM, CKJIT_F32, CKJIT_F32);
-  c.y = NULL;
-  invalid(c);
-  c = reduce_rows_call("y NULL (argmax)", AMAX, CKJIT_F16, CKJIT_I64);
-  c.y = NULL;
-  invalid(c);
-  c = reduce_rows_call("rows 0", SUM, CKJIT_F32, CKJIT_F32);
-  c.rows = 0;
-  invalid(c);
-  c = reduce_rows_call("rows -1", SUM, CKJIT_F32, CKJIT_F32);
-  c.rows = -1;
-  invalid(c);
-  c = reduce_rows_call("cols 0", SUM, CKJIT_F32, CKJIT_F32);
-  c.cols = 0;
-  invalid(c);
-  c = reduce_rows_call("cols INT64_MIN", SUM, CKJIT_F32, CKJIT_F32);
-  c.cols = INT64_MIN;
-  invalid(c);
-  c = reduce_rows_call("ld_x < cols", SUM, CKJIT_F32, CKJIT_F32);
-  c.ld_x = 7;
-  invalid(c);
-  c = reduce_rows_call("ld_x negative", SUM, CKJIT_BF16, CKJIT_F32);
-  c.ld_x = -8;
-  invalid(c);
-  c = reduce_rows_call("overflow", SUM, CKJIT_BF16, CKJIT_F32);
-  c.rows = c.cols = c.ld_x = INT64_MAX / 2;
-  invalid(c);
+  AE_CASE(invalid, reduce_rows_call("x NULL", SUM, CKJIT_F32, CKJIT_F32), c.x = NULL);
+  AE_CASE(invalid, reduce_rows_call("y NULL", SUM, CKJIT_F32, CKJIT_F32), c.y = NULL);
+  AE_CASE(invalid, reduce_rows_call("y NULL (argmax)", AMAX, CKJIT_F16, CKJIT_I64), c.y = NULL);
+  AE_CASE(invalid, reduce_rows_call("rows 0", SUM, CKJIT_F32, CKJIT_F32), c.rows = 0);
+  AE_CASE(invalid, reduce_rows_call("rows -1", SUM, CKJIT_F32, CKJIT_F32), c.rows = -1);
+  AE_CASE(invalid, reduce_rows_call("cols 0", SUM, CKJIT_F32, CKJIT_F32), c.cols = 0);
+  AE_CASE(invalid, reduce_rows_call("cols INT64_MIN", SUM, CKJIT_F32, CKJIT_F32), c.cols = INT64_MIN);
+  AE_CASE(invalid, reduce_rows_call("ld_x < cols", SUM, CKJIT_F32, CKJIT_F32), c.ld_x = 7);
+  AE_CASE(invalid, reduce_rows_call("ld_x negative", SUM, CKJIT_BF16, CKJIT_F32), c.ld_x = -8);
+  AE_CASE(invalid, reduce_rows_call("overflow", SUM, CKJIT_BF16, CKJIT_F32), c.rows = c.cols = c.ld_x = INT64_MAX / 2);
   invalid(reduce_rows_call("op 99", 99, CKJIT_F32, CKJIT_F32));
   invalid(reduce_rows_call("op 6", 6, CKJIT_F32, CKJIT_F32));
   invalid(reduce_rows_call("op -1", -1, CKJIT_F32, CKJIT_F32));
@@ -311,15 +237,9 @@ static void test_reduce_invalid(void **state) {
   (void)state;
   const int SUM = CKJIT_REDUCE_SUM;
   const ckjit_tensor_layout ok3 = layout(3, 2, 3, 4, 0, 12, 4, 1, 0);
-  call c = reduce_call("x NULL", SUM, CKJIT_F32, ok3, 1, CKJIT_F32);
-  c.x = NULL;
-  invalid(c);
-  c = reduce_call("y NULL", SUM, CKJIT_F32, ok3, 1, CKJIT_F32);
-  c.y = NULL;
-  invalid(c);
-  c = reduce_call("layout NULL", SUM, CKJIT_F32, ok3, 1, CKJIT_F32);
-  c.null_layout = 1;
-  invalid(c);
+  AE_CASE(invalid, reduce_call("x NULL", SUM, CKJIT_F32, ok3, 1, CKJIT_F32), c.x = NULL);
+  AE_CASE(invalid, reduce_call("y NULL", SUM, CKJIT_F32, ok3, 1, CKJIT_F32), c.y = NULL);
+  AE_CASE(invalid, reduce_call("layout NULL", SUM, CKJIT_F32, ok3, 1, CKJIT_F32), c.null_layout = 1);
   invalid(reduce_call("rank 0", SUM, CKJIT_F32, layout(0, 2, 3, 4, 5, 60, 20, 5, 1), 0, CKJIT_F32));
   invalid(reduce_call("rank -1", SUM, CKJIT_F32, layout(-1, 2, 3, 4, 5, 60, 20, 5, 1), 0, CKJIT_F32));
   rejected(reduce_call("rank 5", SUM, CKJIT_F32, layout(5, 2, 3, 4, 5, 60, 20, 5, 1), 0, CKJIT_F32));
@@ -349,119 +269,50 @@ static void test_reduce_invalid(void **state) {
 
 static void test_softmax_invalid(void **state) {
   (void)state;
-  call c = base(F_SOFTMAX, "x NULL");
-  c.x = NULL;
-  invalid(c);
-  c = base(F_SOFTMAX, "y NULL");
-  c.y = NULL;
-  invalid(c);
-  c = base(F_SOFTMAX, "rows 0");
-  c.rows = 0;
-  invalid(c);
-  c = base(F_SOFTMAX, "rows -3");
-  c.rows = -3;
-  invalid(c);
-  c = base(F_SOFTMAX, "cols 0");
-  c.cols = 0;
-  invalid(c);
-  c = base(F_SOFTMAX, "ld_x < cols");
-  c.ld_x = 7;
-  invalid(c);
-  c = base(F_SOFTMAX, "ld_y < cols");
-  c.ld_y = 7;
-  invalid(c);
-  c = base(F_SOFTMAX, "overflow");
-  c.dtype = CKJIT_F16;
-  c.rows = c.cols = c.ld_x = c.ld_y = INT64_MAX / 2;
-  invalid(c);
-  c = base(F_SOFTMAX, "dtype 99");
-  c.dtype = (ckjit_dtype)99;
-  invalid(c);
-  c = base(F_SOFTMAX, "dtype i8");
-  c.dtype = CKJIT_I8;
-  rejected(c);
-  c = base(F_SOFTMAX, "dtype i32");
-  c.dtype = CKJIT_I32;
-  rejected(c);
-  c = base(F_SOFTMAX, "y NULL, params NULL");
-  c.null_params = 1;
-  c.y = NULL;
-  invalid(c);
+  AE_CASE(invalid, base(F_SOFTMAX, "x NULL"), c.x = NULL);
+  AE_CASE(invalid, base(F_SOFTMAX, "y NULL"), c.y = NULL);
+  AE_CASE(invalid, base(F_SOFTMAX, "rows 0"), c.rows = 0);
+  AE_CASE(invalid, base(F_SOFTMAX, "rows -3"), c.rows = -3);
+  AE_CASE(invalid, base(F_SOFTMAX, "cols 0"), c.cols = 0);
+  AE_CASE(invalid, base(F_SOFTMAX, "ld_x < cols"), c.ld_x = 7);
+  AE_CASE(invalid, base(F_SOFTMAX, "ld_y < cols"), c.ld_y = 7);
+  AE_CASE(invalid, base(F_SOFTMAX, "overflow"), c.dtype = CKJIT_F16; c.rows = c.cols = c.ld_x = c.ld_y = INT64_MAX / 2);
+  AE_CASE(invalid, base(F_SOFTMAX, "dtype 99"), c.dtype = (ckjit_dtype)99);
+  AE_CASE(rejected, base(F_SOFTMAX, "dtype i8"), c.dtype = CKJIT_I8);
+  AE_CASE(rejected, base(F_SOFTMAX, "dtype i32"), c.dtype = CKJIT_I32);
+  AE_CASE(invalid, base(F_SOFTMAX, "y NULL, params NULL"), c.null_params = 1; c.y = NULL);
 }
 
 /* ---- normalizations ------------------------------------------------------------ */
 
 static void norm_invalid(enum fn fn) {
-  call c = base(fn, "x NULL");
-  c.x = NULL;
-  invalid(c);
-  c = base(fn, "y NULL");
-  c.y = NULL;
-  invalid(c);
-  c = base(fn, "y NULL, params NULL");
-  c.y = NULL;
-  c.null_params = 1;
-  invalid(c);
-  c = base(fn, "rows 0");
-  c.rows = 0;
-  invalid(c);
-  c = base(fn, "cols -1");
-  c.cols = -1;
-  invalid(c);
-  c = base(fn, "ld_x < cols");
-  c.ld_x = 3;
-  invalid(c);
-  c = base(fn, "ld_y < cols");
-  c.ld_y = 3;
-  invalid(c);
-  c = base(fn, "overflow");
-  c.dtype = CKJIT_BF16;
-  c.rows = c.cols = c.ld_x = c.ld_y = INT64_MAX / 2;
-  invalid(c);
-  c = base(fn, "residual with ld_residual < cols");
-  c.np.residual = DB;
-  c.np.ld_residual = 7;
-  invalid(c);
-  c = base(fn, "residual with ld_residual 0");
-  c.np.residual = DB;
-  invalid(c);
-  c = base(fn, "sum_out with ld_sum_out < cols");
-  c.np.residual = DB;
-  c.np.ld_residual = 8;
-  c.np.sum_out = DR;
-  c.np.ld_sum_out = 5;
-  invalid(c);
+  AE_CASE(invalid, base(fn, "x NULL"), c.x = NULL);
+  AE_CASE(invalid, base(fn, "y NULL"), c.y = NULL);
+  AE_CASE(invalid, base(fn, "y NULL, params NULL"), c.y = NULL; c.null_params = 1);
+  AE_CASE(invalid, base(fn, "rows 0"), c.rows = 0);
+  AE_CASE(invalid, base(fn, "cols -1"), c.cols = -1);
+  AE_CASE(invalid, base(fn, "ld_x < cols"), c.ld_x = 3);
+  AE_CASE(invalid, base(fn, "ld_y < cols"), c.ld_y = 3);
+  AE_CASE(invalid, base(fn, "overflow"), c.dtype = CKJIT_BF16; c.rows = c.cols = c.ld_x = c.ld_y = INT64_MAX / 2);
+  AE_CASE(invalid, base(fn, "residual with ld_residual < cols"), c.np.residual = DB; c.np.ld_residual = 7);
+  AE_CASE(invalid, base(fn, "residual with ld_residual 0"), c.np.residual = DB);
+  AE_CASE(invalid, base(fn, "sum_out with ld_sum_out < cols"),
+          c.np.residual = DB; c.np.ld_residual = 8; c.np.sum_out = DR; c.np.ld_sum_out = 5);
   /* "sum_out needs a residual" */
-  c = base(fn, "sum_out without residual");
-  c.np.sum_out = DR;
-  c.np.ld_sum_out = 8;
-  rejected(c);
-  c = base(fn, "dtype 99");
-  c.dtype = (ckjit_dtype)99;
-  invalid(c);
-  c = base(fn, "dtype -1");
-  c.dtype = (ckjit_dtype)-1;
-  invalid(c);
-  c = base(fn, "dtype i8");
-  c.dtype = CKJIT_I8;
-  rejected(c);
-  c = base(fn, "dtype fp8");
-  c.dtype = CKJIT_FP8_E4M3;
-  rejected(c);
+  AE_CASE(rejected, base(fn, "sum_out without residual"), c.np.sum_out = DR; c.np.ld_sum_out = 8);
+  AE_CASE(invalid, base(fn, "dtype 99"), c.dtype = (ckjit_dtype)99);
+  AE_CASE(invalid, base(fn, "dtype -1"), c.dtype = (ckjit_dtype)-1);
+  AE_CASE(rejected, base(fn, "dtype i8"), c.dtype = CKJIT_I8);
+  AE_CASE(rejected, base(fn, "dtype fp8"), c.dtype = CKJIT_FP8_E4M3);
 }
 
 static void test_layernorm_invalid(void **state) {
   (void)state;
   norm_invalid(F_LAYERNORM);
   /* "A bias needs a weight" */
-  call c = base(F_LAYERNORM, "bias without weight");
-  c.np.bias = DB;
-  rejected(c);
-  c = base(F_LAYERNORM, "bias without weight, with residual");
-  c.np.bias = DB;
-  c.np.residual = DR;
-  c.np.ld_residual = 8;
-  rejected(c);
+  AE_CASE(rejected, base(F_LAYERNORM, "bias without weight"), c.np.bias = DB);
+  AE_CASE(rejected, base(F_LAYERNORM, "bias without weight, with residual"),
+          c.np.bias = DB; c.np.residual = DR; c.np.ld_residual = 8);
 }
 
 static void test_rmsnorm_invalid(void **state) {
@@ -479,54 +330,25 @@ static call quant_call(enum fn fn, const char *what, ckjit_dtype dt, ckjit_dtype
 }
 
 static void quant_invalid(enum fn fn) {
-  call c = quant_call(fn, "x NULL", CKJIT_F32, CKJIT_I8);
-  c.x = NULL;
-  invalid(c);
-  c = quant_call(fn, "q NULL", CKJIT_F16, CKJIT_I8);
-  c.y = NULL;
-  invalid(c);
-  c = quant_call(fn, "row_scale NULL", CKJIT_BF16, CKJIT_FP8_E4M3);
-  c.row_scale = NULL;
-  invalid(c);
+  AE_CASE(invalid, quant_call(fn, "x NULL", CKJIT_F32, CKJIT_I8), c.x = NULL);
+  AE_CASE(invalid, quant_call(fn, "q NULL", CKJIT_F16, CKJIT_I8), c.y = NULL);
+  AE_CASE(invalid, quant_call(fn, "row_scale NULL", CKJIT_BF16, CKJIT_FP8_E4M3), c.row_scale = NULL);
   if (fn == F_SMOOTHQUANT) {
-    c = quant_call(fn, "smooth_scale NULL", CKJIT_F32, CKJIT_I8);
-    c.smooth = NULL;
-    invalid(c);
+    AE_CASE(invalid, quant_call(fn, "smooth_scale NULL", CKJIT_F32, CKJIT_I8), c.smooth = NULL);
   } else {
-    c = quant_call(fn, "q NULL, params NULL", CKJIT_F32, CKJIT_I8);
-    c.y = NULL;
-    c.null_params = 1;
-    invalid(c);
-    c = quant_call(fn, "residual with ld_residual < cols", CKJIT_F32, CKJIT_I8);
-    c.np.residual = DB;
-    c.np.ld_residual = 2;
-    invalid(c);
-    c = quant_call(fn, "sum_out with ld_sum_out < cols", CKJIT_F32, CKJIT_FP8_E4M3);
-    c.np.residual = DB;
-    c.np.ld_residual = 8;
-    c.np.sum_out = DR;
-    c.np.ld_sum_out = 7;
-    invalid(c);
-    c = quant_call(fn, "sum_out without residual", CKJIT_F32, CKJIT_I8);
-    c.np.sum_out = DR;
-    c.np.ld_sum_out = 8;
-    rejected(c);
+    AE_CASE(invalid, quant_call(fn, "q NULL, params NULL", CKJIT_F32, CKJIT_I8), c.y = NULL; c.null_params = 1);
+    AE_CASE(invalid, quant_call(fn, "residual with ld_residual < cols", CKJIT_F32, CKJIT_I8),
+            c.np.residual = DB; c.np.ld_residual = 2);
+    AE_CASE(invalid, quant_call(fn, "sum_out with ld_sum_out < cols", CKJIT_F32, CKJIT_FP8_E4M3),
+            c.np.residual = DB; c.np.ld_residual = 8; c.np.sum_out = DR; c.np.ld_sum_out = 7);
+    AE_CASE(rejected, quant_call(fn, "sum_out without residual", CKJIT_F32, CKJIT_I8),
+            c.np.sum_out = DR; c.np.ld_sum_out = 8);
   }
-  c = quant_call(fn, "rows 0", CKJIT_F32, CKJIT_I8);
-  c.rows = 0;
-  invalid(c);
-  c = quant_call(fn, "cols 0", CKJIT_F32, CKJIT_I8);
-  c.cols = 0;
-  invalid(c);
-  c = quant_call(fn, "ld_x < cols", CKJIT_F32, CKJIT_I8);
-  c.ld_x = 1;
-  invalid(c);
-  c = quant_call(fn, "ld_q < cols", CKJIT_F32, CKJIT_FP8_E4M3);
-  c.ld_y = 7;
-  invalid(c);
-  c = quant_call(fn, "overflow", CKJIT_F16, CKJIT_I8);
-  c.rows = c.cols = c.ld_x = c.ld_y = INT64_MAX / 2;
-  invalid(c);
+  AE_CASE(invalid, quant_call(fn, "rows 0", CKJIT_F32, CKJIT_I8), c.rows = 0);
+  AE_CASE(invalid, quant_call(fn, "cols 0", CKJIT_F32, CKJIT_I8), c.cols = 0);
+  AE_CASE(invalid, quant_call(fn, "ld_x < cols", CKJIT_F32, CKJIT_I8), c.ld_x = 1);
+  AE_CASE(invalid, quant_call(fn, "ld_q < cols", CKJIT_F32, CKJIT_FP8_E4M3), c.ld_y = 7);
+  AE_CASE(invalid, quant_call(fn, "overflow", CKJIT_F16, CKJIT_I8), c.rows = c.cols = c.ld_x = c.ld_y = INT64_MAX / 2);
   invalid(quant_call(fn, "q_dtype 99", CKJIT_F32, (ckjit_dtype)99));
   invalid(quant_call(fn, "q_dtype -1", CKJIT_F32, (ckjit_dtype)-1));
   rejected(quant_call(fn, "q_dtype f32", CKJIT_F32, CKJIT_F32));
@@ -553,15 +375,9 @@ static void test_smoothquant_invalid(void **state) {
 
 static void test_topk_invalid(void **state) {
   (void)state;
-  call c = topk_call("x NULL", CKJIT_F32, 4, 8, 2, CKJIT_I32);
-  c.x = NULL;
-  invalid(c);
-  c = topk_call("weights NULL", CKJIT_F32, 4, 8, 2, CKJIT_I32);
-  c.row_scale = NULL;
-  invalid(c);
-  c = topk_call("indices NULL", CKJIT_F32, 4, 8, 2, CKJIT_I64);
-  c.y = NULL;
-  invalid(c);
+  AE_CASE(invalid, topk_call("x NULL", CKJIT_F32, 4, 8, 2, CKJIT_I32), c.x = NULL);
+  AE_CASE(invalid, topk_call("weights NULL", CKJIT_F32, 4, 8, 2, CKJIT_I32), c.row_scale = NULL);
+  AE_CASE(invalid, topk_call("indices NULL", CKJIT_F32, 4, 8, 2, CKJIT_I64), c.y = NULL);
   invalid(topk_call("tokens 0", CKJIT_F32, 0, 8, 2, CKJIT_I32));
   invalid(topk_call("tokens -1", CKJIT_F32, -1, 8, 2, CKJIT_I32));
   invalid(topk_call("experts 0", CKJIT_F32, 4, 0, 1, CKJIT_I32));
@@ -574,12 +390,8 @@ static void test_topk_invalid(void **state) {
   rejected(topk_call("k 9 (256 experts)", CKJIT_F16, 4, 256, 9, CKJIT_I64));
   rejected(topk_call("k > experts (4 > 3)", CKJIT_F32, 4, 3, 4, CKJIT_I32));
   rejected(topk_call("k > experts (2 > 1)", CKJIT_F32, 4, 1, 2, CKJIT_I32));
-  c = topk_call("ld_x < experts", CKJIT_F32, 4, 8, 2, CKJIT_I32);
-  c.ld_x = 7;
-  invalid(c);
-  c = topk_call("overflow", CKJIT_F32, INT64_MAX / 2, 8, 2, CKJIT_I32);
-  c.ld_x = INT64_MAX / 2;
-  invalid(c);
+  AE_CASE(invalid, topk_call("ld_x < experts", CKJIT_F32, 4, 8, 2, CKJIT_I32), c.ld_x = 7);
+  AE_CASE(invalid, topk_call("overflow", CKJIT_F32, INT64_MAX / 2, 8, 2, CKJIT_I32), c.ld_x = INT64_MAX / 2);
   invalid(topk_call("index dtype 99", CKJIT_F32, 4, 8, 2, (ckjit_dtype)99));
   rejected(topk_call("index dtype f32", CKJIT_F32, 4, 8, 2, CKJIT_F32));
   rejected(topk_call("index dtype i8", CKJIT_F32, 4, 8, 2, CKJIT_I8));
@@ -592,10 +404,7 @@ static void test_topk_invalid(void **state) {
 
 static void test_valid_no_device(void **state) {
   (void)state;
-  if (g_has_device) {
-    printf("SKIP no-device checks: a GPU is present\n");
-    skip();
-  }
+  AE_SKIP_IF_DEVICE("no-device");
   const ckjit_dtype dts[3] = {CKJIT_F32, CKJIT_F16, CKJIT_BF16};
   char what[160];
   for (int d = 0; d < 3; d++) {
@@ -748,5 +557,5 @@ int main(void) {
       cmocka_unit_test(test_topk_invalid),
       cmocka_unit_test(test_valid_no_device),
   };
-  return cmocka_run_group_tests_name("rows_api_errors", tests, group_setup, group_teardown);
+  return cmocka_run_group_tests_name("rows_api_errors", tests, group_setup, ae_group_teardown);
 }
