@@ -33,6 +33,8 @@
  *   bf16       1024^3 batch16     (rr; strided batch of 16)
  *   bf16       grouped8 rr        (ckjit_gemm_grouped, the 8 problems of
  *                                  GROUPED below; one launch)
+ *   bf16       rr streamk         the decode shapes and 1024^3 with split_k =
+ *                                  CKJIT_GEMM_STREAM_K (Stream-K forced)
  * TFLOP/s = 2*m*n*k*batch (grouped: the sum over the problems) / median time;
  * the epilogue's work is not counted (the same on both sides).
  *
@@ -90,6 +92,7 @@ typedef struct gemm_case {
   gemm_kind kind;
   int64_t m, n, k, batch;
   ckjit_order ao, bo;
+  int split_k; /* 0 (automatic), or CKJIT_GEMM_STREAM_K for the "streamk" variants */
 } gemm_case;
 
 /* The grouped case's problems (m, n, k), all row-major (keep in sync with
@@ -113,18 +116,23 @@ static int build_cases(gemm_case *out) {
   for (int d = 0; d < 2; d++)
     for (size_t s = 0; s < sizeof SQUARE / sizeof SQUARE[0]; s++)
       out[n++] = (gemm_case){d ? "f16" : "bf16", d ? CKJIT_F16 : CKJIT_BF16, 0, GK_PLAIN,
-                             SQUARE[s][0], SQUARE[s][1], SQUARE[s][2], 1, R, R};
+                             SQUARE[s][0], SQUARE[s][1], SQUARE[s][2], 1, R, R, 0};
   for (size_t s = 0; s < sizeof DECODE / sizeof DECODE[0]; s++)
     out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_PLAIN, DECODE[s][0], DECODE[s][1],
-                           DECODE[s][2], 1, R, R};
-  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_PLAIN, 4096, 4096, 4096, 1, R, C};
-  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_PLAIN, 4096, 4096, 4096, 1, C, R};
-  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_PLAIN, 4096, 4096, 4096, 1, C, C};
-  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_BIAS_GELU, 4096, 4096, 4096, 1, R, R};
-  out[n++] = (gemm_case){"f32", CKJIT_F32, 0, GK_PLAIN, 2048, 2048, 2048, 1, R, R};
-  out[n++] = (gemm_case){"tf32", CKJIT_F32, 1, GK_PLAIN, 4096, 4096, 4096, 1, R, R};
-  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_BATCHED, 1024, 1024, 1024, BATCH, R, R};
-  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_GROUPED, 0, 0, 0, 1, R, R};
+                           DECODE[s][2], 1, R, R, 0};
+  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_PLAIN, 4096, 4096, 4096, 1, R, C, 0};
+  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_PLAIN, 4096, 4096, 4096, 1, C, R, 0};
+  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_PLAIN, 4096, 4096, 4096, 1, C, C, 0};
+  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_BIAS_GELU, 4096, 4096, 4096, 1, R, R, 0};
+  out[n++] = (gemm_case){"f32", CKJIT_F32, 0, GK_PLAIN, 2048, 2048, 2048, 1, R, R, 0};
+  out[n++] = (gemm_case){"tf32", CKJIT_F32, 1, GK_PLAIN, 4096, 4096, 4096, 1, R, R, 0};
+  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_BATCHED, 1024, 1024, 1024, BATCH, R, R, 0};
+  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_GROUPED, 0, 0, 0, 1, R, R, 0};
+  /* Stream-K forced, beside the automatic choice of the same shapes. */
+  for (size_t s = 0; s < sizeof DECODE / sizeof DECODE[0]; s++)
+    out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_PLAIN, DECODE[s][0], DECODE[s][1],
+                           DECODE[s][2], 1, R, R, CKJIT_GEMM_STREAM_K};
+  out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_PLAIN, 1024, 1024, 1024, 1, R, R, CKJIT_GEMM_STREAM_K};
   return n;
 }
 
@@ -136,8 +144,8 @@ static void case_shape(const gemm_case *c, char *buf, size_t len) {
 static void case_variant(const gemm_case *c, char *buf, size_t len) {
   if (c->kind == GK_BIAS_GELU) snprintf(buf, len, "bias_gelu");
   else if (c->kind == GK_BATCHED) snprintf(buf, len, "batch%lld", (long long)c->batch);
-  else snprintf(buf, len, "%c%c", c->ao == CKJIT_ROW_MAJOR ? 'r' : 'c',
-                c->bo == CKJIT_ROW_MAJOR ? 'r' : 'c');
+  else snprintf(buf, len, "%c%c%s", c->ao == CKJIT_ROW_MAJOR ? 'r' : 'c',
+                c->bo == CKJIT_ROW_MAJOR ? 'r' : 'c', c->split_k == CKJIT_GEMM_STREAM_K ? " streamk" : "");
 }
 
 static void case_metric(const gemm_case *c, char *buf, size_t len) {
@@ -508,7 +516,9 @@ static int run_case(const gemm_case *c, CUstream stream) {
       d->stride_d = (int64_t)P->d_elems;
     }
     d->allow_tf32 = c->tf32;
-    d->split_k = 0;
+    d->split_k = c->split_k;
+    const char *force = getenv("BENCH_GEMM_SPLIT_K"); /* experiments: one split_k for every case */
+    if (force && *force) d->split_k = atoi(force);
     if (c->kind == GK_BIAS_GELU) {
       d->bias = B.bias;
       d->bias_mode = CKJIT_BIAS_PER_COL;

@@ -386,6 +386,9 @@ def gemm_cases(only):
     cases += [GemmCase('f32', 'plain', 2048, 2048, 2048), GemmCase('tf32', 'plain', 4096, 4096, 4096)]
     cases += [GemmCase('bf16', 'batched', 1024, 1024, 1024, GEMM_BATCH)]
     cases += [GemmCase('bf16', 'grouped', 0, 0, 0)]
+    # bench_gemm's Stream-K-forced variants: the same torch call.
+    cases += [GemmCase('bf16', 'plain', m, n, k, layout='rr streamk')
+              for m, n, k in GEMM_DECODE + ((1024, 1024, 1024),)]
     return [c for c in cases if not only or any(s in c.metric for s in only)]
 
 

@@ -63,6 +63,26 @@ CKJIT_INLINE gemm_tile tile_of(const gemm_problem &p, long long t) {
   return r;
 }
 
+// Stream-K: the last sk_tiles tiles (in tile_of order) are cut into
+// equal runs of K steps, one run per block, across tile boundaries, so
+// every block gets the same work however the tiles divide among the
+// multiprocessors.  A run's part of a tile goes to its own f32 partial
+// slot; gemm_reduce sums a tile's slots in block order (deterministic) and
+// applies the epilogue.  The host (runtime/op_gemm.c) builds the same layout.
+struct streamk {
+  long long dp_tiles;    // tiles [0, dp_tiles): whole, block b takes b, b + grid, ...
+  long long sk_tiles;    // the next sk_tiles tiles: in runs (0: no Stream-K)
+  long long iters;       // K steps per tile
+  long long base, extra; // block b's run: base K steps, one more when b < extra
+  long long slots;       // partial slots per Stream-K tile (BM x BN f32 each)
+};
+
+// The block whose run holds K step i of the Stream-K steps.
+CKJIT_INLINE long long sk_owner(const streamk &s, long long i) {
+  const long long big = s.extra * (s.base + 1);
+  return i < big ? i / (s.base + 1) : s.extra + (i - big) / (s.base > 0 ? s.base : 1);
+}
+
 // Grouped: up to MAX_GROUPS problems travel by value as the kernel
 // argument (no device copy, so a launch can be captured into a graph);
 // the host launches larger counts in several parts.

@@ -13,7 +13,11 @@
 //           (zero-filled past the edges) and the two consumer warpgroups
 //           hand them back through mbarriers.  TMA = 2: the consumers
 //           also write D through a 32 KiB shared buffer and TMA stores,
-//           which finish while the next tile's K loop runs.  TMA = 0
+//           which finish while the next tile's K loop runs.  Stream-K
+//           (split_k CKJIT_GEMM_STREAM_K, TMA >= 1, one problem): after its
+//           whole tiles, each block takes an equal run of K steps across
+//           tile boundaries and writes each tile's part to an f32 slot
+//           (unit_of; gemm_reduce sums the slots).  TMA = 0
 //           (broadcast batches, more than 8 groups): every thread copies
 //           with cp.async, STAGES - 2 steps ahead.  wgmma runs asynchronously, one step in flight.
 // Epilogue: as the other pipelines (gemm_common.h).
@@ -285,15 +289,73 @@ CKJIT_INLINE int group_at(const tma_args &x, long long tile) {
 struct tma_args {
   tensor_map a, b, d; // d: TMA = 2 only
   gemm_problem p;
+  streamk sk;         // sk.dp_tiles: every tile when sk.sk_tiles is 0
 };
-CKJIT_INLINE long long all_tiles(const tma_args &x) {
-  return x.p.tiles_m * x.p.tiles_n * x.p.splits * x.p.batch;
-}
 #define TILE_CONTEXT(tile)                                                  \
   const gemm_problem &p = x.p;                                              \
   const tensor_map &map_a = x.a, &map_b = x.b;                              \
   const gemm_tile t = tile_of(p, tile)
 #endif
+
+// One unit of a block's work: K steps [kt0, kt1) of a tile (kt1 < 0: to
+// its end), summed into the epilogue (slot < 0) or, for a Stream-K run,
+// into partial slot `slot`.
+struct work {
+  long long tile, slot;
+  int kt0, kt1;
+};
+
+// Unit u of this block; false past its last.  The producer and the
+// consumers walk the same units.
+CKJIT_INLINE bool unit_of(const tma_args &x, long long u, work &w) {
+  const long long b = blockIdx.x, grid = gridDim.x;
+  w.slot = -1, w.kt0 = 0, w.kt1 = -1;
+#if GROUPED
+  w.tile = b + u * grid;
+  return w.tile < all_tiles(x);
+#else
+  const streamk &s = x.sk;
+  const long long whole = s.dp_tiles > b ? (s.dp_tiles - b + grid - 1) / grid : 0;
+  if (u < whole) {
+    w.tile = b + u * grid;
+    return true;
+  }
+  if (s.sk_tiles == 0) return false;
+  // The run [r0, r1) of the Stream-K steps, one tile's part per unit.
+  const long long r0 = b * s.base + (b < s.extra ? b : s.extra);
+  const long long r1 = r0 + s.base + (b < s.extra ? 1 : 0);
+  const long long tr = r0 / s.iters + (u - whole), first = tr * s.iters;
+  const long long start = r0 > first ? r0 : first;
+  const long long end = r1 < first + s.iters ? r1 : first + s.iters;
+  if (start >= end) return false;
+  w.tile = s.dp_tiles + tr;
+  w.kt0 = (int)(start - first), w.kt1 = (int)(end - first);
+  w.slot = tr * s.slots + (b - sk_owner(s, first));
+  return true;
+#endif
+}
+
+// A Stream-K run's raw sums to partial slot `slot` (BM x BN f32 in rows of
+// BN; gemm_reduce reads them 16 bytes at a time), skipping rows and
+// columns past the matrix.
+CKJIT_INLINE void store_acc_slot(const gemm_problem &p, const gemm_tile &t, const float (&acc)[ACC],
+                                 int cw, long long slot) {
+  const int tid = threadIdx.x - 128, w = (tid / 32) % 4, lane = tid % 32;
+  const int r = cw * 64 + w * 16 + lane / 4;
+  float *dst = p.partials + slot * (BM * BN);
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++) {
+    const int c = j * 8 + 2 * (lane % 4);
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+      if (t.m0 + r + 8 * h < p.m && t.n0 + c < p.n) {
+        ckjit_vec<float, 2> o;
+        o.v[0] = acc[4 * j + 2 * h];
+        o.v[1] = acc[4 * j + 2 * h + 1];
+        ckjit_store<float, 2>(dst + (r + 8 * h) * BN + c, o);
+      }
+  }
+}
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
@@ -301,7 +363,6 @@ ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
   __shared__ __align__(8) ckjit_u64 full[STAGES], empty[STAGES];
   TA *smem;
   const unsigned base = align_1k(smem_raw, smem);
-  const long long tiles = all_tiles(x);
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; s++) {
@@ -312,16 +373,17 @@ ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
   }
   __syncthreads();
   const int wg = threadIdx.x / 128;
-  unsigned it = 0;
+  unsigned it = 0; // K steps so far, across units: the stage and its phase
+  work w;
   if (wg == 0) {
     // The producer needs few registers; the consumers take them (their
     // accumulators and the epilogue would spill at 168).
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x != 0) return;
-    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      TILE_CONTEXT(tile);
-      const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
-      for (int kt = 0; kt < k_tiles; kt++, it++) {
+    for (long long u = 0; unit_of(x, u, w); u++) {
+      TILE_CONTEXT(w.tile);
+      const int kt1 = w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK);
+      for (int kt = w.kt0; kt < kt1; kt++, it++) {
         const int s = it % STAGES;
         if (it >= STAGES) mbar_wait(smem_addr(&empty[s]), (it / STAGES - 1) & 1);
         const unsigned bar = smem_addr(&full[s]);
@@ -347,14 +409,14 @@ ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const int cw = wg - 1; // consumer warpgroup: rows 64 cw.. of each tile
   const bool leader = threadIdx.x % 128 == 0;
-  for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    TILE_CONTEXT(tile);
+  for (long long u = 0; unit_of(x, u, w); u++) {
+    TILE_CONTEXT(w.tile);
     (void)map_a, (void)map_b;
-    const int k_tiles = (int)((t.k1 - t.k0 + BK - 1) / BK);
+    const int steps = (w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK)) - w.kt0;
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
-    for (int kt = 0; kt < k_tiles; kt++, it++) {
+    for (int kt = 0; kt < steps; kt++, it++) {
       const int s = it % STAGES;
       mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
       const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2);
@@ -365,7 +427,13 @@ ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
       if (kt > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
     }
     wgmma_wait<0>();
-    if (k_tiles > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+    if (steps > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+#if !GROUPED && !SPLIT // (split-K never has Stream-K runs)
+    if (w.slot >= 0) {
+      store_acc_slot(p, t, acc, cw, w.slot);
+      continue;
+    }
+#endif
 #if TMA == 2 && !GROUPED
     store_acc_tma(p, t, acc, cw, x.d, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
                   base + STAGES * STAGE_ELEMS * 2);

@@ -25,8 +25,14 @@ enum {
   GS_DTYPE, GS_OUT, GS_A, GS_B, GS_BM, GS_BN, GS_BK, GS_VEC,
   GS_BIAS, GS_ACT, GS_C, GS_D0, GS_D1, GS_SPLIT, GS_GROUPED, GS_COUNT
 };
-/* gemm_reduce (split-K sum + epilogue) parameters. */
-enum { GR_OUT, GR_VEC, GR_BIAS, GR_ACT, GR_C, GR_D0, GR_D1, GR_COUNT };
+/* gemm_tf32 (tensor cores, sm_80+, f32 inputs rounded to tf32) parameters. */
+enum {
+  GT_OUT, GT_A, GT_B, GT_BM, GT_BN, GT_BK, GT_WM, GT_WN, GT_STAGES, GT_VEC_A, GT_VEC_B,
+  GT_BIAS, GT_ACT, GT_C, GT_D0, GT_D1, GT_SPLIT, GT_GROUPED, GT_COUNT
+};
+/* gemm_reduce (split-K or Stream-K sum + epilogue) parameters; GR_BN: 0
+ * for split-K partials, the wgmma tile's BN for Stream-K slots. */
+enum { GR_OUT, GR_VEC, GR_BIAS, GR_ACT, GR_C, GR_D0, GR_D1, GR_BN, GR_COUNT };
 
 /* Values of the order parameters: row-major / column-major. */
 enum { GEMM_ROW = 0, GEMM_COL = 1 };
@@ -44,18 +50,41 @@ typedef struct gemm_block_tile {
 enum { MMA_LARGE, MMA_SMALL, MMA_DECODE, MMA_NARROW, MMA_TILES };
 extern const gemm_block_tile ckjit__gemm_block_tiles[MMA_TILES];
 
+/* The tf32 tiles the policy (op_gemm.c) and the default specs choose from:
+ * 128 x 128 x 32 (f32 elements) of 2 x 2 warps for large problems, 64 x 128
+ * for m <= 64. */
+enum { TF32_LARGE, TF32_SMALL, TF32_TILES };
+extern const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES];
+
 /* wgmma stages for a BN: as many as fit beside the TMA-store buffer. */
 static inline int ckjit__gemm_wgmma_stages(int bn) { return bn == 256 ? 4 : 6; }
 
-/* Shared memory (bytes) a gemm_mma or gemm_wgmma spec's pipeline needs. */
+/* Shared memory (bytes) a gemm_mma, gemm_wgmma or gemm_tf32 spec's pipeline needs. */
 int ckjit__gemm_mma_smem(const ckjit_spec *spec);
 int ckjit__gemm_wgmma_smem(const ckjit_spec *spec);
+int ckjit__gemm_tf32_smem(const ckjit_spec *spec);
+
+/* ---- Stream-K (gemm_streamk.c) ------------------------------------------------------ */
+/* The split of a Stream-K launch, field for field the kernels' struct
+ * streamk (kernel_src/gemm_common.h): tiles [0, dp_tiles) whole, block b
+ * taking b, b + grid, ...; the next sk_tiles tiles as sk_tiles * iters K
+ * steps cut into one run per block (base steps, one more for blocks below
+ * extra); each Stream-K tile has `slots` partial slots. */
+typedef struct ckjit_streamk {
+  long long dp_tiles, sk_tiles, iters, base, extra, slots;
+} ckjit_streamk;
+
+/* Plans Stream-K for `tiles` tiles of `iters` K steps on up to `sms`
+ * blocks; returns the grid. */
+int64_t ckjit__gemm_plan_streamk(int64_t tiles, int64_t iters, int64_t sms, ckjit_streamk *s);
+/* The block whose run holds Stream-K step i. */
+long long ckjit__gemm_streamk_owner(const ckjit_streamk *s, long long i);
 
 /* ---- CKJIT_TUNE (gemm_tune.c) ---------------------------------------------------- */
 /* A measured configuration: pipeline (0 SIMT, 1 mma.sync, 2 wgmma; MFMA is
  * not tuned), tile
  * (mma: index of the front-end's tile table; wgmma: BN), stages (wgmma),
- * split-K slices. */
+ * split-K slices (-1: Stream-K). */
 typedef struct gemm_choice {
   int pipe, tile, stages, splits;
 } gemm_choice;

@@ -1,6 +1,7 @@
 /* GEMM kernel families: gemm_mma (NVIDIA tensor cores, sm_80+),
  * gemm_wgmma (Hopper tensor cores), gemm_mfma (AMD matrix cores), gemm_simt
- * (portable) and gemm_reduce (split-K sum + epilogue).  Parameters, their
+ * (portable), gemm_tf32 (f32 on tensor cores, sm_80+) and gemm_reduce
+ * (split-K sum + epilogue).  Parameters, their
  * checks and the default (prewarm) set. */
 #include <string.h>
 
@@ -86,6 +87,7 @@ static const ckjit_param_desc reduce_params[GR_COUNT] = {
     [GR_OUT] = OUT_PARAM("out"),
     [GR_VEC] = {"vec", NULL, NULL, 1, 4, 4},
     EPILOGUE_PARAMS(GR),
+    [GR_BN] = {"bn", NULL, NULL, 0, 256, 0}, /* 0: split-K; 128 or 256: Stream-K */
 };
 
 int ckjit__gemm_mma_smem(const ckjit_spec *s) {
@@ -173,6 +175,10 @@ static ckjit_status simt_check(const ckjit_spec *s) {
 static ckjit_status reduce_check(const ckjit_spec *s) {
   if (!ckjit__is_pow2(s->value[GR_VEC]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_reduce vec=%d must be 1, 2 or 4", s->value[GR_VEC]);
+  if (s->value[GR_BN] != 0 && s->value[GR_BN] != 128 && s->value[GR_BN] != 256)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_reduce bn=%d must be 0 (split-K) or a wgmma tile's 128 or 256 (Stream-K)",
+                       s->value[GR_BN]);
   return CKJIT_SUCCESS;
 }
 
@@ -251,12 +257,14 @@ static int simt_default(size_t i, ckjit_spec *out) {
   return 1;
 }
 
-/* gemm_reduce: each output dtype, no epilogue, 16-byte reads. */
+/* gemm_reduce: each output dtype, no epilogue, 16-byte reads; split-K and
+ * Stream-K (BN 128). */
 static int reduce_default(size_t i, ckjit_spec *out) {
-  if (i >= 3) return 0;
+  if (i >= 6) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_GEMM_REDUCE;
-  out->value[GR_OUT] = (int)i, out->value[GR_VEC] = 4;
+  out->value[GR_OUT] = (int)(i % 3), out->value[GR_VEC] = 4;
+  out->value[GR_BN] = i < 3 ? 0 : 128; /* then the Stream-K form of the 128-wide tile */
   return 1;
 }
 
@@ -308,4 +316,86 @@ const ckjit_family ckjit__family_gemm_reduce = {
     .params = reduce_params,
     .check = reduce_check,
     .default_spec = reduce_default,
+};
+
+/* ---- gemm_tf32 (tensor cores, sm_80+, f32 inputs rounded to tf32) ------------------ */
+static const ckjit_param_desc tf32_params[GT_COUNT] = {
+    [GT_OUT] = {"out", ckjit__dtype_names, ckjit__dtype_tokens, 0, 0, 0}, /* f32 by default */
+    [GT_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
+    [GT_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
+    [GT_BM] = {"bm", NULL, NULL, 32, 256, 128},
+    [GT_BN] = {"bn", NULL, NULL, 32, 256, 128},
+    [GT_BK] = {"bk", NULL, NULL, 32, 64, 32},
+    [GT_WM] = {"wm", NULL, NULL, 1, 8, 2},
+    [GT_WN] = {"wn", NULL, NULL, 1, 8, 2},
+    [GT_STAGES] = {"stages", NULL, NULL, 2, 6, 3},
+    [GT_VEC_A] = {"vec_a", NULL, NULL, 1, 4, 4},
+    [GT_VEC_B] = {"vec_b", NULL, NULL, 1, 4, 4},
+    EPILOGUE_PARAMS(GT),
+    [GT_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
+    [GT_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
+};
+
+/* f32 stages of BM x BK (A) and BN x BK (B); the swizzle needs no padding. */
+int ckjit__gemm_tf32_smem(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  return v[GT_STAGES] * (v[GT_BM] + v[GT_BN]) * v[GT_BK] * 4;
+}
+
+static ckjit_status tf32_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  if (!ckjit__is_pow2(v[GT_BM]) || !ckjit__is_pow2(v[GT_BN]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_tf32 bm=%d and bn=%d must be powers of two (32 .. 256)", v[GT_BM], v[GT_BN]);
+  if (v[GT_BM] % (16 * v[GT_WM]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_tf32 bm=%d must be a multiple of 16 * wm=%d",
+                       v[GT_BM], v[GT_WM]);
+  if (v[GT_BN] % (8 * v[GT_WN]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_tf32 bn=%d must be a multiple of 8 * wn=%d",
+                       v[GT_BN], v[GT_WN]);
+  if (v[GT_BK] != 32 && v[GT_BK] != 64)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_tf32 bk=%d must be 32 or 64 (f32 elements)",
+                       v[GT_BK]);
+  if (v[GT_WM] * v[GT_WN] > 8)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_tf32 wm=%d x wn=%d: at most 8 warps", v[GT_WM],
+                       v[GT_WN]);
+  if (!ckjit__is_pow2(v[GT_VEC_A]) || !ckjit__is_pow2(v[GT_VEC_B]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_tf32 vec_a=%d and vec_b=%d must be 1, 2 or 4",
+                       v[GT_VEC_A], v[GT_VEC_B]);
+  if (ckjit__gemm_tf32_smem(s) > 227 * 1024)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_tf32 needs %d bytes of shared memory (at most %d)",
+                       ckjit__gemm_tf32_smem(s), 227 * 1024);
+  if (v[GT_SPLIT] && (v[GT_BIAS] || v[GT_ACT] || v[GT_C] || v[GT_D0] || v[GT_D1]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_tf32 split=1 writes partials; its epilogue is gemm_reduce's");
+  return CKJIT_SUCCESS;
+}
+
+const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES] = {
+    [TF32_LARGE] = {128, 128, 32, 2, 2, 3},
+    [TF32_SMALL] = {64, 128, 32, 2, 2, 4},
+};
+
+/* gemm_tf32: f32 in and out, every order pair, at the large and the small-m
+ * tile (aligned operands). */
+static int tf32_default(size_t i, ckjit_spec *out) {
+  if (i >= 4 * TF32_TILES) return 0;
+  const gemm_block_tile *t = &ckjit__gemm_tf32_tiles[i / 4];
+  memset(out, 0, sizeof *out);
+  out->family = CKJIT_FAMILY_GEMM_TF32;
+  int32_t *v = out->value;
+  v[GT_A] = (int)(i % 4) / 2, v[GT_B] = (int)(i % 4) % 2;
+  v[GT_BM] = t->bm, v[GT_BN] = t->bn, v[GT_BK] = t->bk, v[GT_WM] = t->wm, v[GT_WN] = t->wn;
+  v[GT_STAGES] = t->stages, v[GT_VEC_A] = 4, v[GT_VEC_B] = 4;
+  return 1;
+}
+
+const ckjit_family ckjit__family_gemm_tf32 = {
+    .name = "gemm_tf32",
+    .source = "gemm_tf32.cu",
+    .kernel = "ckjit_gemm_tf32",
+    .n_params = GT_COUNT,
+    .params = tf32_params,
+    .check = tf32_check,
+    .default_spec = tf32_default,
 };

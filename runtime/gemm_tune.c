@@ -4,6 +4,7 @@
  *
  * The file is append-only, one line per measurement:
  *   ckjit-gemm-tune 1 <class> <pipe> <tile> <stages> <splits>
+ * (splits -1: Stream-K, wgmma only)
  * (the class names the arch).  A later line for the same class wins; lines
  * that do not parse or hold values out of range are ignored, so a torn or
  * edited file costs at most a re-measurement.  Each line is one write() on
@@ -42,7 +43,7 @@ int ckjit__gemm_tune_mode(void) {
 
 static int valid(const gemm_choice *c) {
   return c->pipe >= 0 && c->pipe <= 2 && c->tile >= 0 && c->tile <= 256 && c->stages >= 0 &&
-         c->stages <= 8 && c->splits >= 1 && c->splits <= 32;
+         c->stages <= 8 && ((c->splits >= 1 && c->splits <= 32) || (c->pipe == 2 && c->splits == -1));
 }
 
 static void put(const char *cls, const gemm_choice *c) {

@@ -33,6 +33,12 @@ typedef struct gemm_groups {
 
 _Static_assert(sizeof(gemm_problem) == 240, "gemm_problem must match kernel_src/gemm_common.h");
 
+/* gemm_reduce's argument in its Stream-K form (sk_args in gemm_reduce.cu). */
+typedef struct sk_args {
+  gemm_problem p;
+  ckjit_streamk sk;
+} sk_args;
+
 /* The TMA kernel's argument (tma_args in kernel_src/gemm_wgmma.cu): tensor
  * maps (CUtensorMap: 128 bytes, 64-byte aligned) and the problem, or up to
  * TMA_GROUPS problems with theirs. */
@@ -40,6 +46,7 @@ typedef struct tma_one {
   _Alignas(64) unsigned char a[128];
   unsigned char b[128], d[128];
   gemm_problem p;
+  ckjit_streamk sk;
 } tma_one;
 
 enum { TMA_GROUPS = 8 };
@@ -50,7 +57,7 @@ typedef struct tma_grouped {
   long long count;
 } tma_grouped;
 
-_Static_assert(offsetof(tma_one, p) == 384, "tma_args layout");
+_Static_assert(offsetof(tma_one, p) == 384 && offsetof(tma_one, sk) == 624, "tma_args layout");
 _Static_assert(sizeof(tma_grouped) <= 4096, "kernel parameters are limited to 4 KiB");
 _Static_assert(sizeof(gemm_groups) <= 4096, "kernel parameters are limited to 4 KiB");
 
@@ -120,8 +127,9 @@ static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g, int in
   if ((unsigned)g->activation > CKJIT_UNARY_SIGMOID)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: activation %d%s is not a ckjit_unary_op", api,
                        (int)g->activation, what);
-  if (g->split_k < 0)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: split_k is %d%s; must be >= 0", api, g->split_k,
+  if (g->split_k < CKJIT_GEMM_STREAM_K)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: split_k is %d%s; must be >= 0 or CKJIT_GEMM_STREAM_K (-1)", api, g->split_k,
                        what);
   if (g->allow_tf32 && g->ab_dtype != CKJIT_F32)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: allow_tf32 is for f32 inputs, not %s%s", api,
@@ -192,11 +200,11 @@ static void slice_k(int64_t k, int bk, int want, int64_t *k_slice, int64_t *spli
 
 /* ---- launch ------------------------------------------------------------------------ */
 
-enum { PIPE_SIMT, PIPE_MMA, PIPE_WGMMA, PIPE_MFMA };
+enum { PIPE_SIMT, PIPE_MMA, PIPE_WGMMA, PIPE_MFMA, PIPE_TF32 };
 
 typedef struct gemm_plan {
   int pipe;           /* PIPE_* */
-  gemm_block_tile tile; /* block tile (bm, bn, bk) of every pipeline; warps and stages: mma, wgmma */
+  gemm_block_tile tile; /* block tile (bm, bn, bk) of every pipeline; warps and stages: mma, tf32, wgmma */
   int vec_a, vec_b;
 } gemm_plan;
 
@@ -229,6 +237,14 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
     v[GW_BN] = pl->tile.bn, v[GW_STAGES] = pl->tile.stages;
     if (!split) fill_epilogue(v, g, GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1);
     v[GW_SPLIT] = split, v[GW_GROUPED] = grouped;
+  } else if (pl->pipe == PIPE_TF32) {
+    s->family = CKJIT_FAMILY_GEMM_TF32;
+    v[GT_OUT] = out, v[GT_A] = a_col, v[GT_B] = b_col;
+    v[GT_BM] = pl->tile.bm, v[GT_BN] = pl->tile.bn, v[GT_BK] = pl->tile.bk;
+    v[GT_WM] = pl->tile.wm, v[GT_WN] = pl->tile.wn, v[GT_STAGES] = pl->tile.stages;
+    v[GT_VEC_A] = pl->vec_a, v[GT_VEC_B] = pl->vec_b;
+    if (!split) fill_epilogue(v, g, GT_BIAS, GT_ACT, GT_C, GT_D0, GT_D1);
+    v[GT_SPLIT] = split, v[GT_GROUPED] = grouped;
   } else if (pl->pipe == PIPE_MMA) {
     s->family = CKJIT_FAMILY_GEMM_MMA;
     v[GM_DTYPE] = dt, v[GM_OUT] = out, v[GM_A] = a_col, v[GM_B] = b_col;
@@ -269,11 +285,15 @@ static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void **args, void *
   ckjit_status st = ckjit__kernel_get(spec, &r, &k);
   if (st) return st;
   unsigned smem = 0, threads;
-  if (spec->family == CKJIT_FAMILY_GEMM_MMA || spec->family == CKJIT_FAMILY_GEMM_WGMMA) {
-    const int wgmma = spec->family == CKJIT_FAMILY_GEMM_WGMMA;
-    smem = (unsigned)(wgmma ? ckjit__gemm_wgmma_smem(spec) : ckjit__gemm_mma_smem(spec));
+  if (spec->family == CKJIT_FAMILY_GEMM_MMA || spec->family == CKJIT_FAMILY_GEMM_WGMMA ||
+      spec->family == CKJIT_FAMILY_GEMM_TF32) {
+    const int wgmma = spec->family == CKJIT_FAMILY_GEMM_WGMMA, tf32 = spec->family == CKJIT_FAMILY_GEMM_TF32;
+    smem = (unsigned)(wgmma ? ckjit__gemm_wgmma_smem(spec)
+                      : tf32 ? ckjit__gemm_tf32_smem(spec)
+                             : ckjit__gemm_mma_smem(spec));
     threads = wgmma ? (spec->value[GW_TMA] ? 384u : 256u)
-                    : (unsigned)(spec->value[GM_WM] * spec->value[GM_WN] * 32);
+              : tf32 ? (unsigned)(spec->value[GT_WM] * spec->value[GT_WN] * 32)
+                     : (unsigned)(spec->value[GM_WM] * spec->value[GM_WN] * 32);
     if ((int)smem > r->device.max_shared_bytes)
       return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                          "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d",
@@ -303,13 +323,26 @@ static void operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) {
   *vec_b = ckjit__pick_vec(es, pb, 1, sb, g->batch > 1 && g->stride_b ? 2 : 1, max);
 }
 
+/* Whether A and B of `g` can be read through TMA descriptors: a driver that
+ * makes them, no broadcast batch (a zero stride), k > 0, and extents whose
+ * box coordinates fit 32 bits.  (16-byte alignment is the plan's vec 8.) */
+static int tma_ok(const ckjit_runtime *rt, const ckjit_gemm_desc *g) {
+  const int64_t limit = INT32_MAX - 512;
+  return rt->device.tensor_map_encode && g->k > 0 && g->m <= limit && g->n <= limit &&
+         g->k <= limit && g->batch <= limit &&
+         !(g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0));
+}
+
 /* Pipeline: wgmma on 9.0 devices for f16/bf16 with 16-byte aligned
- * operands and m > 64 (its tiles are 128 rows); mma.sync on other sm_80+
- * devices and the other f16/bf16 cases; MFMA on AMD GPUs that have it;
- * SIMT for f32 and elsewhere.  Then the pipeline's tile and the automatic
- * split-K factor. */
+ * operands and m > 64 (its tiles are 128 rows), or any m when Stream-K is
+ * asked for (`stream_k_ok`: one problem, read through TMA); mma.sync on other
+ * sm_80+ devices and the other f16/bf16 cases; MFMA on AMD GPUs that have
+ * it; tf32 mma.sync for f32 with allow_tf32 on sm_80+; SIMT for other f32
+ * and elsewhere.  Then the pipeline's tile and the
+ * automatic split-K factor (CKJIT_GEMM_STREAM_K for Stream-K). */
 static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n, int64_t k,
-                     int64_t batch, int vec_a, int vec_b, gemm_plan *pl, int *auto_splits) {
+                     int64_t batch, int vec_a, int vec_b, int stream_k_ok, gemm_plan *pl,
+                     int *auto_splits) {
   memset(pl, 0, sizeof *pl);
   const unsigned units = rt->device.matrix_units;
   const int sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
@@ -319,6 +352,15 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     pl->pipe = PIPE_MFMA;
     pl->tile = (gemm_block_tile){128, 128, 32, 0, 0, 0};
     *auto_splits = auto_split(m, n, k, ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, 128) * batch, 32, sms);
+    return;
+  }
+  if (g->ab_dtype == CKJIT_F32 && g->allow_tf32 && (units & CKJIT_MATRIX_MMA_SYNC)) {
+    /* 128 x 128 x 32 f32 tiles, 64 x 128 for m <= 64; copies up to 16 bytes. */
+    pl->pipe = PIPE_TF32;
+    pl->tile = ckjit__gemm_tf32_tiles[m <= 64 ? TF32_SMALL : TF32_LARGE];
+    pl->vec_a = vec_a > 4 ? 4 : vec_a, pl->vec_b = vec_b > 4 ? 4 : vec_b;
+    const int64_t tiles = ckjit__ceil_div(m, pl->tile.bm) * ckjit__ceil_div(n, pl->tile.bn) * batch;
+    *auto_splits = auto_split(m, n, k, tiles, pl->tile.bk, sms);
     return;
   }
   if (pl->pipe == PIPE_SIMT) {
@@ -336,24 +378,21 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
   }
   pl->vec_a = vec_a, pl->vec_b = vec_b;
   pick_mma(m, n, k, batch, sms, pl->vec_a, pl->vec_b, &pl->tile, auto_splits);
-  if ((units & CKJIT_MATRIX_WGMMA) && pl->vec_a == 8 && pl->vec_b == 8 && m > 64) {
+  if ((units & CKJIT_MATRIX_WGMMA) && pl->vec_a == 8 && pl->vec_b == 8) {
     /* 128 x 256 tiles; 128 x 128 when that is what fills the GPU. */
-    pl->pipe = PIPE_WGMMA;
     const int64_t rows = ckjit__ceil_div(m, 128) * batch;
     const int bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
-    pl->tile = (gemm_block_tile){128, bn, 64, 0, 0, ckjit__gemm_wgmma_stages(bn)};
-    *auto_splits = auto_split(m, n, k, rows * ckjit__ceil_div(n, bn), 64, sms);
+    const int64_t tiles = rows * ckjit__ceil_div(n, bn);
+    /* Stream-K only when asked (or chosen by CKJIT_TUNE): on the H100 it
+     * measured slower than whole tiles and split-K on the under-filled
+     * shapes it is meant for (bench/NOTES.md #49). */
+    const int stream_k = stream_k_ok && g->split_k == CKJIT_GEMM_STREAM_K && tma_ok(rt, g);
+    if (m > 64 || stream_k) {
+      pl->pipe = PIPE_WGMMA;
+      pl->tile = (gemm_block_tile){128, bn, 64, 0, 0, ckjit__gemm_wgmma_stages(bn)};
+      *auto_splits = stream_k ? CKJIT_GEMM_STREAM_K : auto_split(m, n, k, tiles, 64, sms);
+    }
   }
-}
-
-/* Whether A and B of `g` can be read through TMA descriptors: a driver that
- * makes them, no broadcast batch (a zero stride), k > 0, and extents whose
- * box coordinates fit 32 bits.  (16-byte alignment is the plan's vec 8.) */
-static int tma_ok(const ckjit_runtime *rt, const ckjit_gemm_desc *g) {
-  const int64_t limit = INT32_MAX - 512;
-  return rt->device.tensor_map_encode && g->k > 0 && g->m <= limit && g->n <= limit &&
-         g->k <= limit && g->batch <= limit &&
-         !(g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0));
 }
 
 /* TMA descriptors for the wgmma pipeline, 3-D (the batch is the outer
@@ -386,61 +425,86 @@ static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_p
   return rt->device.tensor_map_encode(map_d, g->out_dtype, 3, g->d, dims_d, str_d, box_d) ? 1 : 2;
 }
 
-/* Runs `g` with plan `pl` and `want` split-K slices. */
+/* The second kernel: the fixed-order sum of the partials with the
+ * epilogue; Stream-K's form when `sk` is given. */
+static ckjit_status launch_reduce(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+                                  gemm_problem *p, const ckjit_streamk *sk, void *stream) {
+  ckjit_spec red;
+  memset(&red, 0, sizeof red);
+  red.family = CKJIT_FAMILY_GEMM_REDUCE;
+  red.value[GR_OUT] = dtype_value(g->out_dtype);
+  fill_epilogue(red.value, g, GR_BIAS, GR_ACT, GR_C, GR_D0, GR_D1);
+  if (sk) { /* 8 blocks of 16 rows per Stream-K tile */
+    red.value[GR_VEC] = 4, red.value[GR_BN] = pl->tile.bn;
+    sk_args x = {*p, *sk};
+    void *args[] = {&x};
+    return launch(&red, sk->sk_tiles * 8, args, stream);
+  }
+  red.value[GR_VEC] = g->n % 4 == 0 ? 4 : g->n % 2 == 0 ? 2 : 1;
+  const int64_t vecs = g->batch * g->m * (g->n / red.value[GR_VEC]);
+  int64_t blocks = ckjit__ceil_div(vecs, 256);
+  const int64_t cap = 8 * (int64_t)(rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1);
+  if (blocks > cap) blocks = cap;
+  void *args[] = {p};
+  return launch(&red, blocks, args, stream);
+}
+
+/* Runs `g` with plan `pl` and `want` split-K slices (CKJIT_GEMM_STREAM_K:
+ * Stream-K, where the pipeline reads through TMA; otherwise the automatic
+ * split). */
 static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *plan,
                              int want, void *stream) {
   const gemm_plan pl = *plan;
   ckjit_status st;
-  int64_t k_slice, splits;
-  slice_k(g->k, pl.tile.bk, want, &k_slice, &splits);
   gemm_problem p;
   problem_of(g, &pl, &p);
   ckjit_spec spec;
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
+  const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
   /* wgmma reads its operands (and, unsplit, writes D) through TMA
-   * descriptors when it can. */
+   * descriptors when it can; 0 also when the driver refused: the cp.async
+   * pipeline then. */
   tma_one x;
+  memset(&x.sk, 0, sizeof x.sk);
   const int tma = pl.pipe == PIPE_WGMMA && tma_ok(rt, g)
-                      ? encode_maps(rt, g, &pl, x.a, x.b, splits <= 1 ? x.d : NULL)
-                      : 0; /* 0 also when the driver refused: the cp.async pipeline then */
+                      ? encode_maps(rt, g, &pl, x.a, x.b, want <= 1 ? x.d : NULL)
+                      : 0;
+  if (want == CKJIT_GEMM_STREAM_K && !tma) want = auto_split(g->m, g->n, g->k, tiles, pl.tile.bk, (int)sms);
   void *args_one[] = {&p}, *args_tma[] = {&x};
   void **args = tma ? args_tma : args_one;
+  int64_t k_slice, splits;
+  slice_k(g->k, pl.tile.bk, want, &k_slice, &splits);
+  main_spec(&pl, g, splits > 1, 0, &spec);
+  if (tma) spec.value[GW_TMA] = splits > 1 ? 1 : tma;
+  int64_t grid = tiles * splits;
+  void *scratch = NULL;
+  size_t bytes = 0;
+  if (want == CKJIT_GEMM_STREAM_K) {
+    /* Stream-K: whole tiles through the epilogue, runs into partial slots. */
+    grid = ckjit__gemm_plan_streamk(tiles, ckjit__ceil_div(g->k, 64), sms, &x.sk);
+    bytes = (size_t)x.sk.sk_tiles * (size_t)x.sk.slots * (size_t)(pl.tile.bm * pl.tile.bn) * sizeof(float);
+  } else if (splits > 1) {
+    /* Split-K: partials, then their fixed-order sum with the epilogue. */
+    bytes = (size_t)splits * (size_t)g->batch * (size_t)g->m * (size_t)g->n * sizeof(float);
+    x.sk.dp_tiles = grid;
+  } else {
+    x.sk.dp_tiles = grid;
+  }
   /* The TMA pipeline is persistent: one block per multiprocessor at most. */
-  const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
-  if (splits <= 1) {
-    main_spec(&pl, g, 0, 0, &spec);
-    if (tma) spec.value[GW_TMA] = tma;
-    x.p = p;
-    return launch(&spec, tma && tiles > sms ? sms : tiles, args, stream);
+  if (tma && grid > sms) grid = sms;
+  if (bytes) {
+    if ((st = ckjit__scratch_alloc(rt, bytes, stream, &scratch))) {
+      /* No stream-ordered allocation here (HIP before 5.3): the same
+       * result without splitting. */
+      if (st == CKJIT_ERROR_UNSUPPORTED) return run_plan(rt, g, plan, 1, stream);
+      return st;
+    }
+    p.partials = scratch, p.k_slice = k_slice, p.splits = splits;
   }
-  /* Split-K: partials, then their fixed-order sum with the epilogue. */
-  size_t bytes = (size_t)splits * (size_t)g->batch * (size_t)g->m * (size_t)g->n * sizeof(float);
-  void *scratch;
-  if ((st = ckjit__scratch_alloc(rt, bytes, stream, &scratch))) {
-    /* No stream-ordered allocation here (HIP before 5.3): the same
-     * result without splitting. */
-    if (st == CKJIT_ERROR_UNSUPPORTED) return run_plan(rt, g, plan, 1, stream);
-    return st;
-  }
-  p.partials = scratch, p.k_slice = k_slice, p.splits = splits;
-  main_spec(&pl, g, 1, 0, &spec);
-  if (tma) spec.value[GW_TMA] = 1;
   x.p = p;
-  st = launch(&spec, tma && tiles * splits > sms ? sms : tiles * splits, args, stream);
-  if (!st) {
-    ckjit_spec red;
-    memset(&red, 0, sizeof red);
-    red.family = CKJIT_FAMILY_GEMM_REDUCE;
-    red.value[GR_OUT] = dtype_value(g->out_dtype);
-    red.value[GR_VEC] = g->n % 4 == 0 ? 4 : g->n % 2 == 0 ? 2 : 1;
-    fill_epilogue(red.value, g, GR_BIAS, GR_ACT, GR_C, GR_D0, GR_D1);
-    const int64_t vecs = g->batch * g->m * (g->n / red.value[GR_VEC]);
-    int64_t blocks = ckjit__ceil_div(vecs, 256);
-    const int64_t cap = 8 * (int64_t)(rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1);
-    if (blocks > cap) blocks = cap;
-    st = launch(&red, blocks, args_one, stream);
-  }
-  ckjit_status fst = ckjit__scratch_free(rt, scratch, stream);
+  st = launch(&spec, grid, args, stream);
+  if (!st && bytes) st = launch_reduce(rt, g, &pl, &p, want == CKJIT_GEMM_STREAM_K ? &x.sk : NULL, stream);
+  ckjit_status fst = scratch ? ckjit__scratch_free(rt, scratch, stream) : CKJIT_SUCCESS;
   return st ? st : fst;
 }
 
@@ -486,7 +550,9 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
                    void *stream, gemm_choice *best) {
   gemm_choice cand[12];
   int n = 0;
-  const int splits[3] = {auto_splits, 1, auto_splits * 2 <= 32 ? auto_splits * 2 : 32};
+  /* The automatic split, none, twice as many slices, and (wgmma) Stream-K. */
+  const int twice = auto_splits > 1 ? (auto_splits * 2 <= 32 ? auto_splits * 2 : 32) : 2;
+  const int splits[3] = {auto_splits, 1, base->pipe == PIPE_WGMMA ? CKJIT_GEMM_STREAM_K : twice};
   for (int si = 0; si < 3; si++) {
     if (si > 0 && splits[si] == auto_splits) continue;
     if (base->pipe == PIPE_WGMMA) {
@@ -525,14 +591,16 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
 }
 
 /* The recorded winner for g's shape class, measuring it first under
- * CKJIT_TUNE=1.  Leaves the plan alone for explicit split_k, SIMT, or when
- * nothing is known. */
+ * CKJIT_TUNE=1.  Leaves the plan alone for explicit split_k, SIMT, MFMA,
+ * tf32, or when nothing is known. */
 static void tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int *splits,
                  void *stream) {
   static _Atomic int mode_plus_2; /* CKJIT_TUNE, read on the first call (0: not yet) */
   int mode = atomic_load_explicit(&mode_plus_2, memory_order_relaxed) - 2;
   if (mode == -2) atomic_store(&mode_plus_2, (mode = ckjit__gemm_tune_mode()) + 2);
-  if (mode < 0 || g->split_k != 0 || pl->pipe == PIPE_SIMT || pl->pipe == PIPE_MFMA) return;
+  if (mode < 0 || g->split_k != 0 || pl->pipe == PIPE_SIMT || pl->pipe == PIPE_MFMA ||
+      pl->pipe == PIPE_TF32)
+    return;
   const char *dir = rt->disk_enabled && rt->disk.usable ? rt->disk.dir : NULL;
   /* Without recorded winners and without tuning, the call costs no more. */
   if (mode == 0 && !ckjit__gemm_tune_any(dir)) return;
@@ -551,7 +619,7 @@ static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *s
   gemm_plan pl;
   int auto_splits = 1, vec_a, vec_b;
   operand_vecs(g, &vec_a, &vec_b);
-  plan_for(rt, g, g->m, g->n, g->k, g->batch, vec_a, vec_b, &pl, &auto_splits);
+  plan_for(rt, g, g->m, g->n, g->k, g->batch, vec_a, vec_b, 1, &pl, &auto_splits);
   tune(rt, g, &pl, &auto_splits, stream);
   return run_plan(rt, g, &pl, g->split_k == 0 ? auto_splits : g->split_k, stream);
 }
@@ -601,7 +669,7 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
     const ckjit_gemm_desc *g = &descs[i];
     ckjit_status st = check_desc(api, g, i);
     if (st) return st;
-    if (g->batch != 1 || g->split_k > 1)
+    if (g->batch != 1 || g->split_k > 1 || g->split_k < 0)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                          "%s: problem %d has batch %lld and split_k %d; grouped problems take batch 1 "
                          "and split_k 0 or 1",
@@ -631,7 +699,7 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
     if (vb < vec_b) vec_b = vb;
   }
   gemm_plan pl;
-  plan_for(rt, g0, max_m, max_n, max_k, 1, vec_a, vec_b, &pl, &unused);
+  plan_for(rt, g0, max_m, max_n, max_k, 1, vec_a, vec_b, 0, &pl, &unused);
   /* The kernel's epilogue: a beta term if any problem has one (the others
    * pass C = NULL). */
   ckjit_gemm_desc kind = *g0;

@@ -22,6 +22,7 @@ static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_GEMM_REDUCE] = &ckjit__family_gemm_reduce,
     [CKJIT_FAMILY_GEMM_WGMMA] = &ckjit__family_gemm_wgmma,
     [CKJIT_FAMILY_GEMM_MFMA] = &ckjit__family_gemm_mfma,
+    [CKJIT_FAMILY_GEMM_TF32] = &ckjit__family_gemm_tf32,
 };
 
 const char *const ckjit__dtype_names[] = {"f32", "f16", "bf16", NULL};

@@ -25,6 +25,7 @@ typedef enum ckjit_family_id {
   CKJIT_FAMILY_GEMM_REDUCE = 7,
   CKJIT_FAMILY_GEMM_WGMMA = 8,
   CKJIT_FAMILY_GEMM_MFMA = 9,
+  CKJIT_FAMILY_GEMM_TF32 = 10,
   CKJIT_FAMILY_COUNT_
 } ckjit_family_id;
 
@@ -74,6 +75,7 @@ extern const ckjit_family ckjit__family_gemm_simt;
 extern const ckjit_family ckjit__family_gemm_reduce;
 extern const ckjit_family ckjit__family_gemm_wgmma;
 extern const ckjit_family ckjit__family_gemm_mfma;
+extern const ckjit_family ckjit__family_gemm_tf32;
 
 const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
 

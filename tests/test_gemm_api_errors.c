@@ -204,7 +204,7 @@ static void test_gemm_dtypes_and_enums(void **state) {
   BAD("activation 6", d->activation = (ckjit_unary_op)6);
   BAD("activation -1", d->activation = (ckjit_unary_op)-1);
   BAD("activation 99", d->activation = (ckjit_unary_op)99);
-  BAD("split_k -1", d->split_k = -1);
+  BAD("split_k -2", d->split_k = -2);
   BAD("split_k INT_MIN", d->split_k = -2147483647 - 1);
   BAD("allow_tf32 with f16 inputs", d->ab_dtype = CKJIT_F16, d->allow_tf32 = 1);
   BAD("allow_tf32 with bf16 inputs", d->ab_dtype = CKJIT_BF16, d->out_dtype = CKJIT_F32, d->allow_tf32 = 1);
@@ -316,8 +316,8 @@ static void test_valid_no_device(void **state) {
   d->batch = 3, d->stride_a = 64 + 3, d->stride_b = 0, d->stride_d = 32 + 5;
   d->c = DC, d->ldc = 8, d->stride_c = 0, d->d0 = DD0, d->ldd0 = 8, d->stride_d0 = 32;
   valid(c);
-  const int splits[4] = {0, 1, 2, 7};
-  for (int s = 0; s < 4; s++) {
+  const int splits[5] = {0, 1, 2, 7, CKJIT_GEMM_STREAM_K};
+  for (int s = 0; s < 5; s++) {
     c = gemm_call("valid, decode shape, split_k %d", splits[s]);
     d = &c.d[0];
     d->m = 1, d->n = 512, d->k = 4096, d->lda = 4096, d->ldb = 4096, d->b_order = CKJIT_COL_MAJOR, d->ldd = 512;

@@ -21,7 +21,9 @@
  * shapes and options; batch 3 with gaps between entries and stride-0
  * broadcast of A, B or C; grouped GEMMs (mixed shapes, m = 1, k % 8 != 0,
  * empty problems, per-problem alpha / beta); split_k 2, 3, 7 and 0 (auto) on
- * decode shapes (m = 1, 16, k = 4096 and 4093); every case whose split_k is
+ * decode shapes (m = 1, 16, k = 4096 and 4093); Stream-K (decode shapes,
+ * 1024^3, partial edge tiles with every epilogue, batch 3, a tail wave
+ * beside whole tiles); every case whose split_k is
  * not 1 runs a second time on the same inputs and must give the same bits
  * (split-k must not depend on scheduling); 4095 x 4097 x 1001 (a random sample
  * of 3000 entries plus the whole last row and last column are checked).
@@ -594,6 +596,47 @@ static void build_cases(int skip_large) {
   c = mk("split-k exact", CKJIT_F16, CKJIT_F32, 0, 1, 1, 512, 4096), c.split_k = 7, c.exact = 1, add(c);
   c = mk("split-k bf16 exact", CKJIT_BF16, CKJIT_F32, 1, 0, 16, 200, 3001), c.split_k = 3, c.exact = 1, add(c);
   c = mk("split-k tf32", CKJIT_F32, CKJIT_F32, 0, 0, 16, 128, 4096), c.split_k = 0, c.tf32 = 1, add(c);
+
+  /* tf32 tensor cores (allow_tf32): every order pair on edge shapes, narrow
+   * copies, the small-m tile, an epilogue into 16-bit output, split-k,
+   * grouped. */
+  for (int ao = 0; ao < 2; ao++)
+    for (int bo = 0; bo < 2; bo++) {
+      c = mk("tf32 edges", CKJIT_F32, CKJIT_F32, ao, bo, 300, 257, 515), c.tf32 = 1, add(c);
+      c = mk("tf32 misaligned", CKJIT_F32, CKJIT_F32, ao, bo, 129, 66, 70), c.tf32 = 1, c.pad = 3, c.off = 1;
+      add(c);
+    }
+  c = mk("tf32 small m exact", CKJIT_F32, CKJIT_F32, 0, 1, 40, 384, 1000), c.tf32 = 1, c.exact = 1, add(c);
+  c = mk("tf32 epilogue", CKJIT_F32, CKJIT_BF16, 1, 0, 200, 136, 264), c.tf32 = 1;
+  c.ep = EP_C | EP_BIAS_ROW | EP_D0 | EP_D1, c.act = CKJIT_UNARY_GELU_ERF, add(c);
+  c = mk("tf32 split 3 exact", CKJIT_F32, CKJIT_F32, 0, 0, 64, 200, 3000), c.tf32 = 1, c.split_k = 3, c.exact = 1;
+  add(c);
+  c = mk("grouped tf32", CKJIT_F32, CKJIT_F16, 1, 1, 0, 0, 0), c.np = MAXP, memcpy(c.mnk, g1, sizeof g1);
+  c.tf32 = 1, c.ep = EP_BIAS_COL, add(c);
+
+  /* Stream-K (split_k CKJIT_GEMM_STREAM_K; on sm_90 with 16-byte aligned
+   * operands, elsewhere the automatic path), beside split_k 0 on the same
+   * shapes:
+   * runs that cross tile boundaries, tiles cut into several partial slots,
+   * partial tiles at the matrix edges, whole (data-parallel) tiles beside
+   * Stream-K ones, and every epilogue through the second kernel. */
+  c = mk("stream-k 1024^3 exact", CKJIT_BF16, CKJIT_BF16, 0, 0, 1024, 1024, 1024);
+  c.split_k = CKJIT_GEMM_STREAM_K, c.exact = 1, add(c);
+  c = mk("stream-k edges epilogue exact", CKJIT_F16, CKJIT_F32, 0, 1, 300, 1000, 3000);
+  c.split_k = CKJIT_GEMM_STREAM_K, c.exact = 1, c.ep = EP_C | EP_INPLACE | EP_BIAS_COL | EP_D0 | EP_D1;
+  c.act = CKJIT_UNARY_GELU_TANH, c.alpha = 0.5f, add(c);
+  c = mk("stream-k decode", CKJIT_BF16, CKJIT_BF16, 0, 0, 16, 4096, 4096), c.split_k = CKJIT_GEMM_STREAM_K, add(c);
+  c = mk("decode auto", CKJIT_BF16, CKJIT_BF16, 0, 0, 16, 4096, 4096), add(c);
+  c = mk("stream-k m=1 cc exact", CKJIT_F16, CKJIT_F16, 1, 1, 1, 2048, 4096);
+  c.split_k = CKJIT_GEMM_STREAM_K, c.exact = 1, c.ep = EP_BIAS_ROW, c.act = CKJIT_UNARY_RELU, add(c);
+  c = mk("stream-k 128 rows cr", CKJIT_BF16, CKJIT_F16, 1, 0, 128, 4096, 4096), c.split_k = CKJIT_GEMM_STREAM_K, add(c);
+  c = mk("stream-k batch 3", CKJIT_BF16, CKJIT_BF16, 0, 0, 200, 256, 2048), c.batch = 3;
+  c.split_k = CKJIT_GEMM_STREAM_K, c.exact = 1, c.ep = EP_C, add(c);
+  c = mk("stream-k k < 8 steps", CKJIT_BF16, CKJIT_BF16, 0, 0, 64, 512, 136), c.split_k = CKJIT_GEMM_STREAM_K, add(c);
+  c = mk("stream-k tail wave exact", CKJIT_BF16, CKJIT_BF16, 0, 0, 4096, 2304, 512);
+  c.split_k = CKJIT_GEMM_STREAM_K, c.exact = 1, c.sample = 3000, add(c);
+  c = mk("tail wave auto exact", CKJIT_BF16, CKJIT_F32, 0, 0, 4096, 2304, 512);
+  c.exact = 1, c.sample = 3000, c.ep = EP_BIAS_COL, c.act = CKJIT_UNARY_SILU, add(c);
 
   if (!skip_large) {
     c = mk("large", CKJIT_BF16, CKJIT_BF16, 0, 1, 4095, 4097, 1001);

@@ -405,7 +405,8 @@ CKJIT_API ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int
  * ab_dtype CKJIT_F16 or CKJIT_BF16 runs on tensor cores where the GPU has
  * them (wgmma on sm_90, mma.sync on other sm_80+; a SIMT kernel elsewhere);
  * CKJIT_F32 runs in f32 SIMT.  allow_tf32 permits tf32 tensor cores for f32
- * inputs; no tf32 pipeline exists yet, so it changes nothing.  Any m, n,
+ * inputs (mma.sync on sm_80+: both operands rounded to 10 mantissa bits,
+ * f32 accumulation); without them it changes nothing.  Any m, n,
  * k >= 0 (k = 0 gives alpha * 0 and the epilogue), any leading dimensions
  * (>= the contiguous extent) and any element-aligned pointers; 16-byte
  * aligned pointers and leading dimensions that are multiples of 8 elements
@@ -413,8 +414,17 @@ CKJIT_API ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int
  * ldd and stride_d: in place); otherwise outputs must not overlap inputs.
  *
  * split_k > 1 cuts K into that many slices whose f32 partials are summed in a
- * fixed order by a second kernel (results do not depend on scheduling); 0
- * lets ckjit choose (it splits small-m or small-n, large-k problems). */
+ * fixed order by a second kernel (results do not depend on scheduling).
+ * CKJIT_GEMM_STREAM_K asks for Stream-K: the tiles that do not fill whole
+ * waves of the GPU are cut into equal runs of K steps, one per block,
+ * across tile boundaries, and their f32 partials summed in a fixed order by
+ * a second kernel (deterministic too); it runs on sm_90 with operands read
+ * through TMA (16-byte aligned pointers, leading dimensions multiples of 8,
+ * no zero batch stride) and elsewhere falls back to the automatic choice.
+ * 0 lets ckjit choose (it splits small-m or small-n, large-k problems;
+ * Stream-K only where CKJIT_TUNE measured it fastest). */
+#define CKJIT_GEMM_STREAM_K (-1)
+
 typedef enum ckjit_order {
   CKJIT_ROW_MAJOR = 0,
   CKJIT_COL_MAJOR = 1
@@ -452,7 +462,7 @@ typedef struct ckjit_gemm_desc {
    * the same matrix for every entry). */
   int64_t batch;
   int64_t stride_a, stride_b, stride_c, stride_d, stride_d0, stride_d1;
-  int split_k;               /* 0: automatic, 1: no split, > 1: that many slices */
+  int split_k;               /* 0: automatic, 1: no split, > 1: that many slices, CKJIT_GEMM_STREAM_K */
   int allow_tf32;            /* f32 inputs only: tf32 tensor cores */
 } ckjit_gemm_desc;
 
