@@ -136,7 +136,7 @@ PEER_LABEL = {'raw': 'raw driver', 'cupy': 'cupy', 'triton': 'triton', 'torch': 
 ROW_OPS = ('softmax', 'layernorm', 'rmsnorm', 'sum', 'rmsnorm_quant', 'smoothquant')
 ROWS_METRIC = re.compile(r'^(%s) (\S+) (\d+x\d+) vs (torch|copy)$' % '|'.join(ROW_OPS))
 TOPK_METRIC = re.compile(r'^topk_softmax (\S+) (\d+x\d+) k(\d+) vs torch$')
-GEMM_METRIC = re.compile(r'^gemm (\S+) (\S+) (\S+) vs (.+)$')
+GEMM_METRIC = re.compile(r'^gemm (\S+) (\S+) (\S+(?: streamk)?) vs (.+)$')
 
 
 def first_line(text, limit=160):
@@ -503,7 +503,9 @@ def gemm_md(recs):
              'rr/rc/cr/cc = the orders of A and B (r row-major, c column-major; torch gets a '
              'column-major operand as a `.t()` view); bias_gelu = rr with a per-column bias and '
              'gelu_tanh (ckjit: one fused call; torch: matmul, add and gelu as three kernels); '
-             'batchN = strided batch (torch.bmm); grouped8 = the 8 problems listed below in one '
+             'batchN = strided batch (torch.bmm); "rr streamk" = rr with split_k = '
+             'CKJIT_GEMM_STREAM_K (Stream-K forced; the plain rr rows are the automatic '
+             'choice); grouped8 = the 8 problems listed below in one '
              '`ckjit_gemm_grouped` launch vs a Python loop of torch.matmul. TFLOP/s = '
              '2*m*n*k*batch (grouped: summed) / median time, the same flops for both sides, so '
              '`ratio` = peer time / ckjit time (> 1: ckjit faster). Timing (`bench_gemm`, '

@@ -186,7 +186,7 @@ fi
 
 if ((BUILT == 0)); then
   read -ra test_args <<< "${GPU_CHECK_TEST_ARGS-"--suite gpu"}"
-  step test 200 260 "$LOGS/test.log" "$LOGS/test.log" -- meson test -C "$BUILD" --print-errorlogs "${test_args[@]}"
+  step test 300 200 "$LOGS/test.log" "$LOGS/test.log" -- meson test -C "$BUILD" --print-errorlogs "${test_args[@]}"
   cp "$BUILD/meson-logs/testlog.txt" "$LOGS/testlog.txt" 2> /dev/null
   cp "$BUILD/meson-logs/testlog.json" "$LOGS/testlog.json" 2> /dev/null
   counts=$(grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout): ' "$LOGS/test.log" \
