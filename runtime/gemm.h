@@ -51,9 +51,10 @@ enum { MMA_LARGE, MMA_SMALL, MMA_DECODE, MMA_NARROW, MMA_TILES };
 extern const gemm_block_tile ckjit__gemm_block_tiles[MMA_TILES];
 
 /* The tf32 tiles the policy (op_gemm.c) and the default specs choose from:
- * 128 x 128 x 32 (f32 elements) of 2 x 2 warps for large problems, 64 x 128
- * for m <= 64. */
-enum { TF32_LARGE, TF32_SMALL, TF32_TILES };
+ * 256 x 128 x 32 (f32 elements) of 4 x 2 warps for large problems (the
+ * fastest of a sweep, bench/NOTES.md #50), 128 x 128 of 2 x 2 warps where
+ * those leave multiprocessors idle, 64 x 128 for m <= 64. */
+enum { TF32_LARGE, TF32_MID, TF32_SMALL, TF32_TILES };
 extern const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES];
 
 /* wgmma stages for a BN: as many as fit beside the TMA-store buffer. */

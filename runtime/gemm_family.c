@@ -372,12 +372,13 @@ static ckjit_status tf32_check(const ckjit_spec *s) {
 }
 
 const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES] = {
-    [TF32_LARGE] = {128, 128, 32, 2, 2, 3},
+    [TF32_LARGE] = {256, 128, 32, 4, 2, 3},
+    [TF32_MID] = {128, 128, 32, 2, 2, 3},
     [TF32_SMALL] = {64, 128, 32, 2, 2, 4},
 };
 
-/* gemm_tf32: f32 in and out, every order pair, at the large and the small-m
- * tile (aligned operands). */
+/* gemm_tf32: f32 in and out, every order pair, at each tile of the policy
+ * (aligned operands). */
 static int tf32_default(size_t i, ckjit_spec *out) {
   if (i >= 4 * TF32_TILES) return 0;
   const gemm_block_tile *t = &ckjit__gemm_tf32_tiles[i / 4];

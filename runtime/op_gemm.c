@@ -355,9 +355,11 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     return;
   }
   if (g->ab_dtype == CKJIT_F32 && g->allow_tf32 && (units & CKJIT_MATRIX_MMA_SYNC)) {
-    /* 128 x 128 x 32 f32 tiles, 64 x 128 for m <= 64; copies up to 16 bytes. */
+    /* 256 x 128 x 32 f32 tiles, 128 x 128 when those leave SMs idle, 64 x
+     * 128 for m <= 64; copies up to 16 bytes. */
     pl->pipe = PIPE_TF32;
-    pl->tile = ckjit__gemm_tf32_tiles[m <= 64 ? TF32_SMALL : TF32_LARGE];
+    const int64_t big = ckjit__ceil_div(m, 256) * ckjit__ceil_div(n, 128) * batch;
+    pl->tile = ckjit__gemm_tf32_tiles[m <= 64 ? TF32_SMALL : big < sms ? TF32_MID : TF32_LARGE];
     pl->vec_a = vec_a > 4 ? 4 : vec_a, pl->vec_b = vec_b > 4 ? 4 : vec_b;
     const int64_t tiles = ckjit__ceil_div(m, pl->tile.bm) * ckjit__ceil_div(n, pl->tile.bn) * batch;
     *auto_splits = auto_split(m, n, k, tiles, pl->tile.bk, sms);
