@@ -20,6 +20,8 @@
  *                  per case, so that a kernel fault, which kills its CUDA
  *                  context, costs only that case)
  *   --list         print the cases and exit
+ * env:   BENCH_GEMM_SPLIT_K=N  run every case with split_k N (experiments:
+ *                  1 whole tiles, -1 Stream-K; the metrics keep their names)
  *
  * Cases (metric "gemm DTYPE SHAPE VARIANT"; SHAPE is m x n x k; A, B, D in
  * DTYPE, f32 accumulation, alpha 1, no C, split_k 0 = automatic):
