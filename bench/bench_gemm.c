@@ -429,7 +429,6 @@ static int case_check(const gemm_case *c, const bufs *B, int *samples, double *w
   return bad == 0;
 }
 
-#define RC_UNSUPPORTED 3 /* run_case: the op returned CKJIT_ERROR_UNSUPPORTED */
 
 /* Bytes of the L2 flush buffer: max(2 x L2, 256 MiB). */
 static size_t flush_size(void) {
@@ -667,6 +666,22 @@ static int run_child(int index, double timeout_s, int *recorded, int *unsupporte
   return bench_run_child(argv, "gemm", timeout_s, recorded, unsupported, sig);
 }
 
+/* The selected cases (indices into main's all[]), for bench_run_cases. */
+static const gemm_case *g_all;
+static const int *g_sel;
+static int sel_run(int i, CUstream stream) { return run_case(&g_all[g_sel[i]], stream); }
+static int sel_run_child(int i, double timeout_s, int *recorded, int *unsupported, int *sig) {
+  return run_child(g_sel[i], timeout_s, recorded, unsupported, sig);
+}
+static void sel_emit_error(int i, const char *status, const char *error) {
+  emit_case_error(&g_all[g_sel[i]], status, error);
+}
+static void sel_label(int i, char *buf, size_t len) {
+  char metric[160];
+  case_metric(&g_all[g_sel[i]], metric, sizeof metric);
+  snprintf(buf, len, "%s", metric + 5 /* without "gemm " */);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 static void usage(void) {
   fprintf(stderr,
@@ -782,8 +797,6 @@ int main(int argc, char **argv) {
   msg("device %s (%s, L2 %d MiB), %d cases, budget %.0f s, L2 flush %s, cache %s", info.name,
       info.arch, l2 >> 20, n_sel, budget, g_flush ? "on" : "off", cache_dir);
 
-  int status = 0, n_unsupported = 0, n_failed = 0, n_mismatch = 0, n_skipped = 0;
-  char unsupported_cases[1024] = "";
   CUstream stream = NULL;
   if (in_process) {
     stream = open_stream(NULL);
@@ -794,71 +807,11 @@ int main(int argc, char **argv) {
   } else {
     ckjit_shutdown(); /* releases the primary context */
   }
-  const double start = now_s();
-  for (int i = 0; i < n_sel; i++) {
-    const gemm_case *c = &all[sel[i]];
-    double left = budget - (now_s() - start);
-    if (left <= 0) {
-      char e[128];
-      snprintf(e, sizeof e, "not started: the --budget of %.0f s was used up", budget);
-      emit_case_error(c, "SKIPPED", e);
-      n_skipped++;
-      status = status ? status : 1;
-      continue;
-    }
-    int rc, recorded = 0, unsupported = 0, sig = 0;
-    if (in_process) {
-      rc = run_case(c, stream);
-      recorded = 1;
-      unsupported = rc == RC_UNSUPPORTED;
-    } else {
-      /* A first call compiles a GEMM kernel: allow for a slow compiler. */
-      double timeout = fmin(g_quick ? 60 : 90, left + 20);
-      rc = run_child(sel[i], timeout, &recorded, &unsupported, &sig);
-      if (!recorded) {
-        char e[200];
-        if (rc == -2) snprintf(e, sizeof e, "the case's process timed out after %.0f s", timeout);
-        else if (rc == -1)
-          snprintf(e, sizeof e, "the case's process died from signal %d (%s)", sig, strsignal(sig));
-        else if (rc == -3) snprintf(e, sizeof e, "the case's process could not be started");
-        else snprintf(e, sizeof e, "the case's process exited with %d and no record", rc);
-        emit_case_error(c, rc == -2 ? "CHILD_TIMEOUT" : "CHILD_DIED", e);
-      }
-    }
-    if (unsupported) {
-      n_unsupported++;
-      char metric[160];
-      case_metric(c, metric, sizeof metric);
-      size_t len = strlen(unsupported_cases);
-      snprintf(unsupported_cases + len, sizeof unsupported_cases - len, "%s%s", len ? ", " : "",
-               metric + 5 /* without "gemm " */);
-    } else if (rc == 2) {
-      n_mismatch++;
-      if (!status) status = 2;
-    } else if (rc != 0) {
-      n_failed++;
-      status = 1;
-    }
-  }
+  g_all = all, g_sel = sel;
+  const bench_cases cases = {n_sel, budget, g_quick ? 60 : 90 /* a first call compiles a GEMM kernel */, stream, sel_run, sel_run_child,
+                             sel_emit_error, sel_label, emit_note};
+  const int status = bench_run_cases(&cases);
   if (stream) cuStreamDestroy(stream);
   rm_tree(cache_dir);
-
-  if (n_unsupported) {
-    char note[1200];
-    snprintf(note, sizeof note,
-             "%d of %d cases not measured: CKJIT_ERROR_UNSUPPORTED (not implemented yet?): %s",
-             n_unsupported, n_sel, unsupported_cases);
-    emit_note(note);
-  }
-  if (n_failed || n_mismatch || n_skipped) {
-    char note[200];
-    snprintf(note, sizeof note, "%d cases failed, %d failed their result check, %d skipped",
-             n_failed, n_mismatch, n_skipped);
-    emit_note(note);
-  }
-  msg("%d cases in %.1f s: %d measured, %d unsupported, %d failed, %d check mismatches, "
-      "%d skipped; exit %d",
-      n_sel, now_s() - start, n_sel - n_unsupported - n_failed - n_mismatch - n_skipped,
-      n_unsupported, n_failed, n_mismatch, n_skipped, status);
   return status;
 }

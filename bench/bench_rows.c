@@ -492,7 +492,6 @@ static int case_check(const row_case *c, const bufs *B) {
   return k.bad == 0;
 }
 
-#define RC_UNSUPPORTED 3 /* run_case: the op returned CKJIT_ERROR_UNSUPPORTED */
 
 /* Measures one case on `stream`.  Emits exactly one record (a result or an
  * error).  Returns 0 (measured), 1 (failed), 2 (measured, but the check
@@ -693,6 +692,20 @@ static int run_child(int index, double timeout_s, int *recorded, int *unsupporte
   return bench_run_child(argv, "rows", timeout_s, recorded, unsupported, sig);
 }
 
+/* The selected cases (indices into main's all[]), for bench_run_cases. */
+static const row_case *g_all;
+static const int *g_sel;
+static int sel_run(int i, CUstream stream) { return run_case(&g_all[g_sel[i]], stream); }
+static int sel_run_child(int i, double timeout_s, int *recorded, int *unsupported, int *sig) {
+  return run_child(g_sel[i], timeout_s, recorded, unsupported, sig);
+}
+static void sel_emit_error(int i, const char *status, const char *error) {
+  emit_case_error(&g_all[g_sel[i]], status, error);
+}
+static void sel_label(int i, char *buf, size_t len) {
+  snprintf(buf, len, "%s", op_names[g_all[g_sel[i]].op]);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 static void usage(void) {
   fprintf(stderr,
@@ -809,8 +822,6 @@ int main(int argc, char **argv) {
   msg("device %s (%s), %d cases, budget %.0f s, cache %s", info.name, info.arch, n_sel, budget,
       cache_dir);
 
-  int status = 0, n_unsupported = 0, n_failed = 0, n_mismatch = 0, n_skipped = 0;
-  char unsupported_ops[256] = "";
   CUstream stream = NULL;
   if (in_process) {
     stream = open_stream(NULL);
@@ -821,71 +832,11 @@ int main(int argc, char **argv) {
   } else {
     ckjit_shutdown(); /* releases the primary context */
   }
-  const double start = now_s();
-  for (int i = 0; i < n_sel; i++) {
-    const row_case *c = &all[sel[i]];
-    double left = budget - (now_s() - start);
-    if (left <= 0) {
-      char e[128];
-      snprintf(e, sizeof e, "not started: the --budget of %.0f s was used up", budget);
-      emit_case_error(c, "SKIPPED", e);
-      n_skipped++;
-      status = status ? status : 1;
-      continue;
-    }
-    int rc, recorded = 0, unsupported = 0, sig = 0;
-    if (in_process) {
-      rc = run_case(c, stream);
-      recorded = 1;
-      unsupported = rc == RC_UNSUPPORTED;
-    } else {
-      double timeout = fmin(g_quick ? 45 : 60, left + 20);
-      rc = run_child(sel[i], timeout, &recorded, &unsupported, &sig);
-      if (!recorded) {
-        char e[200];
-        if (rc == -2) snprintf(e, sizeof e, "the case's process timed out after %.0f s", timeout);
-        else if (rc == -1)
-          snprintf(e, sizeof e, "the case's process died from signal %d (%s)", sig, strsignal(sig));
-        else if (rc == -3) snprintf(e, sizeof e, "the case's process could not be started");
-        else snprintf(e, sizeof e, "the case's process exited with %d and no record", rc);
-        emit_case_error(c, rc == -2 ? "CHILD_TIMEOUT" : "CHILD_DIED", e);
-      }
-    }
-    if (unsupported) {
-      n_unsupported++;
-      if (!strstr(unsupported_ops, op_names[c->op])) {
-        size_t len = strlen(unsupported_ops);
-        snprintf(unsupported_ops + len, sizeof unsupported_ops - len, "%s%s", len ? ", " : "",
-                 op_names[c->op]);
-      }
-    } else if (rc == 2) {
-      n_mismatch++;
-      if (!status) status = 2;
-    } else if (rc != 0) {
-      n_failed++;
-      status = 1;
-    }
-  }
+  g_all = all, g_sel = sel;
+  const bench_cases cases = {n_sel, budget, g_quick ? 45 : 60, stream, sel_run, sel_run_child,
+                             sel_emit_error, sel_label, emit_note};
+  const int status = bench_run_cases(&cases);
   if (stream) cuStreamDestroy(stream);
   rm_tree(cache_dir);
-
-  if (n_unsupported) {
-    char note[400];
-    snprintf(note, sizeof note,
-             "%d of %d cases not measured: CKJIT_ERROR_UNSUPPORTED (not implemented yet?) "
-             "from %s",
-             n_unsupported, n_sel, unsupported_ops);
-    emit_note(note);
-  }
-  if (n_failed || n_mismatch || n_skipped) {
-    char note[200];
-    snprintf(note, sizeof note, "%d cases failed, %d failed their result check, %d skipped",
-             n_failed, n_mismatch, n_skipped);
-    emit_note(note);
-  }
-  msg("%d cases in %.1f s: %d measured, %d unsupported, %d failed, %d check mismatches, "
-      "%d skipped; exit %d",
-      n_sel, now_s() - start, n_sel - n_unsupported - n_failed - n_skipped, n_unsupported,
-      n_failed, n_mismatch, n_skipped, status);
   return status;
 }

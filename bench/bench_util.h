@@ -399,6 +399,104 @@ static inline int bench_run_child(const char *const *argv, const char *kind, dou
   return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 }
 
+/* ---- the case loop (bench_rows, bench_gemm) ---------------------------------------- */
+#define RC_MISMATCH 2    /* a case's result check failed */
+#define RC_UNSUPPORTED 3 /* a case's op returned CKJIT_ERROR_UNSUPPORTED */
+
+/* The selected cases 0 .. n - 1 of a benchmark and how to run one. */
+typedef struct bench_cases {
+  int n;
+  double budget;        /* seconds for all of them; later cases get a "SKIPPED" record */
+  double child_timeout; /* seconds per child process (at most what is left + 20) */
+  CUstream stream;      /* the bench stream to run in process; NULL: a child per case */
+  /* In process: 0, RC_MISMATCH, RC_UNSUPPORTED or another failure. */
+  int (*run)(int i, CUstream stream);
+  /* A child process: as bench_run_child. */
+  int (*run_child)(int i, double timeout_s, int *recorded, int *unsupported, int *sig);
+  void (*emit_error)(int i, const char *status, const char *error); /* the case's record */
+  void (*label)(int i, char *buf, size_t len); /* the case in the list of unsupported ones */
+  void (*note)(const char *text);              /* a note record */
+} bench_cases;
+
+/* Appends `item` to the ", "-separated `list` unless it is already there. */
+static inline void bench_list_add(char *list, size_t cap, const char *item) {
+  const size_t n = strlen(item);
+  for (const char *p = list; (p = strstr(p, item)); p++)
+    if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ','))
+      return;
+  const size_t len = strlen(list);
+  snprintf(list + len, cap - len, "%s%s", len ? ", " : "", item);
+}
+
+/* Runs every case (each in a child process unless b->stream), writes the
+ * error records of cases that left none, a note on the unsupported and the
+ * failed ones, and a summary line.  Returns the exit status: 0 when every
+ * case was measured or unsupported, 2 when one only failed its result
+ * check, 1 otherwise. */
+static inline int bench_run_cases(const bench_cases *b) {
+  int status = 0, n_unsupported = 0, n_failed = 0, n_mismatch = 0, n_skipped = 0;
+  char unsupported[1024] = "";
+  const double start = now_s();
+  for (int i = 0; i < b->n; i++) {
+    const double left = b->budget - (now_s() - start);
+    if (left <= 0) {
+      char e[128];
+      snprintf(e, sizeof e, "not started: the --budget of %.0f s was used up", b->budget);
+      b->emit_error(i, "SKIPPED", e);
+      n_skipped++;
+      status = status ? status : 1;
+      continue;
+    }
+    int rc, recorded = 0, is_unsupported = 0, sig = 0;
+    if (b->stream) {
+      rc = b->run(i, b->stream);
+      is_unsupported = rc == RC_UNSUPPORTED;
+    } else {
+      const double timeout = fmin(b->child_timeout, left + 20);
+      rc = b->run_child(i, timeout, &recorded, &is_unsupported, &sig);
+      if (!recorded) {
+        char e[200];
+        if (rc == -2) snprintf(e, sizeof e, "the case's process timed out after %.0f s", timeout);
+        else if (rc == -1)
+          snprintf(e, sizeof e, "the case's process died from signal %d (%s)", sig, strsignal(sig));
+        else if (rc == -3) snprintf(e, sizeof e, "the case's process could not be started");
+        else snprintf(e, sizeof e, "the case's process exited with %d and no record", rc);
+        b->emit_error(i, rc == -2 ? "CHILD_TIMEOUT" : "CHILD_DIED", e);
+      }
+    }
+    if (is_unsupported) {
+      n_unsupported++;
+      char label[160];
+      b->label(i, label, sizeof label);
+      bench_list_add(unsupported, sizeof unsupported, label);
+    } else if (rc == RC_MISMATCH) {
+      n_mismatch++;
+      if (!status) status = 2;
+    } else if (rc != 0) {
+      n_failed++;
+      status = 1;
+    }
+  }
+  if (n_unsupported) {
+    char note[1200];
+    snprintf(note, sizeof note,
+             "%d of %d cases not measured: CKJIT_ERROR_UNSUPPORTED (not implemented yet?): %s",
+             n_unsupported, b->n, unsupported);
+    b->note(note);
+  }
+  if (n_failed || n_mismatch || n_skipped) {
+    char note[200];
+    snprintf(note, sizeof note, "%d cases failed, %d failed their result check, %d skipped",
+             n_failed, n_mismatch, n_skipped);
+    b->note(note);
+  }
+  msg("%d cases in %.1f s: %d measured, %d unsupported, %d failed, %d check mismatches, "
+      "%d skipped; exit %d",
+      b->n, now_s() - start, b->n - n_unsupported - n_failed - n_mismatch - n_skipped,
+      n_unsupported, n_failed, n_mismatch, n_skipped, status);
+  return status;
+}
+
 /* ---- files ------------------------------------------------------------------------- */
 static inline int bench_rm_entry(const char *path, const struct stat *sb, int type,
                                  struct FTW *ftw) {

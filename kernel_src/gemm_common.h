@@ -77,10 +77,11 @@ struct streamk {
   long long slots;       // partial slots per Stream-K tile (BM x BN f32 each)
 };
 
-// The block whose run holds K step i of the Stream-K steps.
+// The block whose run holds K step i of the Stream-K steps (base >= 1:
+// the host never plans more blocks than steps).
 CKJIT_INLINE long long sk_owner(const streamk &s, long long i) {
   const long long big = s.extra * (s.base + 1);
-  return i < big ? i / (s.base + 1) : s.extra + (i - big) / (s.base > 0 ? s.base : 1);
+  return i < big ? i / (s.base + 1) : s.extra + (i - big) / s.base;
 }
 
 // Grouped: up to MAX_GROUPS problems travel by value as the kernel

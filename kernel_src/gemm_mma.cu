@@ -58,7 +58,6 @@ typedef @OUT@ TC;
 #define A_TILE (A_ROWS * A_COLS)
 #define B_TILE (B_ROWS * B_COLS)
 #define STAGE_ELEMS (A_TILE + B_TILE)
-#define SMEM_BYTES (STAGES * STAGE_ELEMS * 2)
 
 CKJIT_INLINE void ldmatrix_x4(unsigned (&r)[4], const TA *p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"

@@ -64,7 +64,6 @@ typedef @OUT@ TC;
 #define A_TILE (A_ROWS * A_COLS)
 #define B_TILE (B_ROWS * B_COLS)
 #define STAGE_ELEMS (A_TILE + B_TILE)
-#define SMEM_BYTES (STAGES * STAGE_ELEMS * 4)
 
 // Element offset of (row, col) in a tile whose rows are COLS f32 (at least
 // 32: eight 16-byte chunks).  KC: rows are M/N, columns K; a half-warp reads

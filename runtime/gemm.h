@@ -60,10 +60,9 @@ extern const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES];
 /* wgmma stages for a BN: as many as fit beside the TMA-store buffer. */
 static inline int ckjit__gemm_wgmma_stages(int bn) { return bn == 256 ? 4 : 6; }
 
-/* Shared memory (bytes) a gemm_mma, gemm_wgmma or gemm_tf32 spec's pipeline needs. */
-int ckjit__gemm_mma_smem(const ckjit_spec *spec);
-int ckjit__gemm_wgmma_smem(const ckjit_spec *spec);
-int ckjit__gemm_tf32_smem(const ckjit_spec *spec);
+/* Block size and dynamic shared memory (bytes) of a GEMM family spec's
+ * launch. */
+void ckjit__gemm_launch_shape(const ckjit_spec *spec, unsigned *threads, unsigned *smem);
 
 /* ---- Stream-K (gemm_streamk.c) ------------------------------------------------------ */
 /* The split of a Stream-K launch, field for field the kernels' struct
@@ -78,8 +77,6 @@ typedef struct ckjit_streamk {
 /* Plans Stream-K for `tiles` tiles of `iters` K steps on up to `sms`
  * blocks; returns the grid. */
 int64_t ckjit__gemm_plan_streamk(int64_t tiles, int64_t iters, int64_t sms, ckjit_streamk *s);
-/* The block whose run holds Stream-K step i. */
-long long ckjit__gemm_streamk_owner(const ckjit_streamk *s, long long i);
 
 /* ---- CKJIT_TUNE (gemm_tune.c) ---------------------------------------------------- */
 /* A measured configuration: pipeline (0 SIMT, 1 mma.sync, 2 wgmma; MFMA is

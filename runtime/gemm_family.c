@@ -90,7 +90,20 @@ static const ckjit_param_desc reduce_params[GR_COUNT] = {
     [GR_BN] = {"bn", NULL, NULL, 0, 256, 0}, /* 0: split-K; 128 or 256: Stream-K */
 };
 
-int ckjit__gemm_mma_smem(const ckjit_spec *s) {
+/* A split=1 kernel writes raw f32 partials: its epilogue is gemm_reduce's.
+ * `bias` indexes the first of the five epilogue parameters (EPILOGUE_PARAMS). */
+_Static_assert(GM_D1 == GM_BIAS + 4 && GW_D1 == GW_BIAS + 4 && GF_D1 == GF_BIAS + 4 &&
+                   GS_D1 == GS_BIAS + 4 && GT_D1 == GT_BIAS + 4,
+               "the epilogue parameters are consecutive");
+static ckjit_status check_split_epilogue(const char *family, const int32_t *v, int split, int bias) {
+  for (int i = bias; i < bias + 5; i++)
+    if (v[split] && v[i])
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "spec: %s split=1 writes partials; its epilogue is gemm_reduce's", family);
+  return CKJIT_SUCCESS;
+}
+
+static int mma_smem(const ckjit_spec *s) {
   const int32_t *v = s->value;
   return v[GM_STAGES] * (v[GM_BM] + v[GM_BN]) * v[GM_BK] * 2;
 }
@@ -111,17 +124,15 @@ static ckjit_status mma_check(const ckjit_spec *s) {
   if (!ckjit__is_pow2(v[GM_VEC_A]) || !ckjit__is_pow2(v[GM_VEC_B]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma vec_a=%d and vec_b=%d must be 1, 2, 4 or 8", v[GM_VEC_A],
                v[GM_VEC_B]);
-  if (ckjit__gemm_mma_smem(s) > 227 * 1024)
+  if (mma_smem(s) > 227 * 1024)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma needs %d bytes of shared memory (at most %d)",
-               ckjit__gemm_mma_smem(s), 227 * 1024);
-  if (v[GM_SPLIT] && (v[GM_BIAS] || v[GM_ACT] || v[GM_C] || v[GM_D0] || v[GM_D1]))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma split=1 writes partials; its epilogue is gemm_reduce's");
-  return CKJIT_SUCCESS;
+               mma_smem(s), 227 * 1024);
+  return check_split_epilogue("gemm_mma", v, GM_SPLIT, GM_BIAS);
 }
 
 /* 128 x BN x 64 stages, 1 KiB to align the swizzled atoms, and with tma=2
  * the 32 KiB buffer of the TMA-store epilogue. */
-int ckjit__gemm_wgmma_smem(const ckjit_spec *s) {
+static int wgmma_smem(const ckjit_spec *s) {
   return s->value[GW_STAGES] * (128 + s->value[GW_BN]) * 64 * 2 + 1024 +
          (s->value[GW_TMA] == 2 ? 32768 : 0);
 }
@@ -131,26 +142,21 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
   if (v[GW_DTYPE] == 0) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma dtype must be f16 or bf16");
   if (v[GW_BN] != 128 && v[GW_BN] != 256)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma bn=%d must be 128 or 256", v[GW_BN]);
-  if (ckjit__gemm_wgmma_smem(s) > 227 * 1024)
+  if (wgmma_smem(s) > 227 * 1024)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma needs %d bytes of shared memory (at most %d)",
-                       ckjit__gemm_wgmma_smem(s), 227 * 1024);
-  if (v[GW_SPLIT] && (v[GW_BIAS] || v[GW_ACT] || v[GW_C] || v[GW_D0] || v[GW_D1]))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma split=1 writes partials; its epilogue is gemm_reduce's");
+                       wgmma_smem(s), 227 * 1024);
   if (v[GW_TMA] == 2 && v[GW_GROUPED])
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=2 takes one problem, not grouped=1");
   if (v[GW_TMA] == 2 && v[GW_SPLIT])
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=2 stores D; split=1 stores partials");
-  return CKJIT_SUCCESS;
+  return check_split_epilogue("gemm_wgmma", v, GW_SPLIT, GW_BIAS);
 }
 
 static ckjit_status mfma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
   if (v[GF_DTYPE] == 0)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mfma dtype must be f16 or bf16");
-  if (v[GF_SPLIT] && (v[GF_BIAS] || v[GF_ACT] || v[GF_C] || v[GF_D0] || v[GF_D1]))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "spec: gemm_mfma split=1 writes partials; its epilogue is gemm_reduce's");
-  return CKJIT_SUCCESS;
+  return check_split_epilogue("gemm_mfma", v, GF_SPLIT, GF_BIAS);
 }
 
 static ckjit_status simt_check(const ckjit_spec *s) {
@@ -167,9 +173,7 @@ static ckjit_status simt_check(const ckjit_spec *s) {
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_simt vec=%d must divide bk=%d and share the tiles evenly among %d threads",
                        vec, bk, threads);
-  if (v[GS_SPLIT] && (v[GS_BIAS] || v[GS_ACT] || v[GS_C] || v[GS_D0] || v[GS_D1]))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_simt split=1 writes partials; its epilogue is gemm_reduce's");
-  return CKJIT_SUCCESS;
+  return check_split_epilogue("gemm_simt", v, GS_SPLIT, GS_BIAS);
 }
 
 static ckjit_status reduce_check(const ckjit_spec *s) {
@@ -337,7 +341,7 @@ static const ckjit_param_desc tf32_params[GT_COUNT] = {
 };
 
 /* f32 stages of BM x BK (A) and BN x BK (B); the swizzle needs no padding. */
-int ckjit__gemm_tf32_smem(const ckjit_spec *s) {
+static int tf32_smem(const ckjit_spec *s) {
   const int32_t *v = s->value;
   return v[GT_STAGES] * (v[GT_BM] + v[GT_BN]) * v[GT_BK] * 4;
 }
@@ -362,13 +366,10 @@ static ckjit_status tf32_check(const ckjit_spec *s) {
   if (!ckjit__is_pow2(v[GT_VEC_A]) || !ckjit__is_pow2(v[GT_VEC_B]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_tf32 vec_a=%d and vec_b=%d must be 1, 2 or 4",
                        v[GT_VEC_A], v[GT_VEC_B]);
-  if (ckjit__gemm_tf32_smem(s) > 227 * 1024)
+  if (tf32_smem(s) > 227 * 1024)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_tf32 needs %d bytes of shared memory (at most %d)",
-                       ckjit__gemm_tf32_smem(s), 227 * 1024);
-  if (v[GT_SPLIT] && (v[GT_BIAS] || v[GT_ACT] || v[GT_C] || v[GT_D0] || v[GT_D1]))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "spec: gemm_tf32 split=1 writes partials; its epilogue is gemm_reduce's");
-  return CKJIT_SUCCESS;
+                       tf32_smem(s), 227 * 1024);
+  return check_split_epilogue("gemm_tf32", v, GT_SPLIT, GT_BIAS);
 }
 
 const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES] = {
@@ -400,3 +401,25 @@ const ckjit_family ckjit__family_gemm_tf32 = {
     .check = tf32_check,
     .default_spec = tf32_default,
 };
+
+/* ---- launch geometry ------------------------------------------------------------ */
+void ckjit__gemm_launch_shape(const ckjit_spec *s, unsigned *threads, unsigned *smem) {
+  const int32_t *v = s->value;
+  *smem = 0;
+  switch (s->family) {
+  case CKJIT_FAMILY_GEMM_MMA:
+    *threads = (unsigned)(v[GM_WM] * v[GM_WN] * 32), *smem = (unsigned)mma_smem(s);
+    break;
+  case CKJIT_FAMILY_GEMM_TF32:
+    *threads = (unsigned)(v[GT_WM] * v[GT_WN] * 32), *smem = (unsigned)tf32_smem(s);
+    break;
+  case CKJIT_FAMILY_GEMM_WGMMA: /* TMA: a producer warpgroup and two consumers */
+    *threads = v[GW_TMA] ? 384u : 256u, *smem = (unsigned)wgmma_smem(s);
+    break;
+  case CKJIT_FAMILY_GEMM_SIMT: /* 8 x 8 outputs per thread */
+    *threads = (unsigned)((v[GS_BM] / 8) * (v[GS_BN] / 8));
+    break;
+  default: /* gemm_mfma (four wave64s), gemm_reduce */
+    *threads = 256;
+  }
+}

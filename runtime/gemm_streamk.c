@@ -1,6 +1,7 @@
 /* GEMM Stream-K: how the tiles and their K steps are shared among the
- * blocks (the kernels walk the same split: unit_of in
- * kernel_src/gemm_wgmma.cu, the Stream-K form of gemm_reduce.cu). */
+ * blocks (the kernels walk the same split: sk_owner in
+ * kernel_src/gemm_common.h, unit_of in gemm_wgmma.cu, the Stream-K form of
+ * gemm_reduce.cu). */
 #include <string.h>
 
 #include "gemm.h"
@@ -27,9 +28,4 @@ int64_t ckjit__gemm_plan_streamk(int64_t tiles, int64_t iters, int64_t sms, ckji
   s->slots = ckjit__ceil_div(iters, s->base) + 1;
   if (s->slots > grid) s->slots = grid;
   return grid;
-}
-
-long long ckjit__gemm_streamk_owner(const ckjit_streamk *s, long long i) {
-  const long long big = s->extra * (s->base + 1);
-  return i < big ? i / (s->base + 1) : s->extra + (i - big) / (s->base > 0 ? s->base : 1);
 }

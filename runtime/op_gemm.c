@@ -96,44 +96,42 @@ static ckjit_status check_operand(const char *api, const char *name, const void 
   return ckjit__check_matrix(api, name, (const void *)((uintptr_t)ptr + (uint64_t)last), rows, cols, ld, es);
 }
 
-static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g, int index) {
-  char what[48] = "";
-  if (index >= 0) snprintf(what, sizeof what, " (problem %d)", index);
-  if (!g) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL%s", api, what);
+/* `g` is a valid descriptor; ckjit_gemm_grouped adds which problem fails. */
+static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g) {
+  if (!g) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", api);
   if (g->m < 0 || g->n < 0 || g->k < 0)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: m, n, k = %lld, %lld, %lld%s; must be >= 0",
-                       api, (long long)g->m, (long long)g->n, (long long)g->k, what);
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: m, n, k = %lld, %lld, %lld; must be >= 0",
+                       api, (long long)g->m, (long long)g->n, (long long)g->k);
   if (g->batch < 1)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: batch is %lld%s; must be >= 1", api,
-                       (long long)g->batch, what);
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: batch is %lld; must be >= 1", api,
+                       (long long)g->batch);
   if (!float_dtype(g->ab_dtype))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: ab_dtype %s (%d)%s must be f32, f16 or bf16",
-                       api, ckjit_dtype_name(g->ab_dtype), (int)g->ab_dtype, what);
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: ab_dtype %s (%d) must be f32, f16 or bf16",
+                       api, ckjit_dtype_name(g->ab_dtype), (int)g->ab_dtype);
   if (!float_dtype(g->out_dtype))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: out_dtype %s (%d)%s must be f32, f16 or bf16",
-                       api, ckjit_dtype_name(g->out_dtype), (int)g->out_dtype, what);
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: out_dtype %s (%d) must be f32, f16 or bf16",
+                       api, ckjit_dtype_name(g->out_dtype), (int)g->out_dtype);
   if ((g->a_order != CKJIT_ROW_MAJOR && g->a_order != CKJIT_COL_MAJOR) ||
       (g->b_order != CKJIT_ROW_MAJOR && g->b_order != CKJIT_COL_MAJOR))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: a_order %d / b_order %d%s must be CKJIT_ROW_MAJOR or CKJIT_COL_MAJOR", api,
-                       (int)g->a_order, (int)g->b_order, what);
+                       "%s: a_order %d / b_order %d must be CKJIT_ROW_MAJOR or CKJIT_COL_MAJOR", api,
+                       (int)g->a_order, (int)g->b_order);
   if ((unsigned)g->bias_mode > CKJIT_BIAS_PER_COL)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: bias_mode %d%s is not a ckjit_bias_mode", api,
-                       (int)g->bias_mode, what);
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: bias_mode %d is not a ckjit_bias_mode", api,
+                       (int)g->bias_mode);
   if ((g->bias_mode != CKJIT_BIAS_NONE) != (g->bias != NULL))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: bias is %s but bias_mode is %d%s (a bias needs a mode and a mode a bias)",
-                       api, g->bias ? "given" : "NULL", (int)g->bias_mode, what);
+                       "%s: bias is %s but bias_mode is %d (a bias needs a mode and a mode a bias)",
+                       api, g->bias ? "given" : "NULL", (int)g->bias_mode);
   if ((unsigned)g->activation > CKJIT_UNARY_SIGMOID)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: activation %d%s is not a ckjit_unary_op", api,
-                       (int)g->activation, what);
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: activation %d is not a ckjit_unary_op", api,
+                       (int)g->activation);
   if (g->split_k < CKJIT_GEMM_STREAM_K)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: split_k is %d%s; must be >= 0 or CKJIT_GEMM_STREAM_K (-1)", api, g->split_k,
-                       what);
+                       "%s: split_k is %d; must be >= 0 or CKJIT_GEMM_STREAM_K (-1)", api, g->split_k);
   if (g->allow_tf32 && g->ab_dtype != CKJIT_F32)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: allow_tf32 is for f32 inputs, not %s%s", api,
-                       ckjit_dtype_name(g->ab_dtype), what);
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: allow_tf32 is for f32 inputs, not %s", api,
+                       ckjit_dtype_name(g->ab_dtype));
   const int64_t m = g->m, n = g->n, k = g->k, b = g->batch;
   if (m == 0 || n == 0) return CKJIT_SUCCESS; /* nothing to write */
   const int a_row = g->a_order == CKJIT_ROW_MAJOR, b_row = g->b_order == CKJIT_ROW_MAJOR;
@@ -145,9 +143,9 @@ static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g, int in
     return st;
   if (g->c == g->d && (g->ldc != g->ldd || g->stride_c != g->stride_d))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: c is d (in place)%s but ldc / stride_c (%lld / %lld) differ from ldd / "
+                       "%s: c is d (in place) but ldc / stride_c (%lld / %lld) differ from ldd / "
                        "stride_d (%lld / %lld)",
-                       api, what, (long long)g->ldc, (long long)g->stride_c, (long long)g->ldd,
+                       api, (long long)g->ldc, (long long)g->stride_c, (long long)g->ldd,
                        (long long)g->stride_d);
   if ((g->c && (st = check_operand(api, "c", g->c, m, n, g->ldc, g->stride_c, b, eo))) ||
       (g->d0 && (st = check_operand(api, "d0", g->d0, m, n, g->ldd0, g->stride_d0, b, eo))) ||
@@ -284,27 +282,12 @@ static ckjit_status launch(ckjit_spec *spec, int64_t blocks, void **args, void *
   ckjit_kernel *k;
   ckjit_status st = ckjit__kernel_get(spec, &r, &k);
   if (st) return st;
-  unsigned smem = 0, threads;
-  if (spec->family == CKJIT_FAMILY_GEMM_MMA || spec->family == CKJIT_FAMILY_GEMM_WGMMA ||
-      spec->family == CKJIT_FAMILY_GEMM_TF32) {
-    const int wgmma = spec->family == CKJIT_FAMILY_GEMM_WGMMA, tf32 = spec->family == CKJIT_FAMILY_GEMM_TF32;
-    smem = (unsigned)(wgmma ? ckjit__gemm_wgmma_smem(spec)
-                      : tf32 ? ckjit__gemm_tf32_smem(spec)
-                             : ckjit__gemm_mma_smem(spec));
-    threads = wgmma ? (spec->value[GW_TMA] ? 384u : 256u)
-              : tf32 ? (unsigned)(spec->value[GT_WM] * spec->value[GT_WN] * 32)
-                     : (unsigned)(spec->value[GM_WM] * spec->value[GM_WN] * 32);
-    if ((int)smem > r->device.max_shared_bytes)
-      return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
-                         "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d",
-                         smem, r->device.max_shared_bytes);
-  } else if (spec->family == CKJIT_FAMILY_GEMM_MFMA) {
-    threads = 256;
-  } else if (spec->family == CKJIT_FAMILY_GEMM_SIMT) {
-    threads = (unsigned)((spec->value[GS_BM] / 8) * (spec->value[GS_BN] / 8));
-  } else {
-    threads = 256;
-  }
+  unsigned threads, smem;
+  ckjit__gemm_launch_shape(spec, &threads, &smem);
+  if ((int)smem > r->device.max_shared_bytes)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                       "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d", smem,
+                       r->device.max_shared_bytes);
   if (blocks > 0x7fffffff)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "ckjit_gemm: %lld tiles are too many for one launch",
                        (long long)blocks);
@@ -485,12 +468,10 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
     /* Stream-K: whole tiles through the epilogue, runs into partial slots. */
     grid = ckjit__gemm_plan_streamk(tiles, ckjit__ceil_div(g->k, 64), sms, &x.sk);
     bytes = (size_t)x.sk.sk_tiles * (size_t)x.sk.slots * (size_t)(pl.tile.bm * pl.tile.bn) * sizeof(float);
-  } else if (splits > 1) {
-    /* Split-K: partials, then their fixed-order sum with the epilogue. */
-    bytes = (size_t)splits * (size_t)g->batch * (size_t)g->m * (size_t)g->n * sizeof(float);
-    x.sk.dp_tiles = grid;
   } else {
-    x.sk.dp_tiles = grid;
+    x.sk.dp_tiles = grid; /* every unit (tile, K slice) whole */
+    /* Split-K: partials, then their fixed-order sum with the epilogue. */
+    if (splits > 1) bytes = (size_t)splits * (size_t)g->batch * (size_t)g->m * (size_t)g->n * sizeof(float);
   }
   /* The TMA pipeline is persistent: one block per multiprocessor at most. */
   if (tma && grid > sms) grid = sms;
@@ -627,7 +608,7 @@ static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *s
 }
 
 ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
-  ckjit_status st = check_desc("ckjit_gemm", desc, -1);
+  ckjit_status st = check_desc("ckjit_gemm", desc);
   if (st) return st;
   if (desc->m == 0 || desc->n == 0) return CKJIT_SUCCESS;
   ckjit_runtime *rt;
@@ -669,8 +650,12 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
   int64_t max_m = 0, max_n = 0, max_k = 0;
   for (int i = 0; i < count; i++) {
     const ckjit_gemm_desc *g = &descs[i];
-    ckjit_status st = check_desc(api, g, i);
-    if (st) return st;
+    ckjit_status st = check_desc(api, g);
+    if (st) { /* name the problem */
+      char m[1024];
+      snprintf(m, sizeof m, "%s", ckjit_last_error());
+      return ckjit__fail(st, "%s (problem %d)", m, i);
+    }
     if (g->batch != 1 || g->split_k > 1 || g->split_k < 0)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                          "%s: problem %d has batch %lld and split_k %d; grouped problems take batch 1 "

@@ -96,6 +96,26 @@ fi
 #   Runs COMMAND with a time limit of LIMIT seconds, less when the deadline
 #   minus RESERVE (seconds kept for the later steps) comes first.
 #   STDOUT == STDERR sends both to one file.  Sets STEP_RC.
+# "N cases, M measured, ..." of the records of kind $1 in the JSONL file $2
+# (bench_rows, bench_gemm: a case without a value, or whose check failed,
+# counts by its status).
+case_detail() {
+  python3 -c '
+import collections, json, sys
+kind, n, bad = sys.argv[1], 0, collections.Counter()
+for line in open(sys.argv[2]):
+    if line.startswith("{"):
+        r = json.loads(line)
+        if r.get("kind") == kind:
+            n += 1
+            if r.get("value") is None:
+                bad[r.get("status", "?")] += 1
+            elif r.get("check") != "ok":
+                bad["check " + str(r.get("check"))] += 1
+print("%d cases, %d measured%s" % (n, n - sum(bad.values()),
+      "".join(", %d %s" % (v, k) for k, v in sorted(bad.items()))))' "$1" "$2" 2>&1
+}
+
 step() {
   local name=$1 limit=$2 reserve=$3 out=$4 err=$5
   shift 6
@@ -240,20 +260,7 @@ elif ((BUILT == 0)) && [ -x "$ROWS_BIN" ]; then
   : > "$LOGS/bench-rows.jsonl"
   step rows 150 $((130 + GEMM_KEEP)) "$LOGS/bench-rows.jsonl" "$LOGS/bench-rows.log" -- "$ROWS_BIN" "${rows_args[@]}"
   cat "$LOGS/bench-rows.jsonl" >> "$LOGS/bench-ckjit.jsonl"
-  rows_detail=$(python3 -c '
-import collections, json, sys
-n, bad = 0, collections.Counter()
-for line in open(sys.argv[1]):
-    if line.startswith("{"):
-        r = json.loads(line)
-        if r.get("kind") == "rows":
-            n += 1
-            if r.get("value") is None:
-                bad[r.get("status", "?")] += 1
-            elif r.get("check") != "ok":
-                bad["check " + str(r.get("check"))] += 1
-print("%d cases, %d measured%s" % (n, n - sum(bad.values()),
-      "".join(", %d %s" % (v, k) for k, v in sorted(bad.items()))))' "$LOGS/bench-rows.jsonl" 2>&1)
+  rows_detail=$(case_detail rows "$LOGS/bench-rows.jsonl")
   summary_add rows "$rows_detail${rows_args[*]:+ (${rows_args[*]})}"
 else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' rows SKIPPED - "no bench_rows (build failed or no cuda.h/libcuda)")")
@@ -281,20 +288,7 @@ elif ((BUILT == 0)) && [ -x "$GEMM_BIN" ]; then
   : > "$LOGS/bench-gemm.jsonl"
   step gemm 180 130 "$LOGS/bench-gemm.jsonl" "$LOGS/bench-gemm.log" -- "$GEMM_BIN" "${gemm_args[@]}"
   cat "$LOGS/bench-gemm.jsonl" >> "$LOGS/bench-ckjit.jsonl"
-  gemm_detail=$(python3 -c '
-import collections, json, sys
-n, bad = 0, collections.Counter()
-for line in open(sys.argv[1]):
-    if line.startswith("{"):
-        r = json.loads(line)
-        if r.get("kind") == "gemm":
-            n += 1
-            if r.get("value") is None:
-                bad[r.get("status", "?")] += 1
-            elif r.get("check") != "ok":
-                bad["check " + str(r.get("check"))] += 1
-print("%d cases, %d measured%s" % (n, n - sum(bad.values()),
-      "".join(", %d %s" % (v, k) for k, v in sorted(bad.items()))))' "$LOGS/bench-gemm.jsonl" 2>&1)
+  gemm_detail=$(case_detail gemm "$LOGS/bench-gemm.jsonl")
   summary_add gemm "$gemm_detail${gemm_args[*]:+ (${gemm_args[*]})}"
 else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' gemm SKIPPED - "no bench_gemm (build failed or no cuda.h/libcuda)")")

@@ -11,7 +11,8 @@
  *     ckjit_memcpy, 0xFF poison: a NaN in every float dtype), and the
  *     extent / membership of a row-major matrix (offset, leading dim) in it,
  *   - gt_have_device: the "is there a usable GPU" test of the GPU suites
- *     (they exit GT_SKIP_CODE = 77, skipped, with the reason when not).
+ *     (they exit GT_SKIP_CODE = 77, skipped, with the reason when not),
+ *   - gt_seed: the run's seed, printed with the device.
  * A gt_check belongs to one thread. */
 #ifndef CKJIT_TESTS_GPU_TEST_UTIL_H
 #define CKJIT_TESTS_GPU_TEST_UTIL_H
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ckjit/ckjit.h"
 #include "half.h"
@@ -265,27 +267,32 @@ static inline int gt_sync(gt_check *ck) {
 
 /* ---- device detection ------------------------------------------------------------------ */
 
-/* 1 when a GPU is present and allocates; otherwise 0 with the reason in why. */
+/* 1 when a GPU is present (a failure other than CKJIT_ERROR_NO_DEVICE when
+ * allocating on it counts as present, so that it fails the tests instead
+ * of skipping them); otherwise 0 with the reason in why. */
 static inline int gt_have_device(ckjit_device_info *info, char *why, size_t len) {
   memset(info, 0, sizeof *info);
   ckjit_status st = ckjit_get_device_info(info);
-  ckjit_status ms = CKJIT_SUCCESS;
-  if (st == CKJIT_SUCCESS && info->has_device) {
+  if (st == CKJIT_SUCCESS) {
     void *p = NULL;
-    ms = ckjit_malloc(&p, 16);
-    if (ms == CKJIT_SUCCESS) {
-      ckjit_free(p);
-      return 1;
-    }
-  } else if (st == CKJIT_SUCCESS) {
-    void *p = NULL;
-    ms = ckjit_malloc(&p, 16); /* for the reason */
+    const ckjit_status ms = ckjit_malloc(&p, 16); /* a usable device also allocates */
     if (ms == CKJIT_SUCCESS) ckjit_free(p);
+    if (info->has_device && ms != CKJIT_ERROR_NO_DEVICE) return 1;
+    st = ms;
   }
-  ckjit_status why_st = st != CKJIT_SUCCESS ? st : ms;
-  snprintf(why, len, "%s%s%s", why_st != CKJIT_SUCCESS ? ckjit_status_string(why_st) : "no device reported",
+  snprintf(why, len, "%s%s%s", st != CKJIT_SUCCESS ? ckjit_status_string(st) : "no device reported",
            ckjit_last_error()[0] ? ": " : "", ckjit_last_error());
   return 0;
+}
+
+/* The run's seed (CKJIT_TEST_SEED, else the time), printed with the device. */
+static inline uint64_t gt_seed(const ckjit_device_info *info) {
+  const char *env = getenv("CKJIT_TEST_SEED");
+  const uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+  printf("device: %s (%s), arch %s, %d multiprocessors, compiler %s\n", info->name, info->device_arch,
+         info->arch, info->multiprocessors, info->compiler);
+  printf("seed: %llu (rerun with CKJIT_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+  return seed;
 }
 
 #endif

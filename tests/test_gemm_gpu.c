@@ -686,10 +686,7 @@ int main(void) {
     free(tmp);
     return GT_SKIP_CODE;
   }
-  uint64_t seed = getenv("CKJIT_TEST_SEED") ? strtoull(getenv("CKJIT_TEST_SEED"), NULL, 0) : (uint64_t)time(NULL);
-  printf("device: %s (%s), arch %s, %d multiprocessors, compiler %s\n", info.name, info.device_arch, info.arch,
-         info.multiprocessors, info.compiler);
-  printf("seed: %llu (rerun with CKJIT_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+  const uint64_t seed = gt_seed(&info);
   int skip_large = getenv("CKJIT_TEST_SKIP_LARGE") && atoi(getenv("CKJIT_TEST_SKIP_LARGE"));
   if (skip_large) printf("SKIP large cases (4095x4097x1001, 65537x32768x24): CKJIT_TEST_SKIP_LARGE is set\n");
   g_rng.s = seed;

@@ -17,6 +17,13 @@
 
 #include "runtime/gemm.h"
 
+/* The kernels' sk_owner (kernel_src/gemm_common.h), restated: the block
+ * whose run holds Stream-K step i. */
+static long long owner(const ckjit_streamk *s, long long i) {
+  const long long big = s->extra * (s->base + 1);
+  return i < big ? i / (s->base + 1) : s->extra + (i - big) / s->base;
+}
+
 /* The kernel's unit walk, restated: unit u of block b. */
 typedef struct work {
   long long tile, slot, kt0, kt1; /* kt1 -1: the whole tile */
@@ -37,7 +44,7 @@ static int unit_of(const ckjit_streamk *s, long long b, long long grid, long lon
   const long long end = r1 < first + s->iters ? r1 : first + s->iters;
   if (start >= end) return 0;
   w->tile = s->dp_tiles + tr, w->kt0 = start - first, w->kt1 = end - first;
-  w->slot = tr * s->slots + (b - ckjit__gemm_streamk_owner(s, first));
+  w->slot = tr * s->slots + (b - owner(s, first));
   return 1;
 }
 
@@ -79,8 +86,8 @@ static void check_split(long long tiles, long long iters, long long sms) {
   /* The fixup sums slots 0 .. owner(last) - owner(first) of each tile: all
    * written, none past them. */
   for (long long tr = 0; tr < s.sk_tiles; tr++) {
-    const long long first = ckjit__gemm_streamk_owner(&s, tr * iters);
-    const long long last = ckjit__gemm_streamk_owner(&s, (tr + 1) * iters - 1);
+    const long long first = owner(&s, tr * iters);
+    const long long last = owner(&s, (tr + 1) * iters - 1);
     assert_true(last - first + 1 <= s.slots);
     for (long long sl = 0; sl < s.slots; sl++)
       assert_int_equal(slot_used[tr * s.slots + sl], sl <= last - first);

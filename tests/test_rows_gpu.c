@@ -1894,31 +1894,14 @@ int main(void) {
     if (tmp) setenv("CKJIT_CACHE_DIR", tmp, 1);
   }
   ckjit_device_info info;
-  memset(&info, 0, sizeof info);
-  ckjit_status st = ckjit_get_device_info(&info);
-  int no_device = st != CKJIT_SUCCESS || !info.has_device;
-  ckjit_status ms = CKJIT_SUCCESS;
-  if (!no_device) { /* a usable device also allocates */
-    void *p = NULL;
-    ms = ckjit_malloc(&p, 16);
-    if (ms == CKJIT_SUCCESS) ckjit_free(p);
-    no_device = ms == CKJIT_ERROR_NO_DEVICE;
-  }
-  if (no_device) {
-    if (st == CKJIT_SUCCESS && ms == CKJIT_SUCCESS) {
-      void *p = NULL;
-      ms = ckjit_malloc(&p, 16); /* for the reason */
-    }
-    printf("SKIP: no GPU (%s%s%s)\n", st != CKJIT_SUCCESS ? ckjit_status_string(st) : ckjit_status_string(ms),
-           ckjit_last_error()[0] ? ": " : "", ckjit_last_error());
+  char why[1024];
+  if (!gt_have_device(&info, why, sizeof why)) {
+    printf("SKIP: no GPU (%s)\n", why);
     if (tmp) tu_rm_rf(tmp);
     free(tmp);
     return GT_SKIP_CODE;
   }
-  uint64_t seed = getenv("CKJIT_TEST_SEED") ? strtoull(getenv("CKJIT_TEST_SEED"), NULL, 0) : (uint64_t)time(NULL);
-  printf("device: %s (%s), arch %s, %d multiprocessors, compiler %s\n", info.name, info.device_arch, info.arch,
-         info.multiprocessors, info.compiler);
-  printf("seed: %llu (rerun with CKJIT_TEST_SEED=%llu)\n", (unsigned long long)seed, (unsigned long long)seed);
+  const uint64_t seed = gt_seed(&info);
 
   build_tasks(seed);
   int nthreads = getenv("CKJIT_TEST_THREADS") ? atoi(getenv("CKJIT_TEST_THREADS")) : 8;
