@@ -2,9 +2,12 @@
 // f32 accumulation.
 //
 // Problem:  D = epilogue(alpha * A B) per batch entry / group (gemm_common.h).
-// Policy:   a block of WM x WN warps owns a BM x BN output tile; each warp a
-//           (BM / WM) x (BN / WN) piece of it, as MT x NT mma fragments.
-//           K advances BK columns per step.
+// Policy:   a block of WM x WN x WK warps owns a BM x BN output tile; each
+//           warp a (BM / WM) x (BN / WN) piece of it, as MT x NT mma
+//           fragments, over its 1 / WK share of every K step.  K advances
+//           BK columns per step.  WK > 1 is for thin (decode) tiles: more
+//           warps keep more bytes in flight without widening the tile; their
+//           sums meet in shared memory, in a fixed order, before the epilogue.
 // Pipeline: STAGES shared-memory buffers filled by cp.async (zero-filled
 //           past the matrix edges), one barrier per K step; fragments are
 //           read with ldmatrix (.trans for the operand whose contiguous
@@ -25,6 +28,7 @@ typedef @OUT@ TC;
 #define BK @BK@
 #define WM @WM@
 #define WN @WN@
+#define WK @WK@
 #define STAGES @STAGES@
 #define VEC_A @VEC_A@ // elements per global -> shared copy (8: 16 bytes)
 #define VEC_B @VEC_B@
@@ -40,7 +44,7 @@ typedef @OUT@ TC;
 
 #if defined(CKJIT_NVIDIA) // the whole pipeline is PTX; AMD builds an empty kernel
 
-#define THREADS (WM * WN * 32)
+#define THREADS (WM * WN * WK * 32)
 #define WTM (BM / WM) // warp tile
 #define WTN (BN / WN)
 #define MT (WTM / 16) // mma fragments per warp
@@ -135,7 +139,8 @@ ckjit_gemm_mma(GEMM_PARAMS) {
   };
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wm0 = (warp / WN) * WTM, wn0 = (warp % WN) * WTN;
+  const int tile_warp = warp % (WM * WN), kw = warp / (WM * WN); // kw: this warp's K share
+  const int wm0 = (tile_warp / WN) * WTM, wn0 = (tile_warp % WN) * WTN;
   float acc[MT][NT][4];
 #pragma unroll
   for (int i = 0; i < MT; i++)
@@ -153,7 +158,8 @@ ckjit_gemm_mma(GEMM_PARAMS) {
     issue(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
     const TA *sa = smem + (kt % STAGES) * STAGE_ELEMS, *sb = sa + A_TILE;
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
+    for (int step = 0; step < BK / WK; step += 16) {
+      const int kk = kw * (BK / WK) + step;
       unsigned af[MT][4], bf[NT / 2][4];
 #pragma unroll
       for (int i = 0; i < MT; i++) load_a_frag(af[i], sa, wm0 + i * 16, kk);
@@ -166,6 +172,34 @@ ckjit_gemm_mma(GEMM_PARAMS) {
     }
   }
   copy_wait<0>();
+#if WK > 1
+  // Warps kw > 0 leave their sums in shared memory (lane-minor: no bank
+  // conflicts); the kw = 0 warps add them in kw order and store.
+  __syncthreads(); // every warp is done with the stages
+  float *sums = reinterpret_cast<float *>(smem_raw);
+  constexpr int PER_WARP = MT * NT * 4 * 32;
+  if (kw > 0) {
+    float *mine = sums + ((kw - 1) * WM * WN + tile_warp) * PER_WARP + lane;
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+      for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) mine[((i * NT + j) * 4 + e) * 32] = acc[i][j][e];
+  }
+  __syncthreads();
+  if (kw > 0) return;
+#pragma unroll 1
+  for (int w = 1; w < WK; w++) {
+    const float *theirs = sums + ((w - 1) * WM * WN + tile_warp) * PER_WARP + lane;
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+      for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[i][j][e] += theirs[((i * NT + j) * 4 + e) * 32];
+  }
+#endif
 
   // Fragment element e of (i, j): row g (+8 for e >= 2), columns 2q, 2q + 1.
   const int g = lane / 4, q = lane % 4;

@@ -49,6 +49,7 @@ extern "C" __global__ void __launch_bounds__(256) ckjit_gemm_reduce(const sk_arg
     const long long m = t.m0 + r, n = t.n0 + c;
     if (m >= p.m || n >= p.n) continue;
     float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4 // the slots' loads in flight together
     for (long long sl = 0; sl <= last - first; sl++) {
       const ckjit_vec<float, 4> q = ckjit_load<float, 4>(src + sl * (BM * BN) + r * BN + c);
 #pragma unroll
@@ -71,6 +72,7 @@ extern "C" __global__ void __launch_bounds__(256) ckjit_gemm_reduce(gemm_problem
     float s[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; e++) s[e] = 0.0f;
+#pragma unroll 4 // the slices' loads in flight together
     for (long long sl = 0; sl < p.splits; sl++) {
       ckjit_vec<float, VEC> v = ckjit_load<float, VEC>(src + sl * slice_stride);
 #pragma unroll

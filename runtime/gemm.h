@@ -9,7 +9,7 @@
 /* gemm_mma (tensor cores, sm_80+) parameters. */
 enum {
   GM_DTYPE, GM_OUT, GM_A, GM_B, GM_BM, GM_BN, GM_BK, GM_WM, GM_WN, GM_STAGES, GM_VEC_A, GM_VEC_B,
-  GM_BIAS, GM_ACT, GM_C, GM_D0, GM_D1, GM_SPLIT, GM_GROUPED, GM_COUNT
+  GM_BIAS, GM_ACT, GM_C, GM_D0, GM_D1, GM_SPLIT, GM_GROUPED, GM_WK, GM_COUNT
 };
 /* gemm_wgmma (Hopper tensor cores, sm_90a; 128 x BN tiles, BK 64) parameters. */
 enum {
@@ -37,15 +37,17 @@ enum { GR_OUT, GR_VEC, GR_BIAS, GR_ACT, GR_C, GR_D0, GR_D1, GR_BN, GR_COUNT };
 /* Values of the order parameters: row-major / column-major. */
 enum { GEMM_ROW = 0, GEMM_COL = 1 };
 
-/* A block tile: bm x bn outputs, bk deep per step; warps (wm x wn) and
- * pipeline stages where the pipeline has them (0 elsewhere). */
+/* A block tile: bm x bn outputs, bk deep per step; warps (wm x wn, and
+ * wk along K: mma.sync only, 0 meaning 1) and pipeline stages where the
+ * pipeline has them (0 elsewhere). */
 typedef struct gemm_block_tile {
-  int bm, bn, bk, wm, wn, stages;
+  int bm, bn, bk, wm, wn, stages, wk;
 } gemm_block_tile;
 
 /* The mma.sync tiles the policy (op_gemm.c), the default specs and
  * CKJIT_TUNE choose from (gemm_family.c): 128 x 128 for large problems,
- * 64 x 128 for m <= 64, 16 x 128 for decode shapes, 64 x 64 for operands
+ * 64 x 128 for m <= 64, 16 x 64 x 256 of 1 x 2 x 4 warps (four along K)
+ * for decode shapes (m <= 16), 64 x 64 for operands
  * whose copies are narrower than 8 bytes. */
 enum { MMA_LARGE, MMA_SMALL, MMA_DECODE, MMA_NARROW, MMA_TILES };
 extern const gemm_block_tile ckjit__gemm_block_tiles[MMA_TILES];

@@ -34,7 +34,7 @@ static const ckjit_param_desc mma_params[GM_COUNT] = {
     [GM_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
     [GM_BM] = {"bm", NULL, NULL, 16, 256, 128},
     [GM_BN] = {"bn", NULL, NULL, 16, 256, 128},
-    [GM_BK] = {"bk", NULL, NULL, 16, 64, 32},
+    [GM_BK] = {"bk", NULL, NULL, 16, 256, 32},
     [GM_WM] = {"wm", NULL, NULL, 1, 8, 2},
     [GM_WN] = {"wn", NULL, NULL, 1, 8, 2},
     [GM_STAGES] = {"stages", NULL, NULL, 2, 6, 4},
@@ -43,6 +43,9 @@ static const ckjit_param_desc mma_params[GM_COUNT] = {
     EPILOGUE_PARAMS(GM),
     [GM_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GM_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
+    /* warps along K: each sums its share of a K step; their sums meet in
+     * shared memory at the end (decode shapes, where the tile is thin) */
+    [GM_WK] = {"wk", NULL, NULL, 1, 8, 1},
 };
 
 static const ckjit_param_desc wgmma_params[GW_COUNT] = {
@@ -105,7 +108,9 @@ static ckjit_status check_split_epilogue(const char *family, const int32_t *v, i
 
 static int mma_smem(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  return v[GM_STAGES] * (v[GM_BM] + v[GM_BN]) * v[GM_BK] * 2;
+  const int stages = v[GM_STAGES] * (v[GM_BM] + v[GM_BN]) * v[GM_BK] * 2;
+  const int sums = (v[GM_WK] - 1) * v[GM_BM] * v[GM_BN] * 4; /* the K warps' f32 sums, after the loop */
+  return stages > sums ? stages : sums;
 }
 
 static ckjit_status mma_check(const ckjit_spec *s) {
@@ -115,12 +120,15 @@ static ckjit_status mma_check(const ckjit_spec *s) {
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma bm=%d must be a multiple of 16 * wm=%d", v[GM_BM], v[GM_WM]);
   if (v[GM_BN] % (16 * v[GM_WN]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma bn=%d must be a multiple of 16 * wn=%d", v[GM_BN], v[GM_WN]);
-  if (v[GM_BK] % 16 || !ckjit__is_pow2(v[GM_BK]))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma bk=%d must be 16, 32 or 64", v[GM_BK]);
+  if (!ckjit__is_pow2(v[GM_BK]) || !ckjit__is_pow2(v[GM_WK]) || v[GM_BK] % (16 * v[GM_WK]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_mma bk=%d and wk=%d must be powers of two, bk a multiple of 16 * wk",
+                       v[GM_BK], v[GM_WK]);
   if (!ckjit__is_pow2(v[GM_BM]) || !ckjit__is_pow2(v[GM_BN]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma bm=%d and bn=%d must be powers of two", v[GM_BM], v[GM_BN]);
-  if (v[GM_WM] * v[GM_WN] > 8)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma wm=%d x wn=%d: at most 8 warps", v[GM_WM], v[GM_WN]);
+  if (v[GM_WM] * v[GM_WN] * v[GM_WK] > 8)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma wm=%d x wn=%d x wk=%d: at most 8 warps",
+                       v[GM_WM], v[GM_WN], v[GM_WK]);
   if (!ckjit__is_pow2(v[GM_VEC_A]) || !ckjit__is_pow2(v[GM_VEC_B]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_mma vec_a=%d and vec_b=%d must be 1, 2, 4 or 8", v[GM_VEC_A],
                v[GM_VEC_B]);
@@ -190,7 +198,7 @@ static ckjit_status reduce_check(const ckjit_spec *s) {
 const gemm_block_tile ckjit__gemm_block_tiles[MMA_TILES] = {
     [MMA_LARGE] = {128, 128, 32, 2, 2, 4},
     [MMA_SMALL] = {64, 128, 32, 2, 2, 4},
-    [MMA_DECODE] = {16, 128, 64, 1, 4, 4},
+    [MMA_DECODE] = {16, 64, 256, 1, 2, 4, 4},
     [MMA_NARROW] = {64, 64, 32, 2, 2, 3},
 };
 
@@ -206,7 +214,7 @@ static void mma_fill(ckjit_spec *out, int dtype, int a, int b, const gemm_block_
   int32_t *v = out->value;
   v[GM_DTYPE] = dtype, v[GM_OUT] = dtype, v[GM_A] = a, v[GM_B] = b;
   v[GM_BM] = t->bm, v[GM_BN] = t->bn, v[GM_BK] = t->bk, v[GM_WM] = t->wm, v[GM_WN] = t->wn;
-  v[GM_STAGES] = t->stages, v[GM_VEC_A] = 8, v[GM_VEC_B] = 8;
+  v[GM_STAGES] = t->stages, v[GM_VEC_A] = 8, v[GM_VEC_B] = 8, v[GM_WK] = t->wk ? t->wk : 1;
 }
 
 static int mma_default(size_t i, ckjit_spec *out) {
@@ -408,7 +416,7 @@ void ckjit__gemm_launch_shape(const ckjit_spec *s, unsigned *threads, unsigned *
   *smem = 0;
   switch (s->family) {
   case CKJIT_FAMILY_GEMM_MMA:
-    *threads = (unsigned)(v[GM_WM] * v[GM_WN] * 32), *smem = (unsigned)mma_smem(s);
+    *threads = (unsigned)(v[GM_WM] * v[GM_WN] * v[GM_WK] * 32), *smem = (unsigned)mma_smem(s);
     break;
   case CKJIT_FAMILY_GEMM_TF32:
     *threads = (unsigned)(v[GT_WM] * v[GT_WN] * 32), *smem = (unsigned)tf32_smem(s);

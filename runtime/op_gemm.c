@@ -171,17 +171,43 @@ static int auto_split(int64_t m, int64_t n, int64_t k, int64_t tiles, int bk, in
   return s < 1 ? 1 : (int)s;
 }
 
+/* Decode split: slices per tile so that the blocks fill whole waves of the
+ * `slots` blocks the GPU runs at once (a thin tile's time is its share of
+ * the operand stream, so an idle slot is lost bandwidth), each slice at
+ * least two K steps deep; fewer slices on a tie (each costs partial
+ * traffic and the reduction). */
+static int decode_split(int64_t tiles, int64_t k, int bk, int64_t slots) {
+  int64_t most = k / (2 * (int64_t)bk);
+  if (most > 32) most = 32;
+  int best = 1;
+  double best_cost = 0;
+  for (int64_t s = 1; s <= (most > 1 ? most : 1); s++) {
+    const double waves = (double)ckjit__ceil_div(tiles * s, slots);
+    const double cost = waves / (double)s * (s > 1 ? 1.03 : 1.0);
+    if (s == 1 || cost < best_cost) best = (int)s, best_cost = cost;
+  }
+  return best;
+}
+
 /* mma.sync: the large tile, the small one for m <= 64, the decode tile for
- * m <= 16 (memory-bound: split-K occupies the GPU), the narrow one for
- * operands whose copies are under 8 bytes (their per-element loads cost
- * registers). */
-static void pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, int vec_a, int vec_b,
-                     gemm_block_tile *t, int *splits) {
+ * m <= 16 (memory-bound: eight warps along K keep the loads in flight, and
+ * the split fills the GPU), the narrow one for operands whose copies are
+ * under 8 bytes (their per-element loads cost registers). */
+static void pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, int max_smem,
+                     int vec_a, int vec_b, gemm_block_tile *t, int *splits) {
   *t = ckjit__gemm_block_tiles[vec_a < 4 || vec_b < 4 ? MMA_NARROW
                              : m <= 16              ? MMA_DECODE
                              : m <= 64              ? MMA_SMALL
                                                     : MMA_LARGE];
   const int64_t tiles = ckjit__ceil_div(m, t->bm) * ckjit__ceil_div(n, t->bn) * batch;
+  if (t->bm == 16) {
+    /* fewer stages where the GPU has less shared memory than the H100 */
+    while (t->stages > 2 && t->stages * (t->bm + t->bn) * t->bk * 2 > max_smem) t->stages--;
+    const int smem = t->stages * (t->bm + t->bn) * t->bk * 2;
+    const int64_t per_sm = max_smem > smem ? max_smem / smem : 1;
+    *splits = decode_split(tiles, k, t->bk, per_sm * sms);
+    return;
+  }
   *splits = auto_split(m, n, k, tiles, t->bk, sms);
 }
 
@@ -248,7 +274,7 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
     v[GM_DTYPE] = dt, v[GM_OUT] = out, v[GM_A] = a_col, v[GM_B] = b_col;
     v[GM_BM] = pl->tile.bm, v[GM_BN] = pl->tile.bn, v[GM_BK] = pl->tile.bk;
     v[GM_WM] = pl->tile.wm, v[GM_WN] = pl->tile.wn, v[GM_STAGES] = pl->tile.stages;
-    v[GM_VEC_A] = pl->vec_a, v[GM_VEC_B] = pl->vec_b;
+    v[GM_VEC_A] = pl->vec_a, v[GM_VEC_B] = pl->vec_b, v[GM_WK] = pl->tile.wk ? pl->tile.wk : 1;
     if (!split) fill_epilogue(v, g, GM_BIAS, GM_ACT, GM_C, GM_D0, GM_D1);
     v[GM_SPLIT] = split, v[GM_GROUPED] = grouped;
   } else {
@@ -333,7 +359,7 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
   if ((g->ab_dtype == CKJIT_F16 && (units & CKJIT_MATRIX_MFMA_F16)) ||
       (g->ab_dtype == CKJIT_BF16 && (units & CKJIT_MATRIX_MFMA_BF16))) {
     pl->pipe = PIPE_MFMA;
-    pl->tile = (gemm_block_tile){128, 128, 32, 0, 0, 0};
+    pl->tile = (gemm_block_tile){128, 128, 32, 0, 0, 0, 0};
     *auto_splits = auto_split(m, n, k, ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, 128) * batch, 32, sms);
     return;
   }
@@ -353,7 +379,7 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
      * wide as A's and B's alignment allows (up to 4 elements). */
     const int64_t big = ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, 128) * batch;
     const int b = big >= sms ? 128 : 64;
-    pl->tile = (gemm_block_tile){b, b, 8, 0, 0, 0};
+    pl->tile = (gemm_block_tile){b, b, 8, 0, 0, 0, 0};
     pl->vec_a = vec_a, pl->vec_b = vec_b;
     if (pl->vec_a > 4) pl->vec_a = 4;
     if (pl->vec_b > 4) pl->vec_b = 4;
@@ -362,7 +388,7 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     return;
   }
   pl->vec_a = vec_a, pl->vec_b = vec_b;
-  pick_mma(m, n, k, batch, sms, pl->vec_a, pl->vec_b, &pl->tile, auto_splits);
+  pick_mma(m, n, k, batch, sms, rt->device.max_shared_bytes, pl->vec_a, pl->vec_b, &pl->tile, auto_splits);
   if ((units & CKJIT_MATRIX_WGMMA) && pl->vec_a == 8 && pl->vec_b == 8) {
     /* 128 x 256 tiles; 128 x 128 when that is what fills the GPU. */
     const int64_t rows = ckjit__ceil_div(m, 128) * batch;
@@ -374,7 +400,7 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     const int stream_k = stream_k_ok && g->split_k == CKJIT_GEMM_STREAM_K && tma_ok(rt, g);
     if (m > 64 || stream_k) {
       pl->pipe = PIPE_WGMMA;
-      pl->tile = (gemm_block_tile){128, bn, 64, 0, 0, ckjit__gemm_wgmma_stages(bn)};
+      pl->tile = (gemm_block_tile){128, bn, 64, 0, 0, ckjit__gemm_wgmma_stages(bn), 0};
       *auto_splits = stream_k ? CKJIT_GEMM_STREAM_K : auto_split(m, n, k, tiles, 64, sms);
     }
   }
@@ -512,7 +538,7 @@ static void class_of(const ckjit_runtime *rt, const ckjit_gemm_desc *g, const ge
 static void apply_choice(const gemm_choice *c, gemm_plan *pl, int *splits) {
   if (c->pipe == PIPE_WGMMA) {
     pl->pipe = PIPE_WGMMA;
-    pl->tile = (gemm_block_tile){128, c->tile, 64, 0, 0, c->stages};
+    pl->tile = (gemm_block_tile){128, c->tile, 64, 0, 0, c->stages, 0};
   } else if (c->pipe == PIPE_MMA && c->tile < MMA_TILES) {
     pl->pipe = PIPE_MMA;
     pl->tile = ckjit__gemm_block_tiles[c->tile];

@@ -21,7 +21,8 @@
  * shapes and options; batch 3 with gaps between entries and stride-0
  * broadcast of A, B or C; grouped GEMMs (mixed shapes, m = 1, k % 8 != 0,
  * empty problems, per-problem alpha / beta); split_k 2, 3, 7 and 0 (auto) on
- * decode shapes (m = 1, 16, k = 4096 and 4093); Stream-K (decode shapes,
+ * decode shapes (m = 1, 16, k = 4096 and 4093); the decode tile (m <= 16)
+ * with every order pair and epilogue, split and not; Stream-K (decode shapes,
  * 1024^3, partial edge tiles with every epilogue, batch 3, a tail wave
  * beside whole tiles); every case whose split_k is
  * not 1 runs a second time on the same inputs and must give the same bits
@@ -593,6 +594,19 @@ static void build_cases(int skip_large) {
       c.exact = 1; /* a slice boundary that drops or repeats one term shows */
       add(c);
     }
+  /* the decode tile (m <= 16: warps split each K step, their sums meet in
+   * shared memory), unsplit (k below two K steps of 256, or tiles enough to
+   * fill the GPU) and split by the automatic choice; every order pair,
+   * n and k off the tile, every epilogue */
+  static const int64_t dec[][3] = {{1, 8200, 777}, {7, 8256, 2048}, {16, 1000, 1000}, {5, 200, 4093},
+                                   {16, 64, 33},   {3, 130, 8192}};
+  for (int d = 0; d < 6; d++) {
+    c = mk("decode tile exact", HALFS[d % 2], OUTS[d % 3], d & 1, (d >> 1) & 1, dec[d][0], dec[d][1], dec[d][2]);
+    c.exact = 1, c.alpha = 0.75f, c.beta = 0.5f, c.pad = d % 3 == 2 ? 8 : 0; /* 8: still 16-byte rows */
+    c.ep = d == 0 ? EP_BIAS_COL : d == 1 ? EP_C | EP_INPLACE | EP_BIAS_ROW : d == 2 ? EP_D0 | EP_D1 : d == 3 ? EP_C : 0;
+    c.act = d % 6;
+    add(c);
+  }
   c = mk("split-k exact", CKJIT_F16, CKJIT_F32, 0, 1, 1, 512, 4096), c.split_k = 7, c.exact = 1, add(c);
   c = mk("split-k bf16 exact", CKJIT_BF16, CKJIT_F32, 1, 0, 16, 200, 3001), c.split_k = 3, c.exact = 1, add(c);
   c = mk("split-k tf32", CKJIT_F32, CKJIT_F32, 0, 0, 16, 128, 4096), c.split_k = 0, c.tf32 = 1, add(c);
