@@ -357,58 +357,44 @@ CKJIT_INLINE void store_acc_slot(const gemm_problem &p, const gemm_tile &t, cons
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  __shared__ __align__(8) ckjit_u64 full[STAGES], empty[STAGES];
-  TA *smem;
-  const unsigned base = align_1k(smem_raw, smem);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(smem_addr(&full[s]), 1);  // the producer's expect_tx
-      mbar_init(smem_addr(&empty[s]), 2); // one arrival per consumer warpgroup
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  const int wg = threadIdx.x / 128;
+// The producer (one thread): fills stage after stage with the K steps of
+// this block's units, waiting for each stage to be handed back.
+CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ckjit_u64 *empty) {
   unsigned it = 0; // K steps so far, across units: the stage and its phase
   work w;
-  if (wg == 0) {
-    // The producer needs few registers; the consumers take them (their
-    // accumulators and the epilogue would spill at 168).
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (threadIdx.x != 0) return;
-    for (long long u = 0; unit_of(x, u, w); u++) {
-      TILE_CONTEXT(w.tile);
-      const int kt1 = w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK);
-      for (int kt = w.kt0; kt < kt1; kt++, it++) {
-        const int s = it % STAGES;
-        if (it >= STAGES) mbar_wait(smem_addr(&empty[s]), (it / STAGES - 1) & 1);
-        const unsigned bar = smem_addr(&full[s]);
-        const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2), sb = sa + A_TILE * 2;
-        const int k = (int)(t.k0 + (long long)kt * BK), b = (int)t.batch;
-        mbar_expect(bar, STAGE_ELEMS * 2);
+  for (long long u = 0; unit_of(x, u, w); u++) {
+    TILE_CONTEXT(w.tile);
+    const int kt1 = w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK);
+    for (int kt = w.kt0; kt < kt1; kt++, it++) {
+      const int s = it % STAGES;
+      if (it >= STAGES) mbar_wait(smem_addr(&empty[s]), (it / STAGES - 1) & 1);
+      const unsigned bar = smem_addr(&full[s]);
+      const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2), sb = sa + A_TILE * 2;
+      const int k = (int)(t.k0 + (long long)kt * BK), b = (int)t.batch;
+      mbar_expect(bar, STAGE_ELEMS * 2);
 #if A_KCONTIG
-        tma_load(sa, map_a, k, (int)t.m0, b, bar);
+      tma_load(sa, map_a, k, (int)t.m0, b, bar);
 #else
 #pragma unroll
-        for (int q = 0; q < BM / 64; q++) tma_load(sa + q * BK * 128, map_a, (int)t.m0 + 64 * q, k, b, bar);
+      for (int q = 0; q < BM / 64; q++) tma_load(sa + q * BK * 128, map_a, (int)t.m0 + 64 * q, k, b, bar);
 #endif
 #if B_KCONTIG
-        tma_load(sb, map_b, k, (int)t.n0, b, bar);
+      tma_load(sb, map_b, k, (int)t.n0, b, bar);
 #else
 #pragma unroll
-        for (int q = 0; q < BN / 64; q++) tma_load(sb + q * BK * 128, map_b, (int)t.n0 + 64 * q, k, b, bar);
+      for (int q = 0; q < BN / 64; q++) tma_load(sb + q * BK * 128, map_b, (int)t.n0 + 64 * q, k, b, bar);
 #endif
-      }
     }
-    return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  const int cw = wg - 1; // consumer warpgroup: rows 64 cw.. of each tile
+}
+
+// The two consumer warpgroups: wgmma over each stage as it fills, hand it
+// back, then the unit's epilogue.
+CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u64 *full, ckjit_u64 *empty) {
+  const int cw = threadIdx.x / 128 - 1; // consumer warpgroup: rows 64 cw.. of each tile
   const bool leader = threadIdx.x % 128 == 0;
+  unsigned it = 0; // as the producer's
+  work w;
   for (long long u = 0; unit_of(x, u, w); u++) {
     TILE_CONTEXT(w.tile);
     (void)map_a, (void)map_b;
@@ -444,6 +430,32 @@ ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
 #if TMA == 2
   if (threadIdx.x == 128) tma_store_wait_read(); // the buffer must outlive the stores
 #endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) ckjit_u64 full[STAGES], empty[STAGES];
+  TA *smem;
+  const unsigned base = align_1k(smem_raw, smem);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(smem_addr(&full[s]), 1);  // the producer's expect_tx
+      mbar_init(smem_addr(&empty[s]), 2); // one arrival per consumer warpgroup
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x / 128 == 0) {
+    // The producer needs few registers; the consumers take them (their
+    // accumulators and the epilogue would spill at 168).
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x == 0) producer(x, base, full, empty);
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    consumers(x, base, smem, full, empty);
+  }
 }
 
 #else
