@@ -2,7 +2,7 @@
 // accumulation.  For large problems with 16-byte aligned operands.
 //
 // Problem:  D = epilogue(alpha * A B) per batch entry / group (gemm_common.h).
-// Policy:   a block of two warpgroups owns a 128 x BN tile (BN 128 or 256);
+// Policy:   a block of two warpgroups owns a 128 x BN tile (BN 64, 128 or 256);
 //           each warpgroup a 64 x BN half, as one wgmma accumulator.  K
 //           advances 64 columns per step.
 // Pipeline: STAGES shared-memory buffers in the 128-byte swizzled layout
@@ -75,6 +75,20 @@ template <int N> CKJIT_INLINE void wgmma_wait() {
 CKJIT_INLINE void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 template <int TRANS_A, int TRANS_B>
+CKJIT_INLINE void wgmma_bf16_n64(float (&d)[32], ckjit_u64 desc_a, ckjit_u64 desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, %34, %35;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));
+}
+template <int TRANS_A, int TRANS_B>
+CKJIT_INLINE void wgmma_f16_n64(float (&d)[32], ckjit_u64 desc_a, ckjit_u64 desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, %34, %35;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));
+}
+template <int TRANS_A, int TRANS_B>
 CKJIT_INLINE void wgmma_bf16_n128(float (&d)[64], ckjit_u64 desc_a, ckjit_u64 desc_b) {
   asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
                "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, %66, %67;"
@@ -108,7 +122,10 @@ CKJIT_INLINE void wgmma_f16_n256(float (&d)[128], ckjit_u64 desc_a, ckjit_u64 de
 
 CKJIT_INLINE void wgmma(float (&d)[ACC], ckjit_u64 da, ckjit_u64 db) {
   const int ta = A_KCONTIG ? 0 : 1, tb = B_KCONTIG ? 0 : 1;
-#if BN == 128
+#if BN == 64
+  if (is_bf16<TA>::value) wgmma_bf16_n64<ta, tb>(d, da, db);
+  else wgmma_f16_n64<ta, tb>(d, da, db);
+#elif BN == 128
   if (is_bf16<TA>::value) wgmma_bf16_n128<ta, tb>(d, da, db);
   else wgmma_f16_n128<ta, tb>(d, da, db);
 #else
@@ -229,6 +246,7 @@ CKJIT_INLINE void store_acc_tma(const gemm_problem &p, const gemm_tile &t, float
     consumers_barrier();
 #pragma unroll
     for (int jj = 0; jj < 2 * OUT_COLS / 8; jj++) {
+      if (c0 + jj * 8 >= BN) break; // BN 64: one box of 16-bit columns
       const int j = c0 / 8 + jj, col = jj * 8 + 2 * (lane % 4); // column in the buffer pair
       const int box = col / OUT_COLS, cb = (col % OUT_COLS) * (int)sizeof(TC);
 #pragma unroll

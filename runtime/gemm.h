@@ -60,7 +60,7 @@ enum { TF32_LARGE, TF32_MID, TF32_SMALL, TF32_TILES };
 extern const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES];
 
 /* wgmma stages for a BN: as many as fit beside the TMA-store buffer. */
-static inline int ckjit__gemm_wgmma_stages(int bn) { return bn == 256 ? 4 : 6; }
+static inline int ckjit__gemm_wgmma_stages(int bn) { return bn == 256 ? 4 : bn == 128 ? 6 : 8; }
 
 /* Block size and dynamic shared memory (bytes) of a GEMM family spec's
  * launch. */

@@ -53,8 +53,8 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     [GW_OUT] = OUT_PARAM("out"),
     [GW_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
     [GW_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
-    [GW_BN] = {"bn", NULL, NULL, 128, 256, 256},
-    [GW_STAGES] = {"stages", NULL, NULL, 3, 6, 4},
+    [GW_BN] = {"bn", NULL, NULL, 64, 256, 256},
+    [GW_STAGES] = {"stages", NULL, NULL, 3, 8, 4},
     EPILOGUE_PARAMS(GW),
     [GW_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GW_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
@@ -90,7 +90,7 @@ static const ckjit_param_desc reduce_params[GR_COUNT] = {
     [GR_OUT] = OUT_PARAM("out"),
     [GR_VEC] = {"vec", NULL, NULL, 1, 4, 4},
     EPILOGUE_PARAMS(GR),
-    [GR_BN] = {"bn", NULL, NULL, 0, 256, 0}, /* 0: split-K; 128 or 256: Stream-K */
+    [GR_BN] = {"bn", NULL, NULL, 0, 256, 0}, /* 0: split-K; 64, 128 or 256: Stream-K */
 };
 
 /* A split=1 kernel writes raw f32 partials: its epilogue is gemm_reduce's.
@@ -148,8 +148,8 @@ static int wgmma_smem(const ckjit_spec *s) {
 static ckjit_status wgmma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
   if (v[GW_DTYPE] == 0) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma dtype must be f16 or bf16");
-  if (v[GW_BN] != 128 && v[GW_BN] != 256)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma bn=%d must be 128 or 256", v[GW_BN]);
+  if (v[GW_BN] != 64 && v[GW_BN] != 128 && v[GW_BN] != 256)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma bn=%d must be 64, 128 or 256", v[GW_BN]);
   if (wgmma_smem(s) > 227 * 1024)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma needs %d bytes of shared memory (at most %d)",
                        wgmma_smem(s), 227 * 1024);
@@ -187,9 +187,9 @@ static ckjit_status simt_check(const ckjit_spec *s) {
 static ckjit_status reduce_check(const ckjit_spec *s) {
   if (!ckjit__is_pow2(s->value[GR_VEC]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_reduce vec=%d must be 1, 2 or 4", s->value[GR_VEC]);
-  if (s->value[GR_BN] != 0 && s->value[GR_BN] != 128 && s->value[GR_BN] != 256)
+  if (s->value[GR_BN] != 0 && s->value[GR_BN] != 64 && s->value[GR_BN] != 128 && s->value[GR_BN] != 256)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "spec: gemm_reduce bn=%d must be 0 (split-K) or a wgmma tile's 128 or 256 (Stream-K)",
+                       "spec: gemm_reduce bn=%d must be 0 (split-K) or a wgmma tile's 64, 128 or 256 (Stream-K)",
                        s->value[GR_BN]);
   return CKJIT_SUCCESS;
 }
@@ -233,9 +233,10 @@ static int mma_default(size_t i, ckjit_spec *out) {
 
 /* gemm_wgmma: f16 and bf16 (output in the same type), every order pair,
  * the 128 x 256 tile; plus bf16 row-major with the fused bias + gelu_tanh
- * and with f32 output. */
+ * and with f32 output; and f16 and bf16 row-major at 128 x 64 (mid-size
+ * problems, 1024^3). */
 static int wgmma_default(size_t i, ckjit_spec *out) {
-  if (i >= 10) return 0;
+  if (i >= 12) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_GEMM_WGMMA;
   int32_t *v = out->value;
@@ -244,6 +245,10 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
   v[GW_BN] = 256, v[GW_STAGES] = ckjit__gemm_wgmma_stages(256), v[GW_TMA] = 2;
   if (i == 8) v[GW_BIAS] = CKJIT_BIAS_PER_COL, v[GW_ACT] = CKJIT_UNARY_GELU_TANH;
   if (i == 9) v[GW_OUT] = 0;
+  if (i >= 10) {
+    v[GW_DTYPE] = v[GW_OUT] = 1 + (int)(i - 10);
+    v[GW_BN] = 64, v[GW_STAGES] = ckjit__gemm_wgmma_stages(64);
+  }
   return 1;
 }
 

@@ -171,12 +171,12 @@ static int auto_split(int64_t m, int64_t n, int64_t k, int64_t tiles, int bk, in
   return s < 1 ? 1 : (int)s;
 }
 
-/* Decode split: slices per tile so that the blocks fill whole waves of the
- * `slots` blocks the GPU runs at once (a thin tile's time is its share of
- * the operand stream, so an idle slot is lost bandwidth), each slice at
- * least two K steps deep; fewer slices on a tie (each costs partial
- * traffic and the reduction). */
-static int decode_split(int64_t tiles, int64_t k, int bk, int64_t slots) {
+/* Wave split (decode tiles, the persistent wgmma kernel): slices per tile
+ * so that the blocks fill whole waves of the `slots` blocks the GPU runs at
+ * once (an idle slot is lost bandwidth, and a second partial wave costs a
+ * whole one), each slice at least two K steps deep; fewer slices on a tie
+ * (each costs partial traffic and the reduction). */
+static int wave_split(int64_t tiles, int64_t k, int bk, int64_t slots) {
   int64_t most = k / (2 * (int64_t)bk);
   if (most > 32) most = 32;
   int best = 1;
@@ -205,7 +205,7 @@ static void pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, in
     while (t->stages > 2 && t->stages * (t->bm + t->bn) * t->bk * 2 > max_smem) t->stages--;
     const int smem = t->stages * (t->bm + t->bn) * t->bk * 2;
     const int64_t per_sm = max_smem > smem ? max_smem / smem : 1;
-    *splits = decode_split(tiles, k, t->bk, per_sm * sms);
+    *splits = wave_split(tiles, k, t->bk, per_sm * sms);
     return;
   }
   *splits = auto_split(m, n, k, tiles, t->bk, sms);
@@ -390,18 +390,29 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
   pl->vec_a = vec_a, pl->vec_b = vec_b;
   pick_mma(m, n, k, batch, sms, rt->device.max_shared_bytes, pl->vec_a, pl->vec_b, &pl->tile, auto_splits);
   if ((units & CKJIT_MATRIX_WGMMA) && pl->vec_a == 8 && pl->vec_b == 8) {
-    /* 128 x 256 tiles; 128 x 128 when that is what fills the GPU. */
-    const int64_t rows = ckjit__ceil_div(m, 128) * batch;
-    const int bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
-    const int64_t tiles = rows * ckjit__ceil_div(n, bn);
     /* Stream-K only when asked (or chosen by CKJIT_TUNE): on the H100 it
      * measured slower than whole tiles and split-K on the under-filled
      * shapes it is meant for (bench/NOTES.md #49). */
     const int stream_k = stream_k_ok && g->split_k == CKJIT_GEMM_STREAM_K && tma_ok(rt, g);
+    /* 128 x 256 tiles; 128 x 128 when that is what fills the GPU; 128 x
+     * 64 when 128-wide tiles would leave a third of it idle (1024^3: the
+     * tile cuBLAS picks there, bench/NOTES.md #54).  Too few tiles even
+     * then: split K into whole waves. */
+    const int64_t rows = ckjit__ceil_div(m, 128) * batch;
+    int bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
+    if (bn == 128 && n > 64 && 3 * rows * ckjit__ceil_div(n, 128) < 2 * (int64_t)sms && !stream_k) bn = 64;
+    const int64_t tiles = rows * ckjit__ceil_div(n, bn);
     if (m > 64 || stream_k) {
       pl->pipe = PIPE_WGMMA;
       pl->tile = (gemm_block_tile){128, bn, 64, 0, 0, ckjit__gemm_wgmma_stages(bn), 0};
-      *auto_splits = stream_k ? CKJIT_GEMM_STREAM_K : auto_split(m, n, k, tiles, 64, sms);
+      if (stream_k) {
+        *auto_splits = CKJIT_GEMM_STREAM_K;
+      } else if (tiles < sms) {
+        const int s = wave_split(tiles, k, 64, sms), cap = auto_split(m, n, k, tiles, 64, sms);
+        *auto_splits = s < cap ? s : cap; /* auto_split's cap: partials under half the operand traffic */
+      } else {
+        *auto_splits = 1;
+      }
     }
   }
 }
@@ -536,7 +547,8 @@ static void class_of(const ckjit_runtime *rt, const ckjit_gemm_desc *g, const ge
 }
 
 static void apply_choice(const gemm_choice *c, gemm_plan *pl, int *splits) {
-  if (c->pipe == PIPE_WGMMA) {
+  if (c->pipe == PIPE_WGMMA && (c->tile == 64 || c->tile == 128 || c->tile == 256) &&
+      c->stages == ckjit__gemm_wgmma_stages(c->tile)) {
     pl->pipe = PIPE_WGMMA;
     pl->tile = (gemm_block_tile){128, c->tile, 64, 0, 0, c->stages, 0};
   } else if (c->pipe == PIPE_MMA && c->tile < MMA_TILES) {
@@ -567,6 +579,7 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
     if (base->pipe == PIPE_WGMMA) {
       cand[n++] = (gemm_choice){PIPE_WGMMA, 256, ckjit__gemm_wgmma_stages(256), splits[si]};
       cand[n++] = (gemm_choice){PIPE_WGMMA, 128, ckjit__gemm_wgmma_stages(128), splits[si]};
+      cand[n++] = (gemm_choice){PIPE_WGMMA, 64, ckjit__gemm_wgmma_stages(64), splits[si]};
     } else {
       for (int t = 0; t < MMA_TILES; t++)
         if ((t == MMA_NARROW) == (base->vec_a < 4 || base->vec_b < 4) && n < 12)
