@@ -2,9 +2,12 @@
 // accumulation.  For large problems with 16-byte aligned operands.
 //
 // Problem:  D = epilogue(alpha * A B) per batch entry / group (gemm_common.h).
-// Policy:   a block of two warpgroups owns a 128 x BN tile (BN 64, 128 or 256);
-//           each warpgroup a 64 x BN half, as one wgmma accumulator.  K
-//           advances 64 columns per step.
+// Policy:   a block of two warpgroups owns a BM x BN tile (BM 128 or 64, BN
+//           64, 128 or 256).  BM 128: each warpgroup a 64 x BN half, as one
+//           wgmma accumulator.  BM 64 (skinny problems that 128-row tiles
+//           leave too few tiles for; TMA only): both take the whole tile,
+//           each over half of every K step, and their sums meet in shared
+//           memory.  K advances 64 columns per step.
 // Pipeline: STAGES shared-memory buffers in the 128-byte swizzled layout
 //           wgmma reads (K-contiguous operands as rows of 64 K; M/N-
 //           contiguous ones as panels of 64 columns, read transposed).
@@ -30,7 +33,7 @@ typedef @DTYPE@ TA;
 typedef @OUT@ TC;
 #define A_KCONTIG @A@ // A row-major: K is A's contiguous dimension
 #define B_KCONTIG @B@ // B column-major: K is B's contiguous dimension
-#define BM 128
+#define BM @BM@ // 128, or 64 (TMA, one problem): both warpgroups on 64 rows, each on half of every K step
 #define BN @BN@
 #define BK 64
 #define STAGES @STAGES@
@@ -138,13 +141,16 @@ CKJIT_INLINE void wgmma(float (&d)[ACC], ckjit_u64 da, ckjit_u64 db) {
 // 64 wg.. of a K-contiguous A, or panel wg of an M-contiguous one.  A
 // 16-deep step is 32 bytes into each K-contiguous row, or 16 rows of 128
 // bytes further.
+#define K_PART (BM == 64 ? BK / 2 : BK) // K columns of a step per warpgroup
 CKJIT_INLINE void step(float (&acc)[ACC], unsigned sa, unsigned sb, int wg) {
+  const int rows = BM == 64 ? 0 : wg, k0 = BM == 64 ? wg * K_PART : 0; // A half, K part
 #pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
+  for (int step_k = 0; step_k < K_PART; step_k += 16) {
+    const int kk = k0 + step_k;
 #if A_KCONTIG
-    const ckjit_u64 da = smem_desc(sa + wg * 64 * 128 + kk * 2, 16, 1024);
+    const ckjit_u64 da = smem_desc(sa + rows * 64 * 128 + kk * 2, 16, 1024);
 #else
-    const ckjit_u64 da = smem_desc(sa + wg * BK * 128 + kk * 128, BK * 128, 1024);
+    const ckjit_u64 da = smem_desc(sa + rows * BK * 128 + kk * 128, BK * 128, 1024);
 #endif
 #if B_KCONTIG
     const ckjit_u64 db = smem_desc(sb + kk * 2, 16, 1024);
@@ -409,7 +415,7 @@ CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ck
 // The two consumer warpgroups: wgmma over each stage as it fills, hand it
 // back, then the unit's epilogue.
 CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u64 *full, ckjit_u64 *empty) {
-  const int cw = threadIdx.x / 128 - 1; // consumer warpgroup: rows 64 cw.. of each tile
+  const int cw = threadIdx.x / 128 - 1; // consumer warpgroup 0 or 1
   const bool leader = threadIdx.x % 128 == 0;
   unsigned it = 0; // as the producer's
   work w;
@@ -432,6 +438,24 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
     }
     wgmma_wait<0>();
     if (steps > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+#if BM == 64
+    // The K halves meet: warpgroup 1's sums to warpgroup 0 through the
+    // buffer after the stages (lane-minor: no bank conflicts), which stores.
+    {
+      float *sums = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS) + threadIdx.x % 128;
+      if (cw == 1) {
+#pragma unroll
+        for (int i = 0; i < ACC; i++) sums[i * 128] = acc[i];
+      }
+      consumers_barrier();
+      if (cw == 0) {
+#pragma unroll
+        for (int i = 0; i < ACC; i++) acc[i] += sums[i * 128];
+      }
+      consumers_barrier(); // the buffer is free for the next unit
+      if (cw == 1) continue;
+    }
+#endif
 #if !GROUPED && !SPLIT // (split-K never has Stream-K runs)
     if (w.slot >= 0) {
       store_acc_slot(p, t, acc, cw, w.slot);

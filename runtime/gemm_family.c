@@ -54,12 +54,14 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     [GW_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
     [GW_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
     [GW_BN] = {"bn", NULL, NULL, 64, 256, 256},
-    [GW_STAGES] = {"stages", NULL, NULL, 3, 8, 4},
+    [GW_STAGES] = {"stages", NULL, NULL, 3, 12, 4},
     EPILOGUE_PARAMS(GW),
     [GW_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GW_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
     /* 1: loads by the tensor memory accelerator; 2: stores of D too (not grouped) */
     [GW_TMA] = {"tma", NULL, NULL, 0, 2, 1},
+    /* 64: both warpgroups on 64 rows, each over half of every K step (tma=1, one problem) */
+    [GW_BM] = {"bm", NULL, NULL, 64, 128, 128},
 };
 
 static const ckjit_param_desc mfma_params[GF_COUNT] = {
@@ -141,8 +143,9 @@ static ckjit_status mma_check(const ckjit_spec *s) {
 /* 128 x BN x 64 stages, 1 KiB to align the swizzled atoms, and with tma=2
  * the 32 KiB buffer of the TMA-store epilogue. */
 static int wgmma_smem(const ckjit_spec *s) {
-  return s->value[GW_STAGES] * (128 + s->value[GW_BN]) * 64 * 2 + 1024 +
-         (s->value[GW_TMA] == 2 ? 32768 : 0);
+  const int32_t *v = s->value;
+  return v[GW_STAGES] * (v[GW_BM] + v[GW_BN]) * 64 * 2 + 1024 + (v[GW_TMA] == 2 ? 32768 : 0) +
+         (v[GW_BM] == 64 ? 64 * v[GW_BN] * 4 : 0); /* BM 64: one warpgroup's sums */
 }
 
 static ckjit_status wgmma_check(const ckjit_spec *s) {
@@ -150,6 +153,11 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
   if (v[GW_DTYPE] == 0) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma dtype must be f16 or bf16");
   if (v[GW_BN] != 64 && v[GW_BN] != 128 && v[GW_BN] != 256)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma bn=%d must be 64, 128 or 256", v[GW_BN]);
+  if (v[GW_BM] != 64 && v[GW_BM] != 128)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma bm=%d must be 64 or 128", v[GW_BM]);
+  if (v[GW_BM] == 64 && (v[GW_TMA] != 1 || v[GW_GROUPED]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_wgmma bm=64 takes tma=1 and one problem (grouped=0)");
   if (wgmma_smem(s) > 227 * 1024)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma needs %d bytes of shared memory (at most %d)",
                        wgmma_smem(s), 227 * 1024);
@@ -242,12 +250,12 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
   int32_t *v = out->value;
   v[GW_DTYPE] = v[GW_OUT] = i < 8 ? 1 + (int)(i / 4) : DTYPE_BF16;
   v[GW_A] = i < 8 ? (int)(i % 4) / 2 : GEMM_ROW, v[GW_B] = i < 8 ? (int)(i % 4) % 2 : GEMM_ROW;
-  v[GW_BN] = 256, v[GW_STAGES] = ckjit__gemm_wgmma_stages(256), v[GW_TMA] = 2;
+  v[GW_BM] = 128, v[GW_BN] = 256, v[GW_STAGES] = ckjit__gemm_wgmma_stages(128, 256), v[GW_TMA] = 2;
   if (i == 8) v[GW_BIAS] = CKJIT_BIAS_PER_COL, v[GW_ACT] = CKJIT_UNARY_GELU_TANH;
   if (i == 9) v[GW_OUT] = 0;
   if (i >= 10) {
     v[GW_DTYPE] = v[GW_OUT] = 1 + (int)(i - 10);
-    v[GW_BN] = 64, v[GW_STAGES] = ckjit__gemm_wgmma_stages(64);
+    v[GW_BN] = 64, v[GW_STAGES] = ckjit__gemm_wgmma_stages(128, 64);
   }
   return 1;
 }

@@ -258,7 +258,7 @@ static void main_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int split, 
   } else if (pl->pipe == PIPE_WGMMA) {
     s->family = CKJIT_FAMILY_GEMM_WGMMA;
     v[GW_DTYPE] = dt, v[GW_OUT] = out, v[GW_A] = a_col, v[GW_B] = b_col;
-    v[GW_BN] = pl->tile.bn, v[GW_STAGES] = pl->tile.stages;
+    v[GW_BM] = pl->tile.bm, v[GW_BN] = pl->tile.bn, v[GW_STAGES] = pl->tile.stages;
     if (!split) fill_epilogue(v, g, GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1);
     v[GW_SPLIT] = split, v[GW_GROUPED] = grouped;
   } else if (pl->pipe == PIPE_TF32) {
@@ -343,14 +343,15 @@ static int tma_ok(const ckjit_runtime *rt, const ckjit_gemm_desc *g) {
 }
 
 /* Pipeline: wgmma on 9.0 devices for f16/bf16 with 16-byte aligned
- * operands and m > 64 (its tiles are 128 rows), or any m when Stream-K is
- * asked for (`stream_k_ok`: one problem, read through TMA); mma.sync on other
+ * operands and m > 64 (its tiles are 128 or 64 rows), or any m when
+ * Stream-K is asked for (`single`: one problem, not grouped, which also
+ * allows the 64-row tiles; both need TMA); mma.sync on other
  * sm_80+ devices and the other f16/bf16 cases; MFMA on AMD GPUs that have
  * it; tf32 mma.sync for f32 with allow_tf32 on sm_80+; SIMT for other f32
  * and elsewhere.  Then the pipeline's tile and the
  * automatic split-K factor (CKJIT_GEMM_STREAM_K for Stream-K). */
 static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n, int64_t k,
-                     int64_t batch, int vec_a, int vec_b, int stream_k_ok, gemm_plan *pl,
+                     int64_t batch, int vec_a, int vec_b, int single, gemm_plan *pl,
                      int *auto_splits) {
   memset(pl, 0, sizeof *pl);
   const unsigned units = rt->device.matrix_units;
@@ -393,18 +394,22 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     /* Stream-K only when asked (or chosen by CKJIT_TUNE): on the H100 it
      * measured slower than whole tiles and split-K on the under-filled
      * shapes it is meant for (bench/NOTES.md #49). */
-    const int stream_k = stream_k_ok && g->split_k == CKJIT_GEMM_STREAM_K && tma_ok(rt, g);
+    const int stream_k = single && g->split_k == CKJIT_GEMM_STREAM_K && tma_ok(rt, g);
     /* 128 x 256 tiles; 128 x 128 when that is what fills the GPU; 128 x
      * 64 when 128-wide tiles would leave a third of it idle (1024^3: the
-     * tile cuBLAS picks there, bench/NOTES.md #54).  Too few tiles even
-     * then: split K into whole waves. */
-    const int64_t rows = ckjit__ceil_div(m, 128) * batch;
-    int bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
-    if (bn == 128 && n > 64 && 3 * rows * ckjit__ceil_div(n, 128) < 2 * (int64_t)sms && !stream_k) bn = 64;
-    const int64_t tiles = rows * ckjit__ceil_div(n, bn);
+     * tile cuBLAS picks there, bench/NOTES.md #54); 64 x 64 when even those
+     * would, and 64-row tiles add some (128 x 4096 x 4096, #55).  Too few
+     * tiles even then: split K into whole waves. */
+    const int64_t rows = ckjit__ceil_div(m, 128) * batch, few = 2 * (int64_t)sms; /* few: 3 x tiles < few */
+    int bm = 128, bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
+    if (bn == 128 && n > 64 && 3 * rows * ckjit__ceil_div(n, 128) < few && !stream_k) bn = 64;
+    if (bn == 64 && 3 * rows * ckjit__ceil_div(n, 64) < few && ckjit__ceil_div(m, 64) * batch > rows &&
+        single && tma_ok(rt, g))
+      bm = 64;
+    const int64_t tiles = ckjit__ceil_div(m, bm) * batch * ckjit__ceil_div(n, bn);
     if (m > 64 || stream_k) {
       pl->pipe = PIPE_WGMMA;
-      pl->tile = (gemm_block_tile){128, bn, 64, 0, 0, ckjit__gemm_wgmma_stages(bn), 0};
+      pl->tile = (gemm_block_tile){bm, bn, 64, 0, 0, ckjit__gemm_wgmma_stages(bm, bn), 0};
       if (stream_k) {
         *auto_splits = CKJIT_GEMM_STREAM_K;
       } else if (tiles < sms) {
@@ -434,7 +439,7 @@ static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_p
   const unsigned long long sb = g->batch > 1 ? (unsigned long long)g->stride_b * 2 : ldb * (b_k ? n : k);
   const unsigned long long dims_a[3] = {a_k ? k : m, a_k ? m : k, b}, str_a[2] = {lda, sa};
   const unsigned long long dims_b[3] = {b_k ? k : n, b_k ? n : k, b}, str_b[2] = {ldb, sb};
-  const unsigned box_a[3] = {64, a_k ? 128u : 64u, 1}, box_b[3] = {64, b_k ? (unsigned)pl->tile.bn : 64u, 1};
+  const unsigned box_a[3] = {64, a_k ? (unsigned)pl->tile.bm : 64u, 1}, box_b[3] = {64, b_k ? (unsigned)pl->tile.bn : 64u, 1};
   if (rt->device.tensor_map_encode(map_a, g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
       rt->device.tensor_map_encode(map_b, g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
     return 0;
@@ -476,12 +481,10 @@ static ckjit_status launch_reduce(ckjit_runtime *rt, const ckjit_gemm_desc *g, c
  * split). */
 static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *plan,
                              int want, void *stream) {
-  const gemm_plan pl = *plan;
+  gemm_plan pl = *plan;
   ckjit_status st;
   gemm_problem p;
-  problem_of(g, &pl, &p);
   ckjit_spec spec;
-  const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
   const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
   /* wgmma reads its operands (and, unsplit, writes D) through TMA
    * descriptors when it can; 0 also when the driver refused: the cp.async
@@ -489,15 +492,19 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
   tma_one x;
   memset(&x.sk, 0, sizeof x.sk);
   const int tma = pl.pipe == PIPE_WGMMA && tma_ok(rt, g)
-                      ? encode_maps(rt, g, &pl, x.a, x.b, want <= 1 ? x.d : NULL)
+                      ? encode_maps(rt, g, &pl, x.a, x.b, want <= 1 && pl.tile.bm == 128 ? x.d : NULL)
                       : 0;
+  if (pl.pipe == PIPE_WGMMA && !tma && pl.tile.bm == 64) /* 64-row tiles read through TMA only */
+    pl.tile.bm = 128, pl.tile.stages = ckjit__gemm_wgmma_stages(128, pl.tile.bn);
+  problem_of(g, &pl, &p);
+  const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
   if (want == CKJIT_GEMM_STREAM_K && !tma) want = auto_split(g->m, g->n, g->k, tiles, pl.tile.bk, (int)sms);
   void *args_one[] = {&p}, *args_tma[] = {&x};
   void **args = tma ? args_tma : args_one;
   int64_t k_slice, splits;
   slice_k(g->k, pl.tile.bk, want, &k_slice, &splits);
   main_spec(&pl, g, splits > 1, 0, &spec);
-  if (tma) spec.value[GW_TMA] = splits > 1 ? 1 : tma;
+  if (tma) spec.value[GW_TMA] = splits > 1 ? 1 : tma; /* 1 for 64-row tiles: no D map */
   int64_t grid = tiles * splits;
   void *scratch = NULL;
   size_t bytes = 0;
@@ -548,7 +555,7 @@ static void class_of(const ckjit_runtime *rt, const ckjit_gemm_desc *g, const ge
 
 static void apply_choice(const gemm_choice *c, gemm_plan *pl, int *splits) {
   if (c->pipe == PIPE_WGMMA && (c->tile == 64 || c->tile == 128 || c->tile == 256) &&
-      c->stages == ckjit__gemm_wgmma_stages(c->tile)) {
+      c->stages == ckjit__gemm_wgmma_stages(128, c->tile)) {
     pl->pipe = PIPE_WGMMA;
     pl->tile = (gemm_block_tile){128, c->tile, 64, 0, 0, c->stages, 0};
   } else if (c->pipe == PIPE_MMA && c->tile < MMA_TILES) {
@@ -577,9 +584,9 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
   for (int si = 0; si < 3; si++) {
     if (si > 0 && splits[si] == auto_splits) continue;
     if (base->pipe == PIPE_WGMMA) {
-      cand[n++] = (gemm_choice){PIPE_WGMMA, 256, ckjit__gemm_wgmma_stages(256), splits[si]};
-      cand[n++] = (gemm_choice){PIPE_WGMMA, 128, ckjit__gemm_wgmma_stages(128), splits[si]};
-      cand[n++] = (gemm_choice){PIPE_WGMMA, 64, ckjit__gemm_wgmma_stages(64), splits[si]};
+      cand[n++] = (gemm_choice){PIPE_WGMMA, 256, ckjit__gemm_wgmma_stages(128, 256), splits[si]};
+      cand[n++] = (gemm_choice){PIPE_WGMMA, 128, ckjit__gemm_wgmma_stages(128, 128), splits[si]};
+      cand[n++] = (gemm_choice){PIPE_WGMMA, 64, ckjit__gemm_wgmma_stages(128, 64), splits[si]};
     } else {
       for (int t = 0; t < MMA_TILES; t++)
         if ((t == MMA_NARROW) == (base->vec_a < 4 || base->vec_b < 4) && n < 12)

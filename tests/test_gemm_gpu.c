@@ -23,7 +23,7 @@
  * empty problems, per-problem alpha / beta); split_k 2, 3, 7 and 0 (auto) on
  * decode shapes (m = 1, 16, k = 4096 and 4093); the decode tile (m <= 16)
  * with every order pair and epilogue, split and not; the wgmma 128 x 64
- * tile (1024^3, 128 x 4096 x 4096 split, odd edges); Stream-K (decode shapes,
+ * and 64 x 64 tiles (1024^3, 128 x 4096 x 4096, split, odd edges); Stream-K (decode shapes,
  * 1024^3, partial edge tiles with every epilogue, batch 3, a tail wave
  * beside whole tiles); every case whose split_k is
  * not 1 runs a second time on the same inputs and must give the same bits
@@ -608,11 +608,13 @@ static void build_cases(int skip_large) {
     c.act = d % 6;
     add(c);
   }
-  /* mid-size shapes the wgmma path takes in 128 x 64 tiles: whole (1024^3),
-   * split into whole waves (128 x 4096 x 4096), off the tile with an epilogue */
+  /* mid-size and skinny shapes the wgmma path takes in 128 x 64 tiles
+   * (1024^3) or 64 x 64 ones (both warpgroups on half of each K step):
+   * whole, split into whole waves, off the tile with an epilogue */
   c = mk("128x64 tiles", CKJIT_BF16, CKJIT_BF16, 0, 0, 1024, 1024, 1024), add(c);
-  c = mk("128x64 tiles split exact", CKJIT_BF16, CKJIT_F32, 0, 0, 128, 4096, 4096), c.exact = 1, add(c);
-  c = mk("128x64 tiles edges", CKJIT_F16, CKJIT_F16, 1, 0, 200, 1000, 777);
+  c = mk("64x64 tiles exact", CKJIT_BF16, CKJIT_F32, 0, 0, 128, 4096, 4096), c.exact = 1, add(c);
+  c = mk("64x64 tiles split exact", CKJIT_F16, CKJIT_F16, 0, 1, 100, 512, 8192), c.exact = 1, add(c);
+  c = mk("64x64 tiles edges", CKJIT_F16, CKJIT_F16, 1, 0, 200, 1000, 777);
   c.ep = EP_C | EP_BIAS_COL | EP_D1, c.act = CKJIT_UNARY_GELU_ERF, c.alpha = 0.5f, c.beta = 0.25f, add(c);
   c = mk("split-k exact", CKJIT_F16, CKJIT_F32, 0, 1, 1, 512, 4096), c.split_k = 7, c.exact = 1, add(c);
   c = mk("split-k bf16 exact", CKJIT_BF16, CKJIT_F32, 1, 0, 16, 200, 3001), c.split_k = 3, c.exact = 1, add(c);
