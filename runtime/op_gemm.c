@@ -491,9 +491,13 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
    * pipeline then. */
   tma_one x;
   memset(&x.sk, 0, sizeof x.sk);
+  /* A refusal is not the call's error (the cp.async pipeline serves it):
+   * logged at debug level, not left in ckjit_last_error(). */
+  const int quiet = ckjit__error_quiet(1);
   const int tma = pl.pipe == PIPE_WGMMA && tma_ok(rt, g)
                       ? encode_maps(rt, g, &pl, x.a, x.b, want <= 1 && pl.tile.bm == 128 ? x.d : NULL)
                       : 0;
+  ckjit__error_quiet(quiet);
   if (pl.pipe == PIPE_WGMMA && !tma && pl.tile.bm == 64) /* 64-row tiles read through TMA only */
     pl.tile.bm = 128, pl.tile.stages = ckjit__gemm_wgmma_stages(128, pl.tile.bn);
   problem_of(g, &pl, &p);
