@@ -140,8 +140,9 @@ static ckjit_status mma_check(const ckjit_spec *s) {
   return check_split_epilogue("gemm_mma", v, GM_SPLIT, GM_BIAS);
 }
 
-/* 128 x BN x 64 stages, 1 KiB to align the swizzled atoms, and with tma=2
- * the 32 KiB buffer of the TMA-store epilogue. */
+/* BM x BN x 64 stages, 1 KiB to align the swizzled atoms, with tma=2 the
+ * 32 KiB buffer of the TMA-store epilogue, with bm=64 the buffer where the
+ * two warpgroups' sums meet. */
 static int wgmma_smem(const ckjit_spec *s) {
   const int32_t *v = s->value;
   return v[GW_STAGES] * (v[GW_BM] + v[GW_BN]) * 64 * 2 + 1024 + (v[GW_TMA] == 2 ? 32768 : 0) +

@@ -190,8 +190,8 @@ static int wave_split(int64_t tiles, int64_t k, int bk, int64_t slots) {
 }
 
 /* mma.sync: the large tile, the small one for m <= 64, the decode tile for
- * m <= 16 (memory-bound: eight warps along K keep the loads in flight, and
- * the split fills the GPU), the narrow one for operands whose copies are
+ * m <= 16 (memory-bound: its warps along K keep more loads in flight, and
+ * the split fills whole waves), the narrow one for operands whose copies are
  * under 8 bytes (their per-element loads cost registers). */
 static void pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, int max_smem,
                      int vec_a, int vec_b, gemm_block_tile *t, int *splits) {
@@ -342,6 +342,9 @@ static int tma_ok(const ckjit_runtime *rt, const ckjit_gemm_desc *g) {
          !(g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0));
 }
 
+/* Whether `tiles` blocks would leave over a third of `sms` multiprocessors idle. */
+static int idle_third(int64_t tiles, int sms) { return 3 * tiles < 2 * (int64_t)sms; }
+
 /* Pipeline: wgmma on 9.0 devices for f16/bf16 with 16-byte aligned
  * operands and m > 64 (its tiles are 128 or 64 rows), or any m when
  * Stream-K is asked for (`single`: one problem, not grouped, which also
@@ -400,10 +403,10 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
      * tile cuBLAS picks there, bench/NOTES.md #54); 64 x 64 when even those
      * would, and 64-row tiles add some (128 x 4096 x 4096, #55).  Too few
      * tiles even then: split K into whole waves. */
-    const int64_t rows = ckjit__ceil_div(m, 128) * batch, few = 2 * (int64_t)sms; /* few: 3 x tiles < few */
+    const int64_t rows = ckjit__ceil_div(m, 128) * batch;
     int bm = 128, bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
-    if (bn == 128 && n > 64 && 3 * rows * ckjit__ceil_div(n, 128) < few && !stream_k) bn = 64;
-    if (bn == 64 && 3 * rows * ckjit__ceil_div(n, 64) < few && ckjit__ceil_div(m, 64) * batch > rows &&
+    if (bn == 128 && n > 64 && idle_third(rows * ckjit__ceil_div(n, 128), sms) && !stream_k) bn = 64;
+    if (bn == 64 && idle_third(rows * ckjit__ceil_div(n, 64), sms) && ckjit__ceil_div(m, 64) * batch > rows &&
         single && tma_ok(rt, g))
       bm = 64;
     const int64_t tiles = ckjit__ceil_div(m, bm) * batch * ckjit__ceil_div(n, bn);
