@@ -494,6 +494,8 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
    * pipeline then. */
   tma_one x;
   memset(&x.sk, 0, sizeof x.sk);
+  if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && want == CKJIT_GEMM_STREAM_K) /* 128-row slots */
+    pl.tile.bm = 128, pl.tile.stages = ckjit__gemm_wgmma_stages(128, pl.tile.bn);
   /* A refusal is not the call's error (the cp.async pipeline serves it):
    * logged at debug level, not left in ckjit_last_error(). */
   const int quiet = ckjit__error_quiet(1);
@@ -501,7 +503,7 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
                       ? encode_maps(rt, g, &pl, x.a, x.b, want <= 1 && pl.tile.bm == 128 ? x.d : NULL)
                       : 0;
   ckjit__error_quiet(quiet);
-  if (pl.pipe == PIPE_WGMMA && !tma && pl.tile.bm == 64) /* 64-row tiles read through TMA only */
+  if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && !tma) /* 64-row tiles read through TMA only */
     pl.tile.bm = 128, pl.tile.stages = ckjit__gemm_wgmma_stages(128, pl.tile.bn);
   problem_of(g, &pl, &p);
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
@@ -560,14 +562,21 @@ static void class_of(const ckjit_runtime *rt, const ckjit_gemm_desc *g, const ge
            ceil_log2(g->m), ceil_log2(g->n), ceil_log2(g->k), g->batch > 1, pl->vec_a, pl->vec_b);
 }
 
+/* A recorded choice into the plan, whole or (a choice this build does not
+ * make: an older or edited record) not at all.  wgmma: `tile` is BN, and
+ * the stage count tells the 64 x 64 tiles (bm 64, no Stream-K) from the
+ * 128 x 64 ones. */
 static void apply_choice(const gemm_choice *c, gemm_plan *pl, int *splits) {
+  const int bm = c->tile == 64 && c->stages == ckjit__gemm_wgmma_stages(64, 64) ? 64 : 128;
   if (c->pipe == PIPE_WGMMA && (c->tile == 64 || c->tile == 128 || c->tile == 256) &&
-      c->stages == ckjit__gemm_wgmma_stages(128, c->tile)) {
+      c->stages == ckjit__gemm_wgmma_stages(bm, c->tile) && !(bm == 64 && c->splits < 1)) {
     pl->pipe = PIPE_WGMMA;
-    pl->tile = (gemm_block_tile){128, c->tile, 64, 0, 0, c->stages, 0};
-  } else if (c->pipe == PIPE_MMA && c->tile < MMA_TILES) {
+    pl->tile = (gemm_block_tile){bm, c->tile, 64, 0, 0, c->stages, 0};
+  } else if (c->pipe == PIPE_MMA && c->tile < MMA_TILES && c->splits >= 1) {
     pl->pipe = PIPE_MMA;
     pl->tile = ckjit__gemm_block_tiles[c->tile];
+  } else {
+    return;
   }
   *splits = c->splits;
 }
@@ -594,6 +603,8 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
       cand[n++] = (gemm_choice){PIPE_WGMMA, 256, ckjit__gemm_wgmma_stages(128, 256), splits[si]};
       cand[n++] = (gemm_choice){PIPE_WGMMA, 128, ckjit__gemm_wgmma_stages(128, 128), splits[si]};
       cand[n++] = (gemm_choice){PIPE_WGMMA, 64, ckjit__gemm_wgmma_stages(128, 64), splits[si]};
+      if (base->tile.bm == 64 && splits[si] != CKJIT_GEMM_STREAM_K) /* the policy's 64 x 64 tiles */
+        cand[n++] = (gemm_choice){PIPE_WGMMA, 64, ckjit__gemm_wgmma_stages(64, 64), splits[si]};
     } else {
       for (int t = 0; t < MMA_TILES; t++)
         if ((t == MMA_NARROW) == (base->vec_a < 4 || base->vec_b < 4) && n < 12)
