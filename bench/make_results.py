@@ -396,7 +396,20 @@ def build(ck, peers, card):
 
 
 def merge(old, new):
-    merged = list(old)
+    """The old records with the new ones in place.  A run that compiled every
+    default spec for an arch ("cold compile all default specs ARCH") drops
+    that arch's per-spec cold-compile rows it did not produce: specs that are
+    no longer defaults must not linger beside the current ones."""
+    new_metrics = {r.get('metric') for r in new}
+    full_cold = {str(m).rsplit(' ', 1)[-1] for m in new_metrics
+                 if str(m).startswith('cold compile all default specs ')}
+
+    def retired(r):
+        m = str(r.get('metric', ''))
+        return (m.startswith('cold compile ') and m not in new_metrics
+                and m.rsplit(' ', 1)[-1] in full_cold)
+
+    merged = [r for r in old if not retired(r)]
     index = {r.get('metric'): i for i, r in enumerate(merged)}
     for r in new:
         i = index.get(r['metric'])
