@@ -202,9 +202,9 @@ static void pick_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int sms, in
   const int64_t tiles = ckjit__ceil_div(m, t->bm) * ckjit__ceil_div(n, t->bn) * batch;
   if (t->bm == 16) {
     /* fewer stages where the GPU has less shared memory than the H100 */
-    while (t->stages > 2 && t->stages * (t->bm + t->bn) * t->bk * 2 > max_smem) t->stages--;
-    const int smem = t->stages * (t->bm + t->bn) * t->bk * 2;
-    const int64_t per_sm = max_smem > smem ? max_smem / smem : 1;
+    const int stage = (t->bm + t->bn) * t->bk * 2;
+    while (t->stages > 2 && t->stages * stage > max_smem) t->stages--;
+    const int64_t per_sm = max_smem > t->stages * stage ? max_smem / (t->stages * stage) : 1;
     *splits = wave_split(tiles, k, t->bk, per_sm * sms);
     return;
   }
@@ -479,6 +479,12 @@ static ckjit_status launch_reduce(ckjit_runtime *rt, const ckjit_gemm_desc *g, c
   return launch(&red, blocks, args, stream);
 }
 
+/* The wgmma plan back to 128-row tiles (the 64-row ones read only
+ * through TMA and have no Stream-K slots). */
+static void use_128_rows(gemm_plan *pl) {
+  pl->tile.bm = 128, pl->tile.stages = ckjit__gemm_wgmma_stages(128, pl->tile.bn);
+}
+
 /* Runs `g` with plan `pl` and `want` split-K slices (CKJIT_GEMM_STREAM_K:
  * Stream-K, where the pipeline reads through TMA; otherwise the automatic
  * split). */
@@ -494,8 +500,7 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
    * pipeline then. */
   tma_one x;
   memset(&x.sk, 0, sizeof x.sk);
-  if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && want == CKJIT_GEMM_STREAM_K) /* 128-row slots */
-    pl.tile.bm = 128, pl.tile.stages = ckjit__gemm_wgmma_stages(128, pl.tile.bn);
+  if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && want == CKJIT_GEMM_STREAM_K) use_128_rows(&pl);
   /* A refusal is not the call's error (the cp.async pipeline serves it):
    * logged at debug level, not left in ckjit_last_error(). */
   const int quiet = ckjit__error_quiet(1);
@@ -503,8 +508,7 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
                       ? encode_maps(rt, g, &pl, x.a, x.b, want <= 1 && pl.tile.bm == 128 ? x.d : NULL)
                       : 0;
   ckjit__error_quiet(quiet);
-  if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && !tma) /* 64-row tiles read through TMA only */
-    pl.tile.bm = 128, pl.tile.stages = ckjit__gemm_wgmma_stages(128, pl.tile.bn);
+  if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && !tma) use_128_rows(&pl);
   problem_of(g, &pl, &p);
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
   if (want == CKJIT_GEMM_STREAM_K && !tma) want = auto_split(g->m, g->n, g->k, tiles, pl.tile.bk, (int)sms);
@@ -674,7 +678,15 @@ static void tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int
   gemm_choice c;
   if (ckjit__gemm_tune_lookup(dir, cls, &c)) {
     apply_choice(&c, pl, splits);
-  } else if (mode > 0 && measure(rt, g, pl, *splits, stream, &c)) {
+    return;
+  }
+  if (mode <= 0) return;
+  /* A candidate that fails (or no scratch for the timing) is not the
+   * call's error: the call itself runs after. */
+  const int quiet = ckjit__error_quiet(1);
+  const int measured = measure(rt, g, pl, *splits, stream, &c);
+  ckjit__error_quiet(quiet);
+  if (measured) {
     ckjit__gemm_tune_store(rt->disk_enabled && rt->disk.writable ? dir : NULL, cls, &c);
     apply_choice(&c, pl, splits);
   }
