@@ -1,5 +1,8 @@
-// GEMM on Hopper tensor cores (sm_90a): wgmma, f16/bf16 in, f32
-// accumulation.  For large problems with 16-byte aligned operands.
+// GEMM on Hopper tensor cores (sm_90a): wgmma, f16/bf16 in, or f32 in
+// read as tf32 (the caller allowed tf32: the low 13 mantissa bits are
+// ignored; K-major operands only, so the front-end hands A row-major and B
+// column-major, transposing them first if need be), f32 accumulation.  For
+// large problems with 16-byte aligned operands.
 //
 // Problem:  D = epilogue(alpha * A B) per batch entry / group (gemm_common.h).
 // Policy:   a block of two warpgroups owns a BM x BN tile (BM 128 or 64, BN
@@ -9,8 +12,9 @@
 //           each over half of every K step, and their sums meet in shared
 //           memory.  K advances 64 columns per step.
 // Pipeline: STAGES shared-memory buffers in the 128-byte swizzled layout
-//           wgmma reads (K-contiguous operands as rows of 64 K; M/N-
-//           contiguous ones as panels of 64 columns, read transposed).
+//           wgmma reads (K-contiguous operands as rows of 128 bytes of K:
+//           BK = 64 16-bit or 32 f32 elements; M/N-contiguous ones, 16-bit
+//           only, as panels of 64 columns, read transposed).
 //           TMA >= 1: a persistent block per multiprocessor; a producer
 //           warp fills the stages with the tensor memory accelerator
 //           (zero-filled past the edges) and the two consumer warpgroups
@@ -35,7 +39,7 @@ typedef @OUT@ TC;
 #define B_KCONTIG @B@ // B column-major: K is B's contiguous dimension
 #define BM @BM@ // 128, or 64 (TMA, one problem): both warpgroups on 64 rows, each on half of every K step
 #define BN @BN@
-#define BK 64
+#define BK (128 / (int)sizeof(TA)) // a 128-byte row of K per step
 #define STAGES @STAGES@
 #define BIAS @BIAS@
 #define ACT @ACT@
@@ -55,9 +59,14 @@ typedef @OUT@ TC;
 #define THREADS (TMA ? 384 : 256) // TMA: warpgroup 0 produces, 1 and 2 consume
 #include "gemm_copy.h"
 
+// tf32 wgmma reads K-major operands only; it needs TMA (the cp.async
+// copies are 16-bit).
+static_assert(sizeof(TA) == 2 || (A_KCONTIG && B_KCONTIG && TMA), "f32 (tf32): a=row, b=col, tma >= 1");
+
 #define A_TILE (BM * BK)
 #define B_TILE (BN * BK)
 #define STAGE_ELEMS (A_TILE + B_TILE)
+#define STAGE_BYTES (STAGE_ELEMS * (int)sizeof(TA))
 
 // ---- wgmma -------------------------------------------------------------------
 // Shared-memory matrix descriptor, 128-byte swizzle: start address, the
@@ -119,41 +128,66 @@ CKJIT_INLINE void wgmma_f16_n256(float (&d)[128], ckjit_u64 desc_a, ckjit_u64 de
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
                : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));
 }
+// tf32: K-major operands only, so no transpose operands.
+CKJIT_INLINE void wgmma_tf32_n64(float (&d)[32], ckjit_u64 desc_a, ckjit_u64 desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(desc_a), "l"(desc_b));
+}
+CKJIT_INLINE void wgmma_tf32_n128(float (&d)[64], ckjit_u64 desc_a, ckjit_u64 desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(desc_a), "l"(desc_b));
+}
+CKJIT_INLINE void wgmma_tf32_n256(float (&d)[128], ckjit_u64 desc_a, ckjit_u64 desc_b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1;"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+               : "l"(desc_a), "l"(desc_b));
+}
 
+template <typename T> struct is_f32 { static const bool value = false; };
+template <> struct is_f32<float> { static const bool value = true; };
 
 #define ACC (BN / 2) // accumulators per thread
 
 CKJIT_INLINE void wgmma(float (&d)[ACC], ckjit_u64 da, ckjit_u64 db) {
   const int ta = A_KCONTIG ? 0 : 1, tb = B_KCONTIG ? 0 : 1;
 #if BN == 64
-  if (is_bf16<TA>::value) wgmma_bf16_n64<ta, tb>(d, da, db);
+  if (is_f32<TA>::value) wgmma_tf32_n64(d, da, db);
+  else if (is_bf16<TA>::value) wgmma_bf16_n64<ta, tb>(d, da, db);
   else wgmma_f16_n64<ta, tb>(d, da, db);
 #elif BN == 128
-  if (is_bf16<TA>::value) wgmma_bf16_n128<ta, tb>(d, da, db);
+  if (is_f32<TA>::value) wgmma_tf32_n128(d, da, db);
+  else if (is_bf16<TA>::value) wgmma_bf16_n128<ta, tb>(d, da, db);
   else wgmma_f16_n128<ta, tb>(d, da, db);
 #else
-  if (is_bf16<TA>::value) wgmma_bf16_n256<ta, tb>(d, da, db);
+  if (is_f32<TA>::value) wgmma_tf32_n256(d, da, db);
+  else if (is_bf16<TA>::value) wgmma_bf16_n256<ta, tb>(d, da, db);
   else wgmma_f16_n256<ta, tb>(d, da, db);
 #endif
 }
 
 // This warpgroup's descriptors for K step kk of the stage at sa / sb: rows
 // 64 wg.. of a K-contiguous A, or panel wg of an M-contiguous one.  A
-// 16-deep step is 32 bytes into each K-contiguous row, or 16 rows of 128
-// bytes further.
+// wgmma step (16 deep for 16-bit types, 8 for tf32) is 32 bytes into each
+// K-contiguous row, or 16 rows of 128 bytes further.
 #define K_PART (BM == 64 ? BK / 2 : BK) // K columns of a step per warpgroup
+#define K_STEP (32 / (int)sizeof(TA))
 CKJIT_INLINE void step(float (&acc)[ACC], unsigned sa, unsigned sb, int wg) {
   const int rows = BM == 64 ? 0 : wg, k0 = BM == 64 ? wg * K_PART : 0; // A half, K part
 #pragma unroll
-  for (int step_k = 0; step_k < K_PART; step_k += 16) {
+  for (int step_k = 0; step_k < K_PART; step_k += K_STEP) {
     const int kk = k0 + step_k;
 #if A_KCONTIG
-    const ckjit_u64 da = smem_desc(sa + rows * 64 * 128 + kk * 2, 16, 1024);
+    const ckjit_u64 da = smem_desc(sa + rows * 64 * 128 + kk * (int)sizeof(TA), 16, 1024);
 #else
     const ckjit_u64 da = smem_desc(sa + rows * BK * 128 + kk * 128, BK * 128, 1024);
 #endif
 #if B_KCONTIG
-    const ckjit_u64 db = smem_desc(sb + kk * 2, 16, 1024);
+    const ckjit_u64 db = smem_desc(sb + kk * (int)sizeof(TA), 16, 1024);
 #else
     const ckjit_u64 db = smem_desc(sb + kk * 128, BK * 128, 1024);
 #endif
@@ -393,9 +427,9 @@ CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ck
       const int s = it % STAGES;
       if (it >= STAGES) mbar_wait(smem_addr(&empty[s]), (it / STAGES - 1) & 1);
       const unsigned bar = smem_addr(&full[s]);
-      const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2), sb = sa + A_TILE * 2;
+      const unsigned sa = base + (unsigned)(s * STAGE_BYTES), sb = sa + A_TILE * (int)sizeof(TA);
       const int k = (int)(t.k0 + (long long)kt * BK), b = (int)t.batch;
-      mbar_expect(bar, STAGE_ELEMS * 2);
+      mbar_expect(bar, STAGE_BYTES);
 #if A_KCONTIG
       tma_load(sa, map_a, k, (int)t.m0, b, bar);
 #else
@@ -429,9 +463,9 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
     for (int kt = 0; kt < steps; kt++, it++) {
       const int s = it % STAGES;
       mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
-      const unsigned sa = base + (unsigned)(s * STAGE_ELEMS * 2);
+      const unsigned sa = base + (unsigned)(s * STAGE_BYTES);
       wgmma_fence();
-      step(acc, sa, sa + A_TILE * 2, cw);
+      step(acc, sa, sa + A_TILE * (int)sizeof(TA), cw);
       wgmma_commit();
       wgmma_wait<1>(); // step it - 1 is done: hand its stage back
       if (kt > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
@@ -464,7 +498,7 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
 #endif
 #if TMA == 2 && !GROUPED
     store_acc_tma(p, t, acc, cw, x.d, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
-                  base + STAGES * STAGE_ELEMS * 2);
+                  base + STAGES * STAGE_BYTES);
 #else
     store_acc(p, t, acc, cw);
 #endif
@@ -542,9 +576,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) ckjit_gemm_wgmma(GEMM_P
     fence_async_shared();
     __syncthreads(); // step kt is in shared memory; step kt - 2's wgmma are done
     issue(kt + STAGES - 2, (kt + STAGES - 2) % STAGES);
-    const unsigned sa = base + (unsigned)((kt % STAGES) * STAGE_ELEMS * 2);
+    const unsigned sa = base + (unsigned)((kt % STAGES) * STAGE_BYTES);
     wgmma_fence();
-    step(acc, sa, sa + A_TILE * 2, wg);
+    step(acc, sa, sa + A_TILE * (int)sizeof(TA), wg);
     wgmma_commit();
     wgmma_wait<1>(); // step kt - 1 done; step kt may still run
   }

@@ -49,7 +49,7 @@ static const ckjit_param_desc mma_params[GM_COUNT] = {
 };
 
 static const ckjit_param_desc wgmma_params[GW_COUNT] = {
-    [GW_DTYPE] = OUT_PARAM("dtype"), /* f16 or bf16 */
+    [GW_DTYPE] = OUT_PARAM("dtype"), /* f16 or bf16; f32 read as tf32 (a=row, b=col, tma >= 1) */
     [GW_OUT] = OUT_PARAM("out"),
     [GW_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
     [GW_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
@@ -140,7 +140,8 @@ static ckjit_status mma_check(const ckjit_spec *s) {
   return check_split_epilogue("gemm_mma", v, GM_SPLIT, GM_BIAS);
 }
 
-/* BM x BN x 64 stages, 1 KiB to align the swizzled atoms, with tma=2 the
+/* Stages of BM + BN rows of 128 bytes of K (64 16-bit or 32 f32 elements),
+ * 1 KiB to align the swizzled atoms, with tma=2 the
  * 32 KiB buffer of the TMA-store epilogue, with bm=64 the buffer where the
  * two warpgroups' sums meet. */
 static int wgmma_smem(const ckjit_spec *s) {
@@ -151,7 +152,10 @@ static int wgmma_smem(const ckjit_spec *s) {
 
 static ckjit_status wgmma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  if (v[GW_DTYPE] == 0) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma dtype must be f16 or bf16");
+  if (v[GW_DTYPE] == 0 && (v[GW_A] != GEMM_ROW || v[GW_B] != GEMM_COL || v[GW_TMA] == 0))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_wgmma dtype=f32 (tf32) reads K-major operands through TMA only: "
+                       "a=row, b=col, tma=1 or 2");
   if (v[GW_BN] != 64 && v[GW_BN] != 128 && v[GW_BN] != 256)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma bn=%d must be 64, 128 or 256", v[GW_BN]);
   if (v[GW_BM] != 64 && v[GW_BM] != 128)
@@ -242,10 +246,11 @@ static int mma_default(size_t i, ckjit_spec *out) {
 
 /* gemm_wgmma: f16 and bf16 (output in the same type), every order pair,
  * the 128 x 256 tile; plus bf16 row-major with the fused bias + gelu_tanh
- * and with f32 output; and f16 and bf16 row-major at 128 x 64 (mid-size
- * problems, 1024^3). */
+ * and with f32 output; f16 and bf16 row-major at 128 x 64 (mid-size
+ * problems, 1024^3); and tf32 (f32, A row-major, B column-major: the
+ * front-end transposes other orders first). */
 static int wgmma_default(size_t i, ckjit_spec *out) {
-  if (i >= 12) return 0;
+  if (i >= 13) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_GEMM_WGMMA;
   int32_t *v = out->value;
@@ -254,10 +259,11 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
   v[GW_BM] = 128, v[GW_BN] = 256, v[GW_STAGES] = ckjit__gemm_wgmma_stages(128, 256), v[GW_TMA] = 2;
   if (i == 8) v[GW_BIAS] = CKJIT_BIAS_PER_COL, v[GW_ACT] = CKJIT_UNARY_GELU_TANH;
   if (i == 9) v[GW_OUT] = 0;
-  if (i >= 10) {
+  if (i == 10 || i == 11) {
     v[GW_DTYPE] = v[GW_OUT] = 1 + (int)(i - 10);
     v[GW_BN] = 64, v[GW_STAGES] = ckjit__gemm_wgmma_stages(128, 64);
   }
+  if (i == 12) v[GW_DTYPE] = v[GW_OUT] = 0, v[GW_B] = GEMM_COL;
   return 1;
 }
 

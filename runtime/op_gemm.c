@@ -348,12 +348,56 @@ static int tma_ok(const ckjit_runtime *rt, const ckjit_gemm_desc *g) {
 /* Whether `tiles` blocks would leave over a third of `sms` multiprocessors idle. */
 static int idle_third(int64_t tiles, int sms) { return 3 * tiles < 2 * (int64_t)sms; }
 
+/* The wgmma tile for an m x n x k problem with K steps `bk` deep (64
+ * 16-bit, 32 f32 elements: 128 bytes): 128 x 256 tiles; 128 x 128 when that
+ * is what fills the GPU; 128 x 64 when 128-wide tiles would leave a third
+ * of it idle (1024^3: the tile cuBLAS picks there, bench/NOTES.md #54);
+ * 64 x 64 when even those would, and 64-row tiles add some (128 x 4096 x
+ * 4096, #55).  Too few tiles even then: split K into whole waves.  Returns
+ * 0 (plan unchanged) for m <= 64 without Stream-K. */
+static int plan_wgmma(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n, int64_t k,
+                      int64_t batch, int single, int bk, int stream_k, gemm_plan *pl, int *auto_splits) {
+  const int sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+  if (m <= 64 && !stream_k) return 0;
+  const int64_t rows = ckjit__ceil_div(m, 128) * batch;
+  int bm = 128, bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
+  if (bn == 128 && n > 64 && idle_third(rows * ckjit__ceil_div(n, 128), sms) && !stream_k) bn = 64;
+  if (bn == 64 && idle_third(rows * ckjit__ceil_div(n, 64), sms) && ckjit__ceil_div(m, 64) * batch > rows &&
+      single && tma_ok(rt, g))
+    bm = 64;
+  const int64_t tiles = ckjit__ceil_div(m, bm) * batch * ckjit__ceil_div(n, bn);
+  pl->pipe = PIPE_WGMMA;
+  pl->tile = (gemm_block_tile){bm, bn, bk, 0, 0, ckjit__gemm_wgmma_stages(bm, bn), 0};
+  if (stream_k) {
+    *auto_splits = CKJIT_GEMM_STREAM_K;
+  } else if (tiles < sms) {
+    const int s = wave_split(tiles, k, bk, sms), cap = auto_split(m, n, k, tiles, bk, sms);
+    *auto_splits = s < cap ? s : cap; /* auto_split's cap: partials under half the operand traffic */
+  } else {
+    *auto_splits = 1;
+  }
+  return 1;
+}
+
+/* tf32 on mma.sync: 256 x 128 x 32 f32 tiles, 128 x 128 when those leave
+ * SMs idle, 64 x 128 for m <= 64; copies up to 16 bytes. */
+static void plan_tf32_mma(int64_t m, int64_t n, int64_t k, int64_t batch, int vec_a, int vec_b, int sms,
+                          gemm_plan *pl, int *auto_splits) {
+  pl->pipe = PIPE_TF32;
+  const int64_t big = ckjit__ceil_div(m, 256) * ckjit__ceil_div(n, 128) * batch;
+  pl->tile = ckjit__gemm_tf32_tiles[m <= 64 ? TF32_SMALL : big < sms ? TF32_MID : TF32_LARGE];
+  pl->vec_a = vec_a > 4 ? 4 : vec_a, pl->vec_b = vec_b > 4 ? 4 : vec_b;
+  const int64_t tiles = ckjit__ceil_div(m, pl->tile.bm) * ckjit__ceil_div(n, pl->tile.bn) * batch;
+  *auto_splits = auto_split(m, n, k, tiles, pl->tile.bk, sms);
+}
+
 /* Pipeline: wgmma on 9.0 devices for f16/bf16 with 16-byte aligned
  * operands and m > 64 (its tiles are 128 or 64 rows), or any m when
  * Stream-K is asked for (`single`: one problem, not grouped, which also
  * allows the 64-row tiles; both need TMA); mma.sync on other
  * sm_80+ devices and the other f16/bf16 cases; MFMA on AMD GPUs that have
- * it; tf32 mma.sync for f32 with allow_tf32 on sm_80+; SIMT for other f32
+ * it; for f32 with allow_tf32, wgmma tf32 (one problem, m > 64, TMA) or
+ * tf32 mma.sync on sm_80+; SIMT for other f32
  * and elsewhere.  Then the pipeline's tile and the
  * automatic split-K factor (CKJIT_GEMM_STREAM_K for Stream-K). */
 static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n, int64_t k,
@@ -371,14 +415,15 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     return;
   }
   if (g->ab_dtype == CKJIT_F32 && g->allow_tf32 && (units & CKJIT_MATRIX_MMA_SYNC)) {
-    /* 256 x 128 x 32 f32 tiles, 128 x 128 when those leave SMs idle, 64 x
-     * 128 for m <= 64; copies up to 16 bytes. */
-    pl->pipe = PIPE_TF32;
-    const int64_t big = ckjit__ceil_div(m, 256) * ckjit__ceil_div(n, 128) * batch;
-    pl->tile = ckjit__gemm_tf32_tiles[m <= 64 ? TF32_SMALL : big < sms ? TF32_MID : TF32_LARGE];
-    pl->vec_a = vec_a > 4 ? 4 : vec_a, pl->vec_b = vec_b > 4 ? 4 : vec_b;
-    const int64_t tiles = ckjit__ceil_div(m, pl->tile.bm) * ckjit__ceil_div(n, pl->tile.bn) * batch;
-    *auto_splits = auto_split(m, n, k, tiles, pl->tile.bk, sms);
+    /* wgmma for one problem with m > 64 read through TMA (not Stream-K:
+     * its runs count 64-deep steps); it reads K-major operands only, so
+     * run_wgmma_tf32 transposes the others first; a K-major one must be
+     * 16-byte aligned.  mma.sync otherwise. */
+    const int a_fit = g->a_order == CKJIT_COL_MAJOR || vec_a == 4, b_fit = g->b_order == CKJIT_ROW_MAJOR || vec_b == 4;
+    if ((units & CKJIT_MATRIX_WGMMA) && single && g->split_k != CKJIT_GEMM_STREAM_K && tma_ok(rt, g) && a_fit &&
+        b_fit && plan_wgmma(rt, g, m, n, k, batch, single, 32, 0, pl, auto_splits))
+      return;
+    plan_tf32_mma(m, n, k, batch, vec_a, vec_b, sms, pl, auto_splits);
     return;
   }
   if (pl->pipe == PIPE_SIMT) {
@@ -401,37 +446,14 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
      * measured slower than whole tiles and split-K on the under-filled
      * shapes it is meant for (bench/NOTES.md #49). */
     const int stream_k = single && g->split_k == CKJIT_GEMM_STREAM_K && tma_ok(rt, g);
-    /* 128 x 256 tiles; 128 x 128 when that is what fills the GPU; 128 x
-     * 64 when 128-wide tiles would leave a third of it idle (1024^3: the
-     * tile cuBLAS picks there, bench/NOTES.md #54); 64 x 64 when even those
-     * would, and 64-row tiles add some (128 x 4096 x 4096, #55).  Too few
-     * tiles even then: split K into whole waves. */
-    const int64_t rows = ckjit__ceil_div(m, 128) * batch;
-    int bm = 128, bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
-    if (bn == 128 && n > 64 && idle_third(rows * ckjit__ceil_div(n, 128), sms) && !stream_k) bn = 64;
-    if (bn == 64 && idle_third(rows * ckjit__ceil_div(n, 64), sms) && ckjit__ceil_div(m, 64) * batch > rows &&
-        single && tma_ok(rt, g))
-      bm = 64;
-    const int64_t tiles = ckjit__ceil_div(m, bm) * batch * ckjit__ceil_div(n, bn);
-    if (m > 64 || stream_k) {
-      pl->pipe = PIPE_WGMMA;
-      pl->tile = (gemm_block_tile){bm, bn, 64, 0, 0, ckjit__gemm_wgmma_stages(bm, bn), 0};
-      if (stream_k) {
-        *auto_splits = CKJIT_GEMM_STREAM_K;
-      } else if (tiles < sms) {
-        const int s = wave_split(tiles, k, 64, sms), cap = auto_split(m, n, k, tiles, 64, sms);
-        *auto_splits = s < cap ? s : cap; /* auto_split's cap: partials under half the operand traffic */
-      } else {
-        *auto_splits = 1;
-      }
-    }
+    plan_wgmma(rt, g, m, n, k, batch, single, 64, stream_k, pl, auto_splits);
   }
 }
 
 /* TMA descriptors for the wgmma pipeline, 3-D (the batch is the outer
- * dimension), in the boxes its stages take: 64 K x 128 rows of a
- * K-contiguous A (64 K x BN of B), or 64 x 64 panels of an M/N-contiguous
- * one; and (when map_d is given) D's, in boxes of 128 bytes x 128 rows.
+ * dimension), in the boxes its stages take: 128 bytes of K (64 16-bit or
+ * 32 f32 elements) x BM rows of a K-contiguous A (x BN of B), or 64 x 64
+ * panels of an M/N-contiguous (16-bit) one; and (when map_d is given) D's, in boxes of 128 bytes x 128 rows.
  * For a `g` that passed tma_ok.  Returns the tma parameter: 1 (A and B) or
  * 2 (A, B and D: D's rows and batch entries 16-byte aligned), or 0 when
  * the driver refused A's or B's descriptor (with its status and message). */
@@ -440,21 +462,25 @@ static int encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_p
   const int a_k = g->a_order == CKJIT_ROW_MAJOR, b_k = g->b_order == CKJIT_COL_MAJOR;
   const unsigned long long m = (unsigned long long)g->m, n = (unsigned long long)g->n,
                            k = (unsigned long long)g->k, b = (unsigned long long)g->batch;
-  const unsigned long long lda = (unsigned long long)g->lda * 2, ldb = (unsigned long long)g->ldb * 2;
-  const unsigned long long sa = g->batch > 1 ? (unsigned long long)g->stride_a * 2 : lda * (a_k ? m : k);
-  const unsigned long long sb = g->batch > 1 ? (unsigned long long)g->stride_b * 2 : ldb * (b_k ? n : k);
+  const unsigned long long es = ckjit_dtype_size(g->ab_dtype);
+  const unsigned long long lda = (unsigned long long)g->lda * es, ldb = (unsigned long long)g->ldb * es;
+  const unsigned long long sa = g->batch > 1 ? (unsigned long long)g->stride_a * es : lda * (a_k ? m : k);
+  const unsigned long long sb = g->batch > 1 ? (unsigned long long)g->stride_b * es : ldb * (b_k ? n : k);
   const unsigned long long dims_a[3] = {a_k ? k : m, a_k ? m : k, b}, str_a[2] = {lda, sa};
   const unsigned long long dims_b[3] = {b_k ? k : n, b_k ? n : k, b}, str_b[2] = {ldb, sb};
-  const unsigned box_a[3] = {64, a_k ? (unsigned)pl->tile.bm : 64u, 1}, box_b[3] = {64, b_k ? (unsigned)pl->tile.bn : 64u, 1};
+  /* A K step is one 128-byte row: 64 16-bit or 32 f32 elements. */
+  const unsigned bk = (unsigned)(128 / es);
+  const unsigned box_a[3] = {a_k ? bk : 64u, a_k ? (unsigned)pl->tile.bm : bk, 1};
+  const unsigned box_b[3] = {b_k ? bk : 64u, b_k ? (unsigned)pl->tile.bn : bk, 1};
   if (rt->device.tensor_map_encode(map_a, g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
       rt->device.tensor_map_encode(map_b, g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
     return 0;
   /* D through TMA stores: 16-byte aligned rows and batch entries. */
-  const unsigned long long es = ckjit_dtype_size(g->out_dtype), ldd = (unsigned long long)g->ldd * es;
-  const unsigned long long sd = g->batch > 1 ? (unsigned long long)g->stride_d * es : ldd * m;
+  const unsigned long long es_d = ckjit_dtype_size(g->out_dtype), ldd = (unsigned long long)g->ldd * es_d;
+  const unsigned long long sd = g->batch > 1 ? (unsigned long long)g->stride_d * es_d : ldd * m;
   if (!map_d || (uintptr_t)g->d % 16 || ldd % 16 || sd % 16 || sd == 0) return 1;
   const unsigned long long dims_d[3] = {n, m, b}, str_d[2] = {ldd, sd};
-  const unsigned box_d[3] = {(unsigned)(128 / es), 128, 1};
+  const unsigned box_d[3] = {(unsigned)(128 / es_d), 128, 1};
   return rt->device.tensor_map_encode(map_d, g->out_dtype, 3, g->d, dims_d, str_d, box_d) ? 1 : 2;
 }
 
@@ -488,6 +514,20 @@ static void use_128_rows(gemm_plan *pl) {
   pl->tile.bm = 128, pl->tile.stages = ckjit__gemm_wgmma_stages(128, pl->tile.bn);
 }
 
+static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *plan,
+                             int want, void *stream);
+
+/* `g` (f32, allow_tf32) on the tf32 mma.sync pipeline: where the wgmma one
+ * cannot take it after all (no tensor map, no scratch for a transpose). */
+static ckjit_status run_tf32_mma(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *stream) {
+  gemm_plan pl;
+  int vec_a, vec_b, splits;
+  operand_vecs(g, &vec_a, &vec_b);
+  plan_tf32_mma(g->m, g->n, g->k, g->batch, vec_a, vec_b,
+                rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1, &pl, &splits);
+  return run_plan(rt, g, &pl, g->split_k == 0 ? splits : g->split_k, stream);
+}
+
 /* Runs `g` with plan `pl` and `want` split-K slices (CKJIT_GEMM_STREAM_K:
  * Stream-K, where the pipeline reads through TMA; otherwise the automatic
  * split). */
@@ -511,6 +551,8 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
                       ? encode_maps(rt, g, &pl, x.a, x.b, want <= 1 && pl.tile.bm == 128 ? x.d : NULL)
                       : 0;
   ckjit__error_quiet(quiet);
+  if (pl.pipe == PIPE_WGMMA && !tma && g->ab_dtype == CKJIT_F32)
+    return run_tf32_mma(rt, g, stream); /* tf32 wgmma reads only through TMA */
   if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && !tma) use_128_rows(&pl);
   problem_of(g, &pl, &p);
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
@@ -664,14 +706,14 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
 
 /* The recorded winner for g's shape class, measuring it first under
  * CKJIT_TUNE=1.  Leaves the plan alone for explicit split_k, SIMT, MFMA,
- * tf32, or when nothing is known. */
+ * tf32 (either pipeline), or when nothing is known. */
 static void tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int *splits,
                  void *stream) {
   static _Atomic int mode_plus_2; /* CKJIT_TUNE, read on the first call (0: not yet) */
   int mode = atomic_load_explicit(&mode_plus_2, memory_order_relaxed) - 2;
   if (mode == -2) atomic_store(&mode_plus_2, (mode = ckjit__gemm_tune_mode()) + 2);
   if (mode < 0 || g->split_k != 0 || pl->pipe == PIPE_SIMT || pl->pipe == PIPE_MFMA ||
-      pl->pipe == PIPE_TF32)
+      pl->pipe == PIPE_TF32 || g->ab_dtype == CKJIT_F32)
     return;
   const char *dir = rt->disk_enabled && rt->disk.usable ? rt->disk.dir : NULL;
   /* Without recorded winners and without tuning, the call costs no more. */
@@ -695,13 +737,44 @@ static void tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int
   }
 }
 
+/* tf32 on wgmma, which reads K-major operands only: a column-major A or
+ * a row-major B is first transposed into scratch, in rows of k rounded up
+ * to 4 elements (16-byte aligned for TMA).  Without scratch, mma.sync. */
+static ckjit_status run_wgmma_tf32(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+                                   int want, void *stream) {
+  const int ta = g->a_order == CKJIT_COL_MAJOR, tb = g->b_order == CKJIT_ROW_MAJOR;
+  const int64_t ld = (g->k + 3) / 4 * 4, per_a = g->m * ld, per_b = g->n * ld;
+  const size_t a_bytes = ta ? (size_t)(g->batch * per_a) * 4 : 0, b_bytes = tb ? (size_t)(g->batch * per_b) * 4 : 0;
+  if (!a_bytes && !b_bytes) return run_plan(rt, g, pl, want, stream);
+  void *scratch = NULL;
+  const int quiet = ckjit__error_quiet(1);
+  ckjit_status st = ckjit__scratch_alloc(rt, a_bytes + b_bytes, stream, &scratch);
+  ckjit__error_quiet(quiet);
+  if (st) return run_tf32_mma(rt, g, stream);
+  ckjit_gemm_desc t = *g;
+  if (ta) { /* A: k x m rows of lda -> m x k */
+    st = ckjit_transpose(CKJIT_F32, g->batch, g->k, g->m, g->a, g->lda, g->stride_a, scratch, ld, per_a, stream);
+    t.a = scratch, t.lda = ld, t.stride_a = per_a, t.a_order = CKJIT_ROW_MAJOR;
+  }
+  if (!st && tb) { /* B: k x n rows of ldb -> n x k, i.e. column-major */
+    void *bt = (char *)scratch + a_bytes;
+    st = ckjit_transpose(CKJIT_F32, g->batch, g->k, g->n, g->b, g->ldb, g->stride_b, bt, ld, per_b, stream);
+    t.b = bt, t.ldb = ld, t.stride_b = per_b, t.b_order = CKJIT_COL_MAJOR;
+  }
+  if (!st) st = run_plan(rt, &t, pl, want, stream);
+  const ckjit_status fst = ckjit__scratch_free(rt, scratch, stream);
+  return st ? st : fst;
+}
+
 static ckjit_status run_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *stream) {
   gemm_plan pl;
   int auto_splits = 1, vec_a, vec_b;
   operand_vecs(g, &vec_a, &vec_b);
   plan_for(rt, g, g->m, g->n, g->k, g->batch, vec_a, vec_b, 1, &pl, &auto_splits);
   tune(rt, g, &pl, &auto_splits, stream);
-  return run_plan(rt, g, &pl, g->split_k == 0 ? auto_splits : g->split_k, stream);
+  const int want = g->split_k == 0 ? auto_splits : g->split_k;
+  if (pl.pipe == PIPE_WGMMA && g->ab_dtype == CKJIT_F32) return run_wgmma_tf32(rt, g, &pl, want, stream);
+  return run_plan(rt, g, &pl, want, stream);
 }
 
 ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {

@@ -636,6 +636,15 @@ static void build_cases(int skip_large) {
   add(c);
   c = mk("grouped tf32", CKJIT_F32, CKJIT_F16, 1, 1, 0, 0, 0), c.np = MAXP, memcpy(c.mnk, g1, sizeof g1);
   c.tf32 = 1, c.ep = EP_BIAS_COL, add(c);
+  /* tf32 on wgmma (sm_90, m > 64, one problem): K-major operands read
+   * directly, split into 32-deep slices; others transposed first (batch
+   * strides, k not a multiple of 4: the copies' rows are padded); the
+   * 64 x 64 tiles. */
+  c = mk("tf32 wgmma split exact", CKJIT_F32, CKJIT_F32, 0, 1, 128, 256, 8192), c.tf32 = 1, c.exact = 1, add(c);
+  c = mk("tf32 wgmma batch 3", CKJIT_F32, CKJIT_F32, 0, 0, 130, 200, 96), c.tf32 = 1, c.batch = 3, c.pad = 1;
+  add(c);
+  c = mk("tf32 wgmma odd k", CKJIT_F32, CKJIT_F16, 1, 1, 150, 100, 77), c.tf32 = 1, c.ep = EP_BIAS_COL, add(c);
+  c = mk("tf32 wgmma 64x64 exact", CKJIT_F32, CKJIT_F32, 1, 0, 128, 4096, 1024), c.tf32 = 1, c.exact = 1, add(c);
 
   /* Stream-K (split_k CKJIT_GEMM_STREAM_K; on sm_90 with 16-byte aligned
    * operands, elsewhere the automatic path), beside split_k 0 on the same

@@ -405,8 +405,11 @@ CKJIT_API ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int
  * ab_dtype CKJIT_F16 or CKJIT_BF16 runs on tensor cores where the GPU has
  * them (wgmma on sm_90, mma.sync on other sm_80+; a SIMT kernel elsewhere);
  * CKJIT_F32 runs in f32 SIMT.  allow_tf32 permits tf32 tensor cores for f32
- * inputs (mma.sync on sm_80+: both operands rounded to 10 mantissa bits,
- * f32 accumulation); without them it changes nothing.  Any m, n,
+ * inputs, f32 accumulation: on sm_90 wgmma for one problem with m > 64
+ * (inputs cut to 10 mantissa bits; a column-major A or row-major B is
+ * first transposed into stream-ordered scratch memory), otherwise mma.sync
+ * on sm_80+ (inputs rounded to 10 mantissa bits); without tensor cores it
+ * changes nothing.  Any m, n,
  * k >= 0 (k = 0 gives alpha * 0 and the epilogue), any leading dimensions
  * (>= the contiguous extent) and any element-aligned pointers; 16-byte
  * aligned pointers and leading dimensions that are multiples of 8 elements
