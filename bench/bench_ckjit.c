@@ -303,6 +303,7 @@ static int child_cold_compile(void) {
     }
     char spec[512];
     CK(ckjit_default_spec(i, spec, sizeof spec));
+    if (ckjit_spec_has_kernel(spec, info.arch) == CKJIT_ERROR_UNSUPPORTED) continue; /* other archs' GEMMs */
     ckjit_compile_result res;
     memset(&res, 0, sizeof res);
     double t0 = now_s();

@@ -121,6 +121,11 @@ ckjit_status ckjit__arch_validate(const char *arch, int major, int minor) {
                      arch);
 }
 
+int ckjit__arch_cuda_cc(const char *arch) {
+  int cc, suffix;
+  return arch && !parse_cuda(arch, &cc, &suffix) ? cc : -1;
+}
+
 void ckjit__arch_base(const char *arch, char *out, size_t len) {
   if (!len) return;
   size_t n = 0;

@@ -17,6 +17,10 @@ ckjit_backend ckjit__arch_vendor(const char *arch);
  * (CKJIT_ERROR_UNSUPPORTED) and returns it. */
 ckjit_status ckjit__arch_validate(const char *arch, int compiler_major, int compiler_minor);
 
+/* The compute capability of a CUDA arch name (90 for "sm_90" and "sm_90a"),
+ * or -1 for any other name. */
+int ckjit__arch_cuda_cc(const char *arch);
+
 /* The processor part of an arch ("gfx90a" of "gfx90a:xnack-"; "sm_90" of "sm_90a"). */
 void ckjit__arch_base(const char *arch, char *out, size_t len);
 

@@ -90,6 +90,7 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
 
   ckjit_backend vendor = ckjit__arch_vendor(arch);
   if (vendor == CKJIT_BACKEND_AUTO) return ckjit__arch_validate(arch, 0, 0);
+  if ((st = ckjit__spec_targets(spec, arch))) return st; /* never an empty kernel */
   const ckjit_compiler *c;
   if ((st = ckjit__compiler_get(vendor, &c))) return st;
   CKJIT_DEBUG("build: compiler identified after %.3f ms", ckjit__now_ms() - t_start);

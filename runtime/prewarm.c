@@ -145,6 +145,21 @@ ckjit_status ckjit_compile_spec(const char *spec_text, const char *arch,
   return st;
 }
 
+ckjit_status ckjit_spec_has_kernel(const char *spec_text, const char *arch) {
+  ckjit_spec spec;
+  ckjit_status st = ckjit__spec_parse(spec_text, &spec);
+  if (st) return st;
+  if (!arch) {
+    ckjit_runtime *rt;
+    if ((st = ckjit__runtime_get(&rt))) return st;
+    if (!*(arch = rt->arch))
+      return ckjit__fail(CKJIT_ERROR_NO_DEVICE, "ckjit_spec_has_kernel: no arch given, no GPU present "
+                         "and CKJIT_ARCH unset");
+  }
+  if (ckjit__arch_vendor(arch) == CKJIT_BACKEND_AUTO) return ckjit__arch_validate(arch, 0, 0);
+  return ckjit__spec_targets(&spec, arch);
+}
+
 ckjit_status ckjit_get_function(const char *spec_text, void **function) {
   if (!function) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "ckjit_get_function: function is NULL");
   ckjit_spec spec;

@@ -184,3 +184,11 @@ ckjit_status ckjit__spec_render(const ckjit_spec *spec, ckjit_buffer *source) {
   if (st) ckjit__error_append(" (in %s)", fam->source);
   return st;
 }
+
+ckjit_status ckjit__spec_targets(const ckjit_spec *spec, const char *arch) {
+  const ckjit_family *fam = ckjit__family_get(spec->family);
+  if (!fam) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "unknown kernel family %u", spec->family);
+  if (!fam->targets || fam->targets(arch)) return CKJIT_SUCCESS;
+  return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s has no kernel for %s: it runs on %s", fam->name, arch,
+                     fam->targets_text);
+}

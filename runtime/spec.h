@@ -56,6 +56,11 @@ typedef struct ckjit_family {
    * the dtype) for the parameters not in `given` (bit i: parameter i was
    * written in the text).  NULL when every default is fixed. */
   void (*complete)(ckjit_spec *spec, unsigned given);
+  /* Whether the kernel exists for `arch` (a valid arch name); NULL: for
+   * every arch.  Elsewhere the source builds an empty kernel, which must
+   * never be served; `targets_text` names the archs it runs on. */
+  int (*targets)(const char *arch);
+  const char *targets_text;
 } ckjit_family;
 
 /* The dtype parameter every family shares: f32, f16, bf16 (value 0, 1, 2). */
@@ -63,6 +68,11 @@ extern const char *const ckjit__dtype_names[];
 extern const char *const ckjit__dtype_tokens[];
 #define CKJIT_DTYPE_PARAM {"dtype", ckjit__dtype_names, ckjit__dtype_tokens, 0, 0, 0}
 int32_t ckjit__dtype_param_value(ckjit_dtype dtype); /* for f32, f16 or bf16 only */
+
+/* CKJIT_SUCCESS when the family of `spec` has a kernel for `arch` (a valid
+ * arch name); otherwise sets the error (CKJIT_ERROR_UNSUPPORTED) and
+ * returns it. */
+ckjit_status ckjit__spec_targets(const ckjit_spec *spec, const char *arch);
 size_t ckjit__dtype_param_size(int32_t value);        /* element bytes */
 
 extern const ckjit_family ckjit__family_elementwise; /* runtime/op_elementwise.c */

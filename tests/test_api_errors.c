@@ -356,6 +356,49 @@ static void test_other_invalid_arguments(void **state) {
   assert_int_equal(ckjit_init(&o), I);
 }
 
+/* Which archs each family has a kernel for; the others are refused with
+ * the archs it runs on, by ckjit_compile_spec too, before any compiler is
+ * loaded (so also where neither compiler is installed). */
+static void test_spec_has_kernel(void **state) {
+  (void)state;
+  const ckjit_status OK = CKJIT_SUCCESS, NO = CKJIT_ERROR_UNSUPPORTED;
+  const struct {
+    const char *spec, *arch;
+    ckjit_status want;
+  } cases[] = {
+      {"elementwise:dtype=bf16", "sm_75", OK},     {"elementwise:dtype=bf16", "gfx1030", OK},
+      {"gemm_simt:dtype=f32", "gfx1030", OK},       {"gemm_reduce", "sm_75", OK},
+      {"gemm_wgmma:dtype=bf16", "sm_90", OK},       {"gemm_wgmma:dtype=bf16", "sm_90a", OK},
+      {"gemm_wgmma:dtype=bf16", "sm_80", NO},       {"gemm_wgmma:dtype=bf16", "sm_100", NO},
+      {"gemm_wgmma:dtype=bf16", "gfx90a", NO},      {"gemm_mma:dtype=f16", "sm_80", OK},
+      {"gemm_mma:dtype=f16", "sm_120", OK},         {"gemm_mma:dtype=f16", "sm_75", NO},
+      {"gemm_mma:dtype=f16", "gfx942", NO},         {"gemm_tf32", "sm_86", OK},
+      {"gemm_tf32", "gfx90a", NO},                  {"gemm_mfma:dtype=f16", "gfx908", OK},
+      {"gemm_mfma:dtype=bf16", "gfx90a:xnack-", OK}, {"gemm_mfma:dtype=f16", "gfx942", OK},
+      {"gemm_mfma:dtype=f16", "gfx1030", NO},       {"gemm_mfma:dtype=f16", "sm_90", NO},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const ckjit_status st = ckjit_spec_has_kernel(cases[i].spec, cases[i].arch);
+    if (st != cases[i].want)
+      print_error("%s for %s: %s (%s)\n", cases[i].spec, cases[i].arch, ckjit_status_string(st),
+                  ckjit_last_error());
+    assert_int_equal(st, cases[i].want);
+    if (st == NO) {
+      assert_non_null(strstr(ckjit_last_error(), "has no kernel for"));
+      assert_int_equal(ckjit_compile_spec(cases[i].spec, cases[i].arch, NULL), NO);
+      assert_non_null(strstr(ckjit_last_error(), "has no kernel for"));
+    }
+  }
+  /* The message names the archs the kernel runs on. */
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=f16", "gfx90a"), NO);
+  assert_non_null(strstr(ckjit_last_error(), "sm_90"));
+  /* Malformed input. */
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=q8", "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(ckjit_spec_has_kernel(NULL, "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
+  assert_int_not_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16", "x86_64"), CKJIT_SUCCESS);
+  assert_int_not_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16", "sm_9"), CKJIT_SUCCESS);
+}
+
 static void test_options_init(void **state) {
   (void)state;
   ckjit_options o;
@@ -476,6 +519,7 @@ int main(void) {
       cmocka_unit_test(test_reserved_dtypes_unsupported),
       cmocka_unit_test(test_no_device),
       cmocka_unit_test(test_other_invalid_arguments),
+      cmocka_unit_test(test_spec_has_kernel),
       cmocka_unit_test(test_options_init),
       cmocka_unit_test(test_init_twice_and_shutdown),
       cmocka_unit_test(test_last_error_thread_local),

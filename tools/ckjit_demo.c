@@ -590,6 +590,7 @@ static int run_compile_only(const options *o, const ckjit_device_info *info,
     double t0 = wall_clock_ms();
     prewarm_run_plan(&plan, on_prewarm_result, &ps);
     ps.summary.wall_ms = wall_clock_ms() - t0;
+    ps.summary.no_kernel = plan.no_kernel;
     if (ps.summary.failed) failed = 1;
     if (o->json) {
       json_end_array(&w);

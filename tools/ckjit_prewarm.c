@@ -227,7 +227,10 @@ static int early_seen(const run_state *s, const char *arch, const char *spec) {
 /* Adds `spec_text` for `arch`, or for every arch of the list (arch NULL).
  * Each (spec, arch) pair is one item: a bad spec or arch fails its pairs,
  * named as given. */
-static int plan_spec(planner *pl, const char *arch, const char *spec_text, const char *origin) {
+/* `defaults`: a spec of --all, left out (and counted) for an arch it has
+ * no kernel for; one named by the user fails there instead. */
+static int plan_spec(planner *pl, const char *arch, const char *spec_text, const char *origin,
+                     int defaults) {
   run_state *s = pl->s;
   ckjit_spec spec;
   char canon[CKJIT_SPEC_TEXT_MAX], spec_err[1024] = "";
@@ -261,6 +264,10 @@ static int plan_spec(planner *pl, const char *arch, const char *spec_text, const
                ? add_early(s, ar, spec_text, origin, spec_st, "%s", spec_err)
                : add_early(s, ar, spec_text, origin, arch_st, "%s", arch_err);
       if (rc) return -1;
+      continue;
+    }
+    if (defaults && prewarm_no_kernel(canon, ar)) {
+      s->summary.no_kernel++;
       continue;
     }
     rc = prewarm_plan_add(&s->plan, ar, spec_text, canon, origin);
@@ -299,7 +306,7 @@ static int on_manifest_line(void *ctx, const manifest_entry *e) {
     memcpy(arch, e->arch, e->arch_len);
     arch[e->arch_len] = '\0';
   }
-  if (plan_spec(m->pl, e->arch ? arch : NULL, spec, origin) != 0) return (m->pl->oom = 1);
+  if (plan_spec(m->pl, e->arch ? arch : NULL, spec, origin, 0) != 0) return (m->pl->oom = 1);
   return 0;
 }
 
@@ -537,7 +544,7 @@ int main(int argc, char **argv) {
   }
 
   for (size_t i = 0; i < o.specs.count; i++)
-    if (plan_spec(&pl, NULL, o.specs.items[i], NULL) != 0) goto oom;
+    if (plan_spec(&pl, NULL, o.specs.items[i], NULL, 0) != 0) goto oom;
   if (o.all) {
     size_t n = ckjit_default_spec_count();
     for (size_t i = 0; i < n; i++) {
@@ -547,7 +554,7 @@ int main(int argc, char **argv) {
                 ckjit_last_error());
         goto out;
       }
-      if (plan_spec(&pl, NULL, buf, NULL) != 0) goto oom;
+      if (plan_spec(&pl, NULL, buf, NULL, 1) != 0) goto oom;
     }
   }
   for (size_t i = 0; i < o.manifests.count; i++)

@@ -4,17 +4,29 @@
 #include <string.h>
 
 #include "ckjit/ckjit.h"
+#include "runtime/arch.h"
+#include "runtime/spec.h"
 #include "wall_clock.h"
+
+int prewarm_no_kernel(const char *spec_text, const char *arch) {
+  ckjit_spec spec;
+  if (ckjit__spec_parse(spec_text, &spec) || ckjit__arch_vendor(arch) == CKJIT_BACKEND_AUTO) return 0;
+  return ckjit__spec_targets(&spec, arch) != CKJIT_SUCCESS;
+}
 
 int prewarm_plan_build(prewarm_plan *plan, const str_list *specs, const str_list *archs) {
   plan->jobs = NULL;
-  plan->count = 0;
+  plan->count = plan->no_kernel = 0;
   size_t n = specs->count * archs->count;
   if (n == 0) return 0;
   plan->jobs = calloc(n, sizeof *plan->jobs);
   if (!plan->jobs) return -1;
   for (size_t a = 0; a < archs->count; a++)
     for (size_t s = 0; s < specs->count; s++) {
+      if (prewarm_no_kernel(specs->items[s], archs->items[a])) {
+        plan->no_kernel++;
+        continue;
+      }
       prewarm_job *j = &plan->jobs[plan->count++];
       j->spec = specs->items[s];
       j->arch = archs->items[a];
@@ -250,6 +262,9 @@ void prewarm_print_summary(FILE *out, const prewarm_summary *s) {
   if (s->duplicates)
     fprintf(out, "%zu duplicate%s compiled once\n", s->duplicates,
             s->duplicates == 1 ? "" : "s");
+  if (s->no_kernel)
+    fprintf(out, "%zu default spec%s skipped: no kernel for the arch (see ckjit_spec_has_kernel)\n",
+            s->no_kernel, s->no_kernel == 1 ? "" : "s");
 }
 
 void prewarm_json_result(json_writer *w, const prewarm_job *job, const prewarm_result *r) {
@@ -284,6 +299,7 @@ void prewarm_json_summary(json_writer *w, const char *key, const prewarm_summary
   json_uint(w, "crashed", s->crashed);
   json_uint(w, "timed_out", s->timed_out);
   json_uint(w, "duplicates", s->duplicates);
+  json_uint(w, "no_kernel", s->no_kernel);
   json_uint(w, "workers", s->workers);
   json_double(w, "compile_ms", s->compile_ms);
   json_double(w, "wall_ms", s->wall_ms);

@@ -39,6 +39,7 @@ typedef struct prewarm_result {
 typedef struct prewarm_plan {
   prewarm_job *jobs;
   size_t count;
+  size_t no_kernel; /* pairs left out: the spec has no kernel for that arch */
   /* Private to prewarm_plan_add: capacity, owned strings, and an
    * open-addressing index of (arch, spec) for duplicate detection. */
   size_t cap_;
@@ -52,14 +53,20 @@ typedef struct prewarm_summary {
   size_t total, compiled, cached, failed;
   size_t crashed, timed_out; /* failures of those kinds (counted in failed too) */
   size_t duplicates;         /* pairs given more than once, compiled once; set by the caller */
+  size_t no_kernel;          /* default pairs skipped: no kernel for the arch; set by the caller */
   size_t workers;            /* worker processes used; 0: in this process; set by the caller */
   double compile_ms;         /* summed over the items that compiled */
   double wall_ms;            /* of the whole run; set by the caller */
 } prewarm_summary;
 
-/* Every (spec, arch) pair, arch-major (borrowing the strings).  Returns 0,
- * or -1 out of memory. */
+/* Every (spec, arch) pair, arch-major (borrowing the strings), except the
+ * pairs whose spec has no kernel for the arch (counted in no_kernel).
+ * Returns 0, or -1 out of memory. */
 int prewarm_plan_build(prewarm_plan *plan, const str_list *specs, const str_list *archs);
+
+/* 1 when `spec` is well formed, `arch` is a CUDA or HIP arch name and the
+ * spec's family has no kernel for it (ckjit_spec_has_kernel's refusal). */
+int prewarm_no_kernel(const char *spec, const char *arch);
 
 /* Appends the pair (arch, spec) with copies of the strings, unless a job
  * with the same arch and canonical spec is in the plan already.

@@ -180,6 +180,16 @@ typedef struct ckjit_compile_result {
   char kernel[64];      /* kernel function name */
 } ckjit_compile_result;
 
+/* CKJIT_SUCCESS when `spec` has a kernel for `arch` ("sm_90", "gfx90a",
+ * ...; NULL: the configured arch).  CKJIT_ERROR_UNSUPPORTED, naming the
+ * archs it runs on in ckjit_last_error(), when its family exists for other
+ * archs only: the NVIDIA tensor-core GEMMs (gemm_mma and gemm_tf32: sm_80
+ * and newer; gemm_wgmma: sm_90) and AMD's MFMA GEMM (gfx908, gfx90a,
+ * gfx94x).  ckjit_compile_spec and ckjit_get_function refuse such pairs the
+ * same way; `ckjit-prewarm --all` skips them.  CKJIT_ERROR_INVALID_ARGUMENT
+ * or CKJIT_ERROR_UNSUPPORTED for a malformed spec or arch. */
+CKJIT_API ckjit_status ckjit_spec_has_kernel(const char *spec, const char *arch);
+
 /* Compiles `spec` for `arch` ("sm_90", "gfx90a", ...; NULL: the configured
  * arch) into the disk cache without a GPU.  Thread-safe; threads asking for
  * the same (spec, arch) at once share one compile.  `result` may be NULL. */
