@@ -340,9 +340,16 @@ else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' peers SKIPPED - "not in GPU_CHECK_BENCHES")")
 fi
 
+# The command line of RESULTS.md names the benchmark steps that ran.
+ran=""
+want ckjit && ran+="; $BENCH_BIN ${bench_args[*]:-}"
+want rows && ran+="; $ROWS_BIN ${rows_args[*]:-}"
+want gemm && ran+="; $GEMM_BIN ${gemm_args[*]:-}"
+want peers && ran+="; python3 bench/peers.py ${peers_args[*]:-}"
+ran="${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"}${ran}"
 step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \
   --ckjit "$LOGS/bench-ckjit.jsonl" --peers "$LOGS/peers.jsonl" \
-  --command "bash scripts/gpu-check.sh  (${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"; }$BENCH_BIN ${bench_args[*]:-}; $ROWS_BIN ${rows_args[*]:-}; $GEMM_BIN ${gemm_args[*]:-}; python3 bench/peers.py ${peers_args[*]:-})"
+  --command "bash scripts/gpu-check.sh  (${ran#; })"
 summary_add results "$(tail -n 1 "$LOGS/make-results.log")"
 
 # ---- collect -----------------------------------------------------------------
