@@ -666,19 +666,15 @@ static int run_child(int index, double timeout_s, int *recorded, int *unsupporte
   return bench_run_child(argv, "gemm", timeout_s, recorded, unsupported, sig);
 }
 
-/* The selected cases (indices into main's all[]), for bench_run_cases. */
+/* Case k of main's all[], for bench_run_cases (run_child takes k too). */
 static const gemm_case *g_all;
-static const int *g_sel;
-static int sel_run(int i, CUstream stream) { return run_case(&g_all[g_sel[i]], stream); }
-static int sel_run_child(int i, double timeout_s, int *recorded, int *unsupported, int *sig) {
-  return run_child(g_sel[i], timeout_s, recorded, unsupported, sig);
+static int run_index(int k, CUstream stream) { return run_case(&g_all[k], stream); }
+static void emit_index_error(int k, const char *status, const char *error) {
+  emit_case_error(&g_all[k], status, error);
 }
-static void sel_emit_error(int i, const char *status, const char *error) {
-  emit_case_error(&g_all[g_sel[i]], status, error);
-}
-static void sel_label(int i, char *buf, size_t len) {
+static void index_label(int k, char *buf, size_t len) {
   char metric[160];
-  case_metric(&g_all[g_sel[i]], metric, sizeof metric);
+  case_metric(&g_all[k], metric, sizeof metric);
   snprintf(buf, len, "%s", metric + 5 /* without "gemm " */);
 }
 
@@ -807,9 +803,9 @@ int main(int argc, char **argv) {
   } else {
     ckjit_shutdown(); /* releases the primary context */
   }
-  g_all = all, g_sel = sel;
-  const bench_cases cases = {n_sel, budget, g_quick ? 60 : 90 /* a first call compiles a GEMM kernel */, stream, sel_run, sel_run_child,
-                             sel_emit_error, sel_label, emit_note};
+  g_all = all;
+  const bench_cases cases = {n_sel, sel, budget, g_quick ? 60 : 90 /* a first call compiles a GEMM kernel */,
+                             stream, run_index, run_child, emit_index_error, index_label, emit_note};
   const int status = bench_run_cases(&cases);
   if (stream) cuStreamDestroy(stream);
   rm_tree(cache_dir);

@@ -403,9 +403,11 @@ static inline int bench_run_child(const char *const *argv, const char *kind, dou
 #define RC_MISMATCH 2    /* a case's result check failed */
 #define RC_UNSUPPORTED 3 /* a case's op returned CKJIT_ERROR_UNSUPPORTED */
 
-/* The selected cases 0 .. n - 1 of a benchmark and how to run one. */
+/* The selected cases of a benchmark (indices sel[0 .. n - 1] into its
+ * table) and how to run one; the callbacks take the table index. */
 typedef struct bench_cases {
   int n;
+  const int *sel;
   double budget;        /* seconds for all of them; later cases get a "SKIPPED" record */
   double child_timeout; /* seconds per child process (at most what is left + 20) */
   CUstream stream;      /* the bench stream to run in process; NULL: a child per case */
@@ -442,18 +444,18 @@ static inline int bench_run_cases(const bench_cases *b) {
     if (left <= 0) {
       char e[128];
       snprintf(e, sizeof e, "not started: the --budget of %.0f s was used up", b->budget);
-      b->emit_error(i, "SKIPPED", e);
+      b->emit_error(b->sel[i], "SKIPPED", e);
       n_skipped++;
       status = status ? status : 1;
       continue;
     }
     int rc, recorded = 0, is_unsupported = 0, sig = 0;
     if (b->stream) {
-      rc = b->run(i, b->stream);
+      rc = b->run(b->sel[i], b->stream);
       is_unsupported = rc == RC_UNSUPPORTED;
     } else {
       const double timeout = fmin(b->child_timeout, left + 20);
-      rc = b->run_child(i, timeout, &recorded, &is_unsupported, &sig);
+      rc = b->run_child(b->sel[i], timeout, &recorded, &is_unsupported, &sig);
       if (!recorded) {
         char e[200];
         if (rc == -2) snprintf(e, sizeof e, "the case's process timed out after %.0f s", timeout);
@@ -461,13 +463,13 @@ static inline int bench_run_cases(const bench_cases *b) {
           snprintf(e, sizeof e, "the case's process died from signal %d (%s)", sig, strsignal(sig));
         else if (rc == -3) snprintf(e, sizeof e, "the case's process could not be started");
         else snprintf(e, sizeof e, "the case's process exited with %d and no record", rc);
-        b->emit_error(i, rc == -2 ? "CHILD_TIMEOUT" : "CHILD_DIED", e);
+        b->emit_error(b->sel[i], rc == -2 ? "CHILD_TIMEOUT" : "CHILD_DIED", e);
       }
     }
     if (is_unsupported) {
       n_unsupported++;
       char label[160];
-      b->label(i, label, sizeof label);
+      b->label(b->sel[i], label, sizeof label);
       bench_list_add(unsupported, sizeof unsupported, label);
     } else if (rc == RC_MISMATCH) {
       n_mismatch++;

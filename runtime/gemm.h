@@ -11,7 +11,8 @@ enum {
   GM_DTYPE, GM_OUT, GM_A, GM_B, GM_BM, GM_BN, GM_BK, GM_WM, GM_WN, GM_STAGES, GM_VEC_A, GM_VEC_B,
   GM_BIAS, GM_ACT, GM_C, GM_D0, GM_D1, GM_SPLIT, GM_GROUPED, GM_WK, GM_COUNT
 };
-/* gemm_wgmma (Hopper tensor cores, sm_90a; BM (128 or 64) x BN tiles, BK 64) parameters. */
+/* gemm_wgmma (Hopper tensor cores, sm_90a; BM (128 or 64) x BN tiles, K steps
+ * of 128 bytes: 64 f16/bf16 or 32 tf32) parameters. */
 enum {
   GW_DTYPE, GW_OUT, GW_A, GW_B, GW_BN, GW_STAGES,
   GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1, GW_SPLIT, GW_GROUPED, GW_TMA, GW_BM, GW_COUNT
@@ -59,9 +60,10 @@ extern const gemm_block_tile ckjit__gemm_block_tiles[MMA_TILES];
 enum { TF32_LARGE, TF32_MID, TF32_SMALL, TF32_TILES };
 extern const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES];
 
-/* wgmma stages for a BN: as many as fit beside the TMA-store buffer. */
+/* wgmma stages for a BM x BN tile: as many as fit beside the TMA-store
+ * buffer (bm 128) or the 64 x BN f32 sum buffer (bm 64). */
 static inline int ckjit__gemm_wgmma_stages(int bm, int bn) {
-  if (bm == 64) return bn == 256 ? 4 : bn == 128 ? 8 : 12; /* beside the 64 x BN f32 sum buffer */
+  if (bm == 64) return bn == 256 ? 4 : bn == 128 ? 8 : 12;
   return bn == 256 ? 4 : bn == 128 ? 6 : 8;
 }
 

@@ -142,13 +142,13 @@ static ckjit_status mma_check(const ckjit_spec *s) {
 }
 
 /* Stages of BM + BN rows of 128 bytes of K (64 16-bit or 32 f32 elements),
- * 1 KiB to align the swizzled atoms, with tma=2 the
- * 32 KiB buffer of the TMA-store epilogue, with bm=64 the buffer where the
- * two warpgroups' sums meet. */
+ * 1 KiB to align the swizzled atoms, with tma=2 the 32 KiB buffer of the
+ * TMA-store epilogue, with bm=64 the buffer where the two warpgroups' f32
+ * sums meet. */
 static int wgmma_smem(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  return v[GW_STAGES] * (v[GW_BM] + v[GW_BN]) * 64 * 2 + 1024 + (v[GW_TMA] == 2 ? 32768 : 0) +
-         (v[GW_BM] == 64 ? 64 * v[GW_BN] * 4 : 0); /* BM 64: one warpgroup's sums */
+  return v[GW_STAGES] * (v[GW_BM] + v[GW_BN]) * 128 + 1024 + (v[GW_TMA] == 2 ? 32768 : 0) +
+         (v[GW_BM] == 64 ? 64 * v[GW_BN] * 4 : 0);
 }
 
 static ckjit_status wgmma_check(const ckjit_spec *s) {

@@ -345,6 +345,11 @@ static int tma_ok(const ckjit_runtime *rt, const ckjit_gemm_desc *g) {
          !(g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0));
 }
 
+/* The device's multiprocessors (1 when it reports none). */
+static int sm_count(const ckjit_runtime *rt) {
+  return rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+}
+
 /* Whether `tiles` blocks would leave over a third of `sms` multiprocessors idle. */
 static int idle_third(int64_t tiles, int sms) { return 3 * tiles < 2 * (int64_t)sms; }
 
@@ -357,7 +362,7 @@ static int idle_third(int64_t tiles, int sms) { return 3 * tiles < 2 * (int64_t)
  * 0 (plan unchanged) for m <= 64 without Stream-K. */
 static int plan_wgmma(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n, int64_t k,
                       int64_t batch, int single, int bk, int stream_k, gemm_plan *pl, int *auto_splits) {
-  const int sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+  const int sms = sm_count(rt);
   if (m <= 64 && !stream_k) return 0;
   const int64_t rows = ckjit__ceil_div(m, 128) * batch;
   int bm = 128, bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
@@ -405,7 +410,7 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
                      int *auto_splits) {
   memset(pl, 0, sizeof *pl);
   const unsigned units = rt->device.matrix_units;
-  const int sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+  const int sms = sm_count(rt);
   pl->pipe = (units & CKJIT_MATRIX_MMA_SYNC) && g->ab_dtype != CKJIT_F32 ? PIPE_MMA : PIPE_SIMT;
   if ((g->ab_dtype == CKJIT_F16 && (units & CKJIT_MATRIX_MFMA_F16)) ||
       (g->ab_dtype == CKJIT_BF16 && (units & CKJIT_MATRIX_MFMA_BF16))) {
@@ -419,9 +424,10 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
      * its runs count 64-deep steps); it reads K-major operands only, so
      * run_wgmma_tf32 transposes the others first; a K-major one must be
      * 16-byte aligned.  mma.sync otherwise. */
-    const int a_fit = g->a_order == CKJIT_COL_MAJOR || vec_a == 4, b_fit = g->b_order == CKJIT_ROW_MAJOR || vec_b == 4;
-    if ((units & CKJIT_MATRIX_WGMMA) && single && g->split_k != CKJIT_GEMM_STREAM_K && tma_ok(rt, g) && a_fit &&
-        b_fit && plan_wgmma(rt, g, m, n, k, batch, single, 32, 0, pl, auto_splits))
+    const int a_fit = g->a_order == CKJIT_COL_MAJOR || vec_a == 4;
+    const int b_fit = g->b_order == CKJIT_ROW_MAJOR || vec_b == 4;
+    if ((units & CKJIT_MATRIX_WGMMA) && single && g->split_k != CKJIT_GEMM_STREAM_K && tma_ok(rt, g) &&
+        a_fit && b_fit && plan_wgmma(rt, g, m, n, k, batch, single, 32, 0, pl, auto_splits))
       return;
     plan_tf32_mma(m, n, k, batch, vec_a, vec_b, sms, pl, auto_splits);
     return;
@@ -502,7 +508,7 @@ static ckjit_status launch_reduce(ckjit_runtime *rt, const ckjit_gemm_desc *g, c
   red.value[GR_VEC] = g->n % 4 == 0 ? 4 : g->n % 2 == 0 ? 2 : 1;
   const int64_t vecs = g->batch * g->m * (g->n / red.value[GR_VEC]);
   int64_t blocks = ckjit__ceil_div(vecs, 256);
-  const int64_t cap = 8 * (int64_t)(rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1);
+  const int64_t cap = 8 * (int64_t)sm_count(rt);
   if (blocks > cap) blocks = cap;
   void *args[] = {p};
   return launch(&red, blocks, args, stream);
@@ -523,8 +529,7 @@ static ckjit_status run_tf32_mma(ckjit_runtime *rt, const ckjit_gemm_desc *g, vo
   gemm_plan pl;
   int vec_a, vec_b, splits;
   operand_vecs(g, &vec_a, &vec_b);
-  plan_tf32_mma(g->m, g->n, g->k, g->batch, vec_a, vec_b,
-                rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1, &pl, &splits);
+  plan_tf32_mma(g->m, g->n, g->k, g->batch, vec_a, vec_b, sm_count(rt), &pl, &splits);
   return run_plan(rt, g, &pl, g->split_k == 0 ? splits : g->split_k, stream);
 }
 
@@ -537,7 +542,7 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
   ckjit_status st;
   gemm_problem p;
   ckjit_spec spec;
-  const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+  const int64_t sms = sm_count(rt);
   /* wgmma reads its operands (and, unsplit, writes D) through TMA
    * descriptors when it can; 0 also when the driver refused: the cp.async
    * pipeline then. */
@@ -744,7 +749,8 @@ static ckjit_status run_wgmma_tf32(ckjit_runtime *rt, const ckjit_gemm_desc *g, 
                                    int want, void *stream) {
   const int ta = g->a_order == CKJIT_COL_MAJOR, tb = g->b_order == CKJIT_ROW_MAJOR;
   const int64_t ld = (g->k + 3) / 4 * 4, per_a = g->m * ld, per_b = g->n * ld;
-  const size_t a_bytes = ta ? (size_t)(g->batch * per_a) * 4 : 0, b_bytes = tb ? (size_t)(g->batch * per_b) * 4 : 0;
+  const size_t a_bytes = ta ? (size_t)(g->batch * per_a) * 4 : 0;
+  const size_t b_bytes = tb ? (size_t)(g->batch * per_b) * 4 : 0;
   if (!a_bytes && !b_bytes) return run_plan(rt, g, pl, want, stream);
   void *scratch = NULL;
   const int quiet = ckjit__error_quiet(1);
@@ -753,7 +759,8 @@ static ckjit_status run_wgmma_tf32(ckjit_runtime *rt, const ckjit_gemm_desc *g, 
   if (st) return run_tf32_mma(rt, g, stream);
   ckjit_gemm_desc t = *g;
   if (ta) { /* A: k x m rows of lda -> m x k */
-    st = ckjit_transpose(CKJIT_F32, g->batch, g->k, g->m, g->a, g->lda, g->stride_a, scratch, ld, per_a, stream);
+    st = ckjit_transpose(CKJIT_F32, g->batch, g->k, g->m, g->a, g->lda, g->stride_a, scratch, ld, per_a,
+                         stream);
     t.a = scratch, t.lda = ld, t.stride_a = per_a, t.a_order = CKJIT_ROW_MAJOR;
   }
   if (!st && tb) { /* B: k x n rows of ldb -> n x k, i.e. column-major */
@@ -792,7 +799,7 @@ static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs,
                                 const gemm_plan *pl, ckjit_spec *spec, void *stream) {
   tma_grouped x; /* 4 KiB: the kernel argument itself */
   spec->value[GW_TMA] = 1;
-  const int64_t sms = rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+  const int64_t sms = sm_count(rt);
   ckjit_status st = CKJIT_SUCCESS;
   for (int i = 0; i < count && !st;) {
     int64_t tiles = 0;
@@ -821,10 +828,9 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
   for (int i = 0; i < count; i++) {
     const ckjit_gemm_desc *g = &descs[i];
     ckjit_status st = check_desc(api, g);
-    if (st) { /* name the problem */
-      char m[1024];
-      snprintf(m, sizeof m, "%s", ckjit_last_error());
-      return ckjit__fail(st, "%s (problem %d)", m, i);
+    if (st) {
+      ckjit__error_append(" (problem %d)", i);
+      return st;
     }
     if (g->batch != 1 || g->split_k > 1 || g->split_k < 0)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,

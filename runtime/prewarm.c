@@ -78,6 +78,16 @@ static void release(inflight *f) {
   free(f);
 }
 
+/* `*arch`, or when it is NULL the configured arch ("" stays: it is a
+ * malformed name, not "the default"). */
+static ckjit_status arch_or_configured(const char *api, ckjit_runtime *rt, const char **arch) {
+  if (*arch) return CKJIT_SUCCESS;
+  if (!*rt->arch)
+    return ckjit__fail(CKJIT_ERROR_NO_DEVICE, "%s: no arch given, no GPU present and CKJIT_ARCH unset", api);
+  *arch = rt->arch;
+  return CKJIT_SUCCESS;
+}
+
 ckjit_status ckjit_compile_spec(const char *spec_text, const char *arch,
                                 ckjit_compile_result *result) {
   double t0 = ckjit__now_ms();
@@ -88,11 +98,7 @@ ckjit_status ckjit_compile_spec(const char *spec_text, const char *arch,
   ckjit_status st = ckjit__spec_parse(spec_text, &spec);
   if (st) return st;
   ckjit_runtime *rt;
-  if ((st = ckjit__runtime_get(&rt))) return st;
-  if (!arch) arch = rt->arch; /* "" stays: it is a malformed name, not "the default" */
-  if (arch == rt->arch && !*arch)
-    return ckjit__fail(CKJIT_ERROR_NO_DEVICE, "ckjit_compile_spec: no arch given, no GPU present "
-                       "and CKJIT_ARCH unset");
+  if ((st = ckjit__runtime_get(&rt)) || (st = arch_or_configured("ckjit_compile_spec", rt, &arch))) return st;
   if (strlen(arch) >= CKJIT_ARCH_MAX) return ckjit__arch_validate(arch, 0, 0);
 
   pthread_mutex_lock(&inflight_lock);
@@ -149,13 +155,10 @@ ckjit_status ckjit_spec_has_kernel(const char *spec_text, const char *arch) {
   ckjit_spec spec;
   ckjit_status st = ckjit__spec_parse(spec_text, &spec);
   if (st) return st;
-  if (!arch) {
-    ckjit_runtime *rt;
-    if ((st = ckjit__runtime_get(&rt))) return st;
-    if (!*(arch = rt->arch))
-      return ckjit__fail(CKJIT_ERROR_NO_DEVICE, "ckjit_spec_has_kernel: no arch given, no GPU present "
-                         "and CKJIT_ARCH unset");
-  }
+  ckjit_runtime *rt;
+  if (!arch && ((st = ckjit__runtime_get(&rt)) ||
+                (st = arch_or_configured("ckjit_spec_has_kernel", rt, &arch))))
+    return st;
   if (ckjit__arch_vendor(arch) == CKJIT_BACKEND_AUTO) return ckjit__arch_validate(arch, 0, 0);
   return ckjit__spec_targets(&spec, arch);
 }

@@ -68,12 +68,12 @@ extern const char *const ckjit__dtype_names[];
 extern const char *const ckjit__dtype_tokens[];
 #define CKJIT_DTYPE_PARAM {"dtype", ckjit__dtype_names, ckjit__dtype_tokens, 0, 0, 0}
 int32_t ckjit__dtype_param_value(ckjit_dtype dtype); /* for f32, f16 or bf16 only */
+size_t ckjit__dtype_param_size(int32_t value);        /* element bytes */
 
 /* CKJIT_SUCCESS when the family of `spec` has a kernel for `arch` (a valid
  * arch name); otherwise sets the error (CKJIT_ERROR_UNSUPPORTED) and
  * returns it. */
 ckjit_status ckjit__spec_targets(const ckjit_spec *spec, const char *arch);
-size_t ckjit__dtype_param_size(int32_t value);        /* element bytes */
 
 extern const ckjit_family ckjit__family_elementwise; /* runtime/op_elementwise.c */
 extern const ckjit_family ckjit__family_transpose;   /* runtime/op_transpose.c */

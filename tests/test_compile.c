@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ckjit/ckjit.h"
+#include "portable_specs.h"
 #include "test_util.h"
 
 static char *g_base;
@@ -143,13 +144,10 @@ static void test_crashing_targets_refused_in_child(void **state) {
 
 /* ---- full compile of every default spec ---------------------------------- */
 
-/* Which default specs have a kernel for the two archs compiled here (the
- * library must refuse the others rather than serve an empty kernel): the
- * mma.sync, wgmma and tf32 GEMMs are NVIDIA-only, MFMA AMD-only. */
+/* Whether a default spec has a kernel for the arch compiled here (the
+ * library must refuse the others rather than serve an empty kernel). */
 static int has_kernel(const char *spec, int is_hip) {
-  const int nvidia_only = !strncmp(spec, "gemm_mma:", 9) || !strncmp(spec, "gemm_wgmma:", 11) ||
-                          !strncmp(spec, "gemm_tf32:", 10);
-  return is_hip ? !nvidia_only : strncmp(spec, "gemm_mfma:", 10) != 0;
+  return ps_vendor_only(spec) != (is_hip ? PS_NVIDIA_ONLY : PS_AMD_ONLY);
 }
 
 static void compile_all(const char *arch, char (*keys)[33], int is_hip) {

@@ -226,9 +226,8 @@ static int early_seen(const run_state *s, const char *arch, const char *spec) {
 
 /* Adds `spec_text` for `arch`, or for every arch of the list (arch NULL).
  * Each (spec, arch) pair is one item: a bad spec or arch fails its pairs,
- * named as given. */
-/* `defaults`: a spec of --all, left out (and counted) for an arch it has
- * no kernel for; one named by the user fails there instead. */
+ * named as given.  `defaults` (a spec of --all): left out, and counted,
+ * for an arch it has no kernel for; a spec the user named fails there. */
 static int plan_spec(planner *pl, const char *arch, const char *spec_text, const char *origin,
                      int defaults) {
   run_state *s = pl->s;

@@ -5,13 +5,12 @@
 
 #include "ckjit/ckjit.h"
 #include "runtime/arch.h"
-#include "runtime/spec.h"
 #include "wall_clock.h"
 
-int prewarm_no_kernel(const char *spec_text, const char *arch) {
-  ckjit_spec spec;
-  if (ckjit__spec_parse(spec_text, &spec) || ckjit__arch_vendor(arch) == CKJIT_BACKEND_AUTO) return 0;
-  return ckjit__spec_targets(&spec, arch) != CKJIT_SUCCESS;
+int prewarm_no_kernel(const char *spec, const char *arch) {
+  /* (A malformed arch is refused as unsupported too: not this case.) */
+  return ckjit__arch_vendor(arch) != CKJIT_BACKEND_AUTO &&
+         ckjit_spec_has_kernel(spec, arch) == CKJIT_ERROR_UNSUPPORTED;
 }
 
 int prewarm_plan_build(prewarm_plan *plan, const str_list *specs, const str_list *archs) {
