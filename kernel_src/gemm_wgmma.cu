@@ -25,7 +25,8 @@
 //           whole tiles, each block takes an equal run of K steps across
 //           tile boundaries and writes each tile's part to an f32 slot
 //           (unit_of; gemm_reduce sums the slots).  TMA = 0
-//           (broadcast batches, more than 8 groups): every thread copies
+//           (broadcast batches, a group with a k = 0 problem, a tensor map
+//           the driver refused): every thread copies
 //           with cp.async, STAGES - 2 steps ahead.  wgmma runs asynchronously, one step in flight.
 // Epilogue: as the other pipelines (gemm_common.h).
 //

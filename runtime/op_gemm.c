@@ -420,14 +420,15 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     return;
   }
   if (g->ab_dtype == CKJIT_F32 && g->allow_tf32 && (units & CKJIT_MATRIX_MMA_SYNC)) {
-    /* wgmma for one problem with m > 64 read through TMA (not Stream-K:
-     * its runs count 64-deep steps); it reads K-major operands only, so
-     * run_wgmma_tf32 transposes the others first; a K-major one must be
-     * 16-byte aligned.  mma.sync otherwise. */
+    /* wgmma for one problem with m > 64 (any m for Stream-K) read
+     * through TMA; it reads K-major operands only, so run_wgmma_tf32
+     * transposes the others first; a K-major one must be 16-byte aligned.
+     * mma.sync otherwise. */
     const int a_fit = g->a_order == CKJIT_COL_MAJOR || vec_a == 4;
     const int b_fit = g->b_order == CKJIT_ROW_MAJOR || vec_b == 4;
-    if ((units & CKJIT_MATRIX_WGMMA) && single && g->split_k != CKJIT_GEMM_STREAM_K && tma_ok(rt, g) &&
-        a_fit && b_fit && plan_wgmma(rt, g, m, n, k, batch, single, 32, 0, pl, auto_splits))
+    const int stream_k = g->split_k == CKJIT_GEMM_STREAM_K;
+    if ((units & CKJIT_MATRIX_WGMMA) && single && tma_ok(rt, g) && a_fit && b_fit &&
+        plan_wgmma(rt, g, m, n, k, batch, single, 32, stream_k, pl, auto_splits))
       return;
     plan_tf32_mma(m, n, k, batch, vec_a, vec_b, sms, pl, auto_splits);
     return;
@@ -573,7 +574,7 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
   size_t bytes = 0;
   if (want == CKJIT_GEMM_STREAM_K) {
     /* Stream-K: whole tiles through the epilogue, runs into partial slots. */
-    grid = ckjit__gemm_plan_streamk(tiles, ckjit__ceil_div(g->k, 64), sms, &x.sk);
+    grid = ckjit__gemm_plan_streamk(tiles, ckjit__ceil_div(g->k, pl.tile.bk), sms, &x.sk);
     bytes = (size_t)x.sk.sk_tiles * (size_t)x.sk.slots * (size_t)(pl.tile.bm * pl.tile.bn) * sizeof(float);
   } else {
     x.sk.dp_tiles = grid; /* every unit (tile, K slice) whole */
@@ -794,27 +795,48 @@ ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
 }
 
 /* Grouped on the persistent TMA pipeline: TMA_GROUPS problems a launch,
- * each with its tensor maps. */
+ * each with its tensor maps.  Every launch's argument (every map) is made
+ * before the first launch, so that a map the driver refuses sends the whole
+ * call to the cp.async pipeline (*refused = 1; quietly: a refusal is not
+ * the call's error) instead of failing it halfway. */
 static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs, int count,
-                                const gemm_plan *pl, ckjit_spec *spec, void *stream) {
-  tma_grouped x; /* 4 KiB: the kernel argument itself */
+                                const gemm_plan *pl, ckjit_spec *spec, void *stream, int *refused) {
+  int nonempty = 0;
+  for (int i = 0; i < count; i++) nonempty += descs[i].m != 0 && descs[i].n != 0;
+  const int launches = (nonempty + TMA_GROUPS - 1) / TMA_GROUPS;
+  tma_grouped one; /* 4 KiB each: the kernel argument itself */
+  tma_grouped *xs = launches <= 1 ? &one : aligned_alloc(_Alignof(tma_grouped), (size_t)launches * sizeof one);
+  if (!xs)
+    return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "ckjit_gemm_grouped: no host memory for %d launch arguments",
+                       launches);
+  const int quiet = ckjit__error_quiet(1);
+  int j = 0; /* non-empty problems so far */
+  *refused = 0;
+  for (int i = 0; i < count && !*refused; i++) {
+    if (descs[i].m == 0 || descs[i].n == 0) continue;
+    tma_grouped *x = &xs[j / TMA_GROUPS];
+    const int q = j++ % TMA_GROUPS;
+    const gemm_problem *prev = q ? &x->g[q - 1] : NULL;
+    const int64_t begin = prev ? prev->tile_begin + prev->tiles_m * prev->tiles_n : 0;
+    if (!encode_maps(rt, &descs[i], pl, x->a[q], x->b[q], NULL)) {
+      *refused = 1;
+      break;
+    }
+    problem_of(&descs[i], pl, &x->g[q]);
+    x->g[q].tile_begin = begin;
+    x->count = q + 1;
+  }
+  ckjit__error_quiet(quiet);
   spec->value[GW_TMA] = 1;
   const int64_t sms = sm_count(rt);
   ckjit_status st = CKJIT_SUCCESS;
-  for (int i = 0; i < count && !st;) {
-    int64_t tiles = 0;
-    x.count = 0;
-    for (; i < count && x.count < TMA_GROUPS; i++) {
-      if (descs[i].m == 0 || descs[i].n == 0) continue;
-      const int j = (int)x.count++;
-      if (!encode_maps(rt, &descs[i], pl, x.a[j], x.b[j], NULL)) return ckjit_last_status();
-      problem_of(&descs[i], pl, &x.g[j]);
-      x.g[j].tile_begin = tiles;
-      tiles += x.g[j].tiles_m * x.g[j].tiles_n;
-    }
-    void *args[] = {&x};
-    if (x.count) st = launch(spec, tiles < sms ? tiles : sms, args, stream);
+  for (int l = 0; l < launches && !*refused && !st; l++) {
+    const gemm_problem *last = &xs[l].g[xs[l].count - 1];
+    const int64_t tiles = last->tile_begin + last->tiles_m * last->tiles_n;
+    void *args[] = {&xs[l]};
+    st = launch(spec, tiles < sms ? tiles : sms, args, stream);
   }
+  if (xs != &one) free(xs);
   return st;
 }
 
@@ -873,7 +895,13 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
   main_spec(&pl, &kind, 0, 1, &spec);
   int tma = pl.pipe == PIPE_WGMMA;
   for (int i = 0; i < count && tma; i++) tma = descs[i].m == 0 || descs[i].n == 0 || tma_ok(rt, &descs[i]);
-  if (tma) return grouped_tma(rt, descs, count, &pl, &spec, stream);
+  if (tma) {
+    int refused;
+    st = grouped_tma(rt, descs, count, &pl, &spec, stream, &refused);
+    if (st || !refused) return st;
+    /* The cp.async pipeline instead: the same wgmma spec without TMA. */
+    spec.value[GW_TMA] = 0;
+  }
   /* Up to MAX_GROUPS non-empty problems per launch. */
   gemm_groups gs;
   for (int i = 0; i < count && !st;) {

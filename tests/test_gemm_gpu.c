@@ -20,12 +20,13 @@
  * padded odd leading dimensions; pointers misaligned by one element; random
  * shapes and options; batch 3 with gaps between entries and stride-0
  * broadcast of A, B or C; grouped GEMMs (mixed shapes, m = 1, k % 8 != 0,
- * empty problems, per-problem alpha / beta); split_k 2, 3, 7 and 0 (auto) on
+ * empty problems, per-problem alpha / beta; 20 problems in several launches
+ * of each wgmma path); split_k 2, 3, 7 and 0 (auto) on
  * decode shapes (m = 1, 16, k = 4096 and 4093); the decode tile (m <= 16)
  * with every order pair and epilogue, split and not; the wgmma 128 x 64
  * and 64 x 64 tiles (1024^3, 128 x 4096 x 4096, split, odd edges); Stream-K (decode shapes,
  * 1024^3, partial edge tiles with every epilogue, batch 3, a tail wave
- * beside whole tiles); every case whose split_k is
+ * beside whole tiles, tf32 in 32-deep steps); every case whose split_k is
  * not 1 runs a second time on the same inputs and must give the same bits
  * (split-k must not depend on scheduling); 4095 x 4097 x 1001 (a random sample
  * of 3000 entries plus the whole last row and last column are checked).
@@ -64,7 +65,7 @@
 #include "gpu_test_util.h"
 
 #define GUARD 13 /* poisoned / NaN elements after every buffer */
-#define MAXP 5   /* problems per grouped call */
+#define MAXP 20  /* problems per grouped call, at most */
 #define LL(x) ((long long)(x))
 
 enum { OA, OB, OC, OD, OD0, OD1, OBIAS, NOPS };
@@ -574,14 +575,28 @@ static void build_cases(int skip_large) {
   c = mk("batch 3 split 3", CKJIT_BF16, CKJIT_BF16, 0, 1, 16, 128, 1536), c.batch = 3, c.split_k = 3, add(c);
 
   /* grouped */
-  static const int64_t g1[MAXP][3] = {{64, 128, 256}, {1, 200, 512}, {37, 45, 100}, {130, 7, 33}, {16, 16, 16}};
-  static const int64_t g2[MAXP][3] = {{0, 5, 7}, {5, 0, 7}, {9, 9, 0}, {1, 1, 1}, {33, 65, 129}};
-  c = mk("grouped", CKJIT_F16, CKJIT_BF16, 0, 1, 0, 0, 0), c.np = MAXP, memcpy(c.mnk, g1, sizeof g1), add(c);
-  c = mk("grouped epilogue", CKJIT_BF16, CKJIT_F32, 1, 0, 0, 0, 0), c.np = MAXP, memcpy(c.mnk, g1, sizeof g1);
+  static const int64_t g1[5][3] = {{64, 128, 256}, {1, 200, 512}, {37, 45, 100}, {130, 7, 33}, {16, 16, 16}};
+  static const int64_t g2[5][3] = {{0, 5, 7}, {5, 0, 7}, {9, 9, 0}, {1, 1, 1}, {33, 65, 129}};
+  c = mk("grouped", CKJIT_F16, CKJIT_BF16, 0, 1, 0, 0, 0), c.np = 5, memcpy(c.mnk, g1, sizeof g1), add(c);
+  c = mk("grouped epilogue", CKJIT_BF16, CKJIT_F32, 1, 0, 0, 0, 0), c.np = 5, memcpy(c.mnk, g1, sizeof g1);
   c.ep = EP_C | EP_BIAS_COL | EP_D1, c.act = CKJIT_UNARY_GELU_ERF, c.pad = 3, c.off = 1, c.split_k = 1, add(c);
-  c = mk("grouped empty + in place", CKJIT_F16, CKJIT_F16, 1, 1, 0, 0, 0), c.np = MAXP, memcpy(c.mnk, g2, sizeof g2);
+  c = mk("grouped empty + in place", CKJIT_F16, CKJIT_F16, 1, 1, 0, 0, 0), c.np = 5, memcpy(c.mnk, g2, sizeof g2);
   c.ep = EP_C | EP_INPLACE | EP_D0, c.act = CKJIT_UNARY_SIGMOID, add(c);
-  c = mk("grouped f32", CKJIT_F32, CKJIT_F32, 0, 0, 0, 0, 0), c.np = MAXP, memcpy(c.mnk, g1, sizeof g1), add(c);
+  c = mk("grouped f32", CKJIT_F32, CKJIT_F32, 0, 0, 0, 0, 0), c.np = 5, memcpy(c.mnk, g1, sizeof g1), add(c);
+  /* 20 problems, 16-byte aligned, one with m > 64: the TMA pipeline in
+   * three launches of up to 8 (every tensor map made before the first);
+   * with one k = 0 problem (no tensor maps), the cp.async one in two
+   * launches of up to 16. */
+  for (int k0 = 0; k0 < 2; k0++) {
+    c = mk(k0 ? "grouped 20 k=0 cp.async" : "grouped 20 tma", CKJIT_BF16, k0 ? CKJIT_F32 : CKJIT_BF16, k0, 0, 0, 0, 0);
+    c.np = MAXP, c.ep = EP_BIAS_COL | (k0 ? EP_C : 0), c.act = CKJIT_UNARY_SILU;
+    for (int i = 0; i < MAXP; i++) {
+      c.mnk[i][0] = i == 7 ? 320 : 8 * (1 + i % 5);
+      c.mnk[i][1] = 64 + 72 * (i % 3);
+      c.mnk[i][2] = k0 && i == 11 ? 0 : 64 * (1 + i % 4);
+    }
+    add(c);
+  }
 
   /* split-k on decode shapes */
   static const int splits[4] = {2, 3, 7, 0};
@@ -634,7 +649,7 @@ static void build_cases(int skip_large) {
   c.ep = EP_C | EP_BIAS_ROW | EP_D0 | EP_D1, c.act = CKJIT_UNARY_GELU_ERF, add(c);
   c = mk("tf32 split 3 exact", CKJIT_F32, CKJIT_F32, 0, 0, 64, 200, 3000), c.tf32 = 1, c.split_k = 3, c.exact = 1;
   add(c);
-  c = mk("grouped tf32", CKJIT_F32, CKJIT_F16, 1, 1, 0, 0, 0), c.np = MAXP, memcpy(c.mnk, g1, sizeof g1);
+  c = mk("grouped tf32", CKJIT_F32, CKJIT_F16, 1, 1, 0, 0, 0), c.np = 5, memcpy(c.mnk, g1, sizeof g1);
   c.tf32 = 1, c.ep = EP_BIAS_COL, add(c);
   /* tf32 on wgmma (sm_90, m > 64, one problem): K-major operands read
    * directly, split into 32-deep slices; others transposed first (batch
@@ -667,6 +682,15 @@ static void build_cases(int skip_large) {
   c = mk("stream-k k < 8 steps", CKJIT_BF16, CKJIT_BF16, 0, 0, 64, 512, 136), c.split_k = CKJIT_GEMM_STREAM_K, add(c);
   c = mk("stream-k tail wave exact", CKJIT_BF16, CKJIT_BF16, 0, 0, 4096, 2304, 512);
   c.split_k = CKJIT_GEMM_STREAM_K, c.exact = 1, c.sample = 3000, add(c);
+  /* Stream-K on tf32 wgmma: runs counted in 32-deep K steps; K-major
+   * operands read directly, or transposed first (m <= 64 takes 128-row
+   * tiles; k = 1001 is not a multiple of the step or of 4). */
+  c = mk("stream-k tf32 exact", CKJIT_F32, CKJIT_F32, 0, 1, 300, 1000, 3000), c.tf32 = 1, c.exact = 1;
+  c.split_k = CKJIT_GEMM_STREAM_K, c.ep = EP_BIAS_COL, add(c);
+  c = mk("stream-k tf32 m=16 rr", CKJIT_F32, CKJIT_F32, 0, 0, 16, 512, 4096), c.tf32 = 1;
+  c.split_k = CKJIT_GEMM_STREAM_K, add(c);
+  c = mk("stream-k tf32 batch 2 cc", CKJIT_F32, CKJIT_F16, 1, 1, 130, 260, 1001), c.tf32 = 1, c.batch = 2;
+  c.split_k = CKJIT_GEMM_STREAM_K, add(c);
   c = mk("tail wave auto exact", CKJIT_BF16, CKJIT_F32, 0, 0, 4096, 2304, 512);
   c.exact = 1, c.sample = 3000, c.ep = EP_BIAS_COL, c.act = CKJIT_UNARY_SILU, add(c);
 
