@@ -4,10 +4,11 @@ bench/RESULTS.md.
 
 usage: make_results.py --ckjit CKJIT.jsonl [--ckjit ...] --peers PEERS.jsonl [--peers ...]
                        [--results bench/results.json] [--md bench/RESULTS.md]
-                       [--card NAME] [--command CMD]
+                       [--card NAME] [--command CMD] [--date DATE]
 
 results.json is a list of {"metric", "card", "ckjit", "peer", "peer_name",
-"unit", "ratio"}.  `ratio` says how many times better ckjit is: peer/ckjit for
+"unit", "ratio", "run"} ("run": the date and command of the run that
+measured it; RESULTS.md lists the runs behind its records).  `ratio` says how many times better ckjit is: peer/ckjit for
 times (us, ms), ckjit/peer for rates (GB/s); null without a peer.  Records of
 an existing results.json whose metric is not re-measured are kept (merged by
 metric name); RESULTS.md is rewritten from the merged list.
@@ -545,13 +546,44 @@ def gemm_md(recs):
     return lines
 
 
-def write_md(path, results, card, command, date, notes, info):
+def section_of(r):
+    """Which table of RESULTS.md a record goes to."""
+    m = str(r.get('metric', ''))
+    if m.startswith('cold compile'):
+        return 'cold compile'
+    if ROWS_METRIC.match(m) or TOPK_METRIC.match(m):
+        return 'row ops'
+    if GEMM_METRIC.match(m):
+        return 'gemm'
+    return 'ops, launch and tools'
+
+
+def runs_md(results):
+    """One line per run whose records the tables show (newest first): its
+    date and command, and how many records of each table it left."""
+    runs = {}
+    for r in results:
+        counts = runs.setdefault(r.get('run') or '', {})
+        counts[section_of(r)] = counts.get(section_of(r), 0) + 1
+    lines = ['- Runs behind these records (newest first):']
+    for run in sorted(runs, reverse=True):
+        what = ', '.join(f'{n} {sec}' for sec, n in sorted(runs[run].items()))
+        if run:
+            date, _, command = run.partition(' | ')
+            lines.append(f'  - {date}: `{command}`: {what}')
+        else:
+            lines.append(f'  - earlier runs (before the run of each record was kept): {what}')
+    return lines
+
+
+def write_md(path, results, card, date, notes, info):
     lines = ['# ckjit benchmark results', '',
              f'- Date: {date}',
              f'- Card: {card}']
     for k, v in info:
         lines.append(f'- {k}: {v}')
-    lines += [f'- Command: `{command}`', '',
+    lines += runs_md(results)
+    lines += ['',
               '`ratio` = how many times better ckjit is: peer/ckjit for times, ckjit/peer '
               'for rates (GB/s, bytes read + written); > 1 means ckjit wins. Records of earlier '
               'runs that were not re-measured are kept; their card is in the card column.', '',
@@ -561,15 +593,9 @@ def write_md(path, results, card, command, date, notes, info):
     rows = []
     gemm = []
     for r in results:
-        if str(r.get('metric', '')).startswith('cold compile'):
-            cold.append(r)
-            continue
-        if ROWS_METRIC.match(str(r.get('metric', ''))) or \
-                TOPK_METRIC.match(str(r.get('metric', ''))):
-            rows.append(r)
-            continue
-        if GEMM_METRIC.match(str(r.get('metric', ''))):
-            gemm.append(r)
+        section = section_of(r)
+        if section != 'ops, launch and tools':
+            {'cold compile': cold, 'row ops': rows, 'gemm': gemm}[section].append(r)
             continue
         lines.append('| ' + ' | '.join(md_cell(fmt(r.get(k))) for k in
                                        ('metric', 'card', 'ckjit', 'peer', 'peer_name', 'unit',
@@ -605,12 +631,16 @@ def main():
     ap.add_argument('--card', help='card name (default: from the JSONL, else nvidia-smi)')
     ap.add_argument('--command', default='bash scripts/gpu-check.sh',
                     help='the command that produced the numbers (for RESULTS.md)')
+    ap.add_argument('--date', help='when the numbers were measured (default: now, UTC)')
     a = ap.parse_args()
 
     ck = [r for path in a.ckjit for r in read_jsonl(path)]
     peers = [r for path in a.peers for r in read_jsonl(path)]
     card = card_name(peers + ck, a.card)
     new = build(ck, peers, card)
+    date = a.date or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    for r in new:  # which run measured it, for RESULTS.md's list of runs
+        r['run'] = f'{date} | {a.command}'
 
     old = []
     if os.path.exists(a.results):
@@ -648,8 +678,7 @@ def main():
             versions.append(f"{impl} {v.get('version')}")
     if versions:
         info.append(('Peers', ', '.join(versions)))
-    date = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
-    write_md(a.md, merged, card, a.command, date, notes, info)
+    write_md(a.md, merged, card, date, notes, info)
     log(f'{len(new)} records from this run, {len(merged)} in {a.results}; wrote {a.md}')
     return 0
 
