@@ -239,9 +239,10 @@ CKJIT_INLINE void tma_load(unsigned dst, const tensor_map &map, int c0, int c1, 
 // consumers store this one.
 // ---- TMA-store epilogue (TMA = 2) -------------------------------------------------
 // D goes out in boxes of 128 rows x 128 bytes (64 16-bit or 32 f32
-// columns), two at a time through a 32 KiB buffer, in the 128-byte swizzle
-// (conflict-free writes of the fragments).  The stores are asynchronous: the
-// buffer is waited for only before its next use.
+// columns), one at a time through the two 16 KiB halves of a buffer in
+// turn, in the 128-byte swizzle (conflict-free writes of the fragments).
+// The stores are asynchronous: a box waits only for the store two boxes
+// back, which used the same half (bench/NOTES.md #65).
 #define OUT_COLS (128 / (int)sizeof(TC)) // columns of one box
 #define OUT_BOX (128 * 128)               // bytes of one box
 
@@ -255,21 +256,25 @@ CKJIT_INLINE void tma_store(const tensor_map &map, unsigned src, int c0, int c1,
 }
 CKJIT_INLINE void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 CKJIT_INLINE void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// All but the most recent group of stores have read their shared memory.
+CKJIT_INLINE void tma_store_wait_read_1() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
 
 CKJIT_INLINE void store_acc_tma(const gemm_problem &p, const gemm_tile &t, float (&acc)[ACC], int cw,
-                                const tensor_map &map_d, unsigned char *buf, unsigned buf_addr) {
+                                const tensor_map &map_d, unsigned char *buf, unsigned buf_addr,
+                                unsigned &chunks) { // chunks: boxes so far (which half is next)
   const int tid = threadIdx.x - 128, w = (tid / 32) % 4, lane = tid % 32; // tid: 0..255
   const int r0 = cw * 64 + w * 16 + lane / 4;                               // row in the tile
   const bool issuer = tid == 0;
 #pragma unroll
-  for (int c0 = 0; c0 < BN; c0 += 2 * OUT_COLS) {
-    if (issuer) tma_store_wait_read(); // the previous boxes have left the buffer
+  for (int c0 = 0; c0 < BN; c0 += OUT_COLS, chunks++) {
+    const int half = chunks % 2;
+    if (issuer) tma_store_wait_read_1(); // the store two chunks back has left this half
     consumers_barrier();
 #pragma unroll
-    for (int jj = 0; jj < 2 * OUT_COLS / 8; jj++) {
-      if (c0 + jj * 8 >= BN) break; // BN 64: one box of 16-bit columns
-      const int j = c0 / 8 + jj, col = jj * 8 + 2 * (lane % 4); // column in the buffer pair
-      const int box = col / OUT_COLS, cb = (col % OUT_COLS) * (int)sizeof(TC);
+    for (int jj = 0; jj < OUT_COLS / 8; jj++) {
+        if (c0 + jj * 8 >= BN) break;
+      const int j = c0 / 8 + jj, col = jj * 8 + 2 * (lane % 4); // column in the box
+      const int cb = col * (int)sizeof(TC);
 #pragma unroll
       for (int h = 0; h < 2; h++) {
         const int r = r0 + 8 * h;
@@ -279,17 +284,14 @@ CKJIT_INLINE void store_acc_tma(const gemm_problem &p, const gemm_tile &t, float
         ckjit_vec<TC, 2> o;
         o.v[0] = ckjit_from_float<TC>(v[0]);
         o.v[1] = ckjit_from_float<TC>(v[1]);
-        const int off = box * OUT_BOX + r * 128 + (((cb / 16) ^ (r % 8)) * 16) + cb % 16;
+        const int off = half * OUT_BOX + r * 128 + (((cb / 16) ^ (r % 8)) * 16) + cb % 16;
         ckjit_store<TC, 2>(reinterpret_cast<TC *>(buf + off), o);
       }
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // visible to the TMA unit
     consumers_barrier();
     if (issuer) {
-#pragma unroll
-      for (int b = 0; b < 2; b++)
-        if (c0 + b * OUT_COLS < BN)
-          tma_store(map_d, buf_addr + b * OUT_BOX, (int)t.n0 + c0 + b * OUT_COLS, (int)t.m0, (int)t.batch);
+      tma_store(map_d, buf_addr + half * OUT_BOX, (int)t.n0 + c0, (int)t.m0, (int)t.batch);
       tma_store_commit();
     }
   }
@@ -433,6 +435,7 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
   const int cw = threadIdx.x / 128 - 1; // consumer warpgroup 0 or 1
   const bool leader = threadIdx.x % 128 == 0;
   unsigned it = 0; // as the producer's
+  unsigned chunks = 0; // TMA-store boxes so far (store_acc_tma)
   work w;
   for (long long u = 0; unit_of(x, u, w); u++) {
     TILE_CONTEXT(w.tile);
@@ -479,7 +482,7 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
 #endif
 #if TMA == 2 && !GROUPED
     store_acc_tma(p, t, acc, cw, x.d, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
-                  base + STAGES * STAGE_BYTES);
+                  base + STAGES * STAGE_BYTES, chunks);
 #else
     store_acc(p, t, acc, cw);
 #endif
