@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""bench/make_results.py on made-up benchmark output (no GPU): records of a
+run are tagged with its date and command, a later run replaces only the
+metrics it measured, RESULTS.md lists the runs behind its records, and a
+run that compiled every default spec retires the cold-compile rows it no
+longer produces.
+
+usage: test_make_results.py PATH/TO/make_results.py
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FAILS = []
+
+
+def check(cond, what):
+    print(('ok   ' if cond else 'FAIL ') + what)
+    if not cond:
+        FAILS.append(what)
+
+
+def jsonl(path, recs):
+    with open(path, 'w', encoding='utf-8') as f:
+        for r in recs:
+            f.write(json.dumps(r) + '\n')
+
+
+def bandwidth(impl, op, value, api=None):
+    r = {'metric': f'{op} bf16 8192x8192', 'kind': 'bandwidth', 'impl': impl, 'op': op,
+         'dtype': 'bf16', 'shape': '8192x8192', 'unit': 'GB/s', 'value': value}
+    if api:
+        r['api'] = api
+    return r
+
+
+def cold(spec, ms):
+    return {'kind': 'cold_compile', 'impl': 'ckjit', 'metric': f'cold compile {spec} sm_90',
+            'unit': 'ms', 'value': ms}
+
+
+def run(tool, d, ck, peers, command, date):
+    ckp, pp = os.path.join(d, 'ck.jsonl'), os.path.join(d, 'peers.jsonl')
+    jsonl(ckp, ck)
+    jsonl(pp, peers)
+    r = subprocess.run([sys.executable, tool, '--ckjit', ckp, '--peers', pp,
+                        '--results', os.path.join(d, 'results.json'),
+                        '--md', os.path.join(d, 'RESULTS.md'), '--card', 'Test Card',
+                        '--command', command, '--date', date],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f'make_results exits 0 ({command}): {r.stderr.strip()[-300:]}')
+    with open(os.path.join(d, 'results.json'), encoding='utf-8') as f:
+        res = {x['metric']: x for x in json.load(f)}
+    with open(os.path.join(d, 'RESULTS.md'), encoding='utf-8') as f:
+        md = f.read()
+    return res, md
+
+
+def main():
+    tool = sys.argv[1]
+    with tempfile.TemporaryDirectory() as d:
+        # Run 1: copy and relu against torch, two cold compiles and the total.
+        peers = [bandwidth('torch', 'copy', 2500.0, 'torch.clone'),
+                 bandwidth('torch', 'relu', 2400.0, 'torch.relu')]
+        ck1 = [bandwidth('ckjit', 'copy', 2600.0), bandwidth('ckjit', 'relu', 2550.0),
+               cold('a:x=1', 10.0), cold('b:x=2', 20.0),
+               {'kind': 'cold_compile_total', 'impl': 'ckjit',
+                'metric': 'cold compile all default specs sm_90', 'unit': 'ms', 'value': 30.0}]
+        res, md = run(tool, d, ck1, peers, 'first command', '2026-01-01 10:00 UTC')
+        check(set(res) >= {'copy bf16 8192x8192 vs torch', 'relu bf16 8192x8192 vs torch',
+                           'relu bf16 8192x8192 vs copy', 'cold compile a:x=1 sm_90'},
+              'run 1 records present')
+        check(all(r.get('run') == '2026-01-01 10:00 UTC | first command' for r in res.values()),
+              'every record of run 1 names run 1')
+        rel = res['relu bf16 8192x8192 vs torch']
+        check(abs(rel['ratio'] - 2550.0 / 2400.0) < 1e-3, 'rate ratio = ckjit / peer')
+        check('- 2026-01-01 10:00 UTC: `first command`:' in md, 'RESULTS.md lists run 1')
+
+        # Run 2 measures only relu (and no cold compiles): copy keeps run 1's
+        # number and tag; relu gets run 2's.
+        ck2 = [bandwidth('ckjit', 'relu', 2700.0)]
+        res, md = run(tool, d, ck2, peers, 'second command', '2026-01-02 11:00 UTC')
+        check(res['relu bf16 8192x8192 vs torch']['ckjit'] == 2700.0, 'run 2 replaces relu')
+        check(res['relu bf16 8192x8192 vs torch']['run'].endswith('| second command'),
+              'relu names run 2')
+        check(res['copy bf16 8192x8192 vs torch']['ckjit'] == 2600.0 and
+              res['copy bf16 8192x8192 vs torch']['run'].endswith('| first command'),
+              'copy keeps run 1 (number and tag)')
+        i1, i2 = md.find('`first command`'), md.find('`second command`')
+        check(0 <= i2 < i1, 'RESULTS.md lists both runs, newest first')
+        check('cold compile a:x=1 sm_90' in res, 'a partial run keeps cold-compile rows')
+
+        # Run 3 compiles every default spec again, and b is no longer one.
+        ck3 = [cold('a:x=1', 11.0),
+               {'kind': 'cold_compile_total', 'impl': 'ckjit',
+                'metric': 'cold compile all default specs sm_90', 'unit': 'ms', 'value': 11.0}]
+        res, md = run(tool, d, ck3, peers, 'third command', '2026-01-03 12:00 UTC')
+        check('cold compile b:x=2 sm_90' not in res, 'a full cold run retires specs it did not compile')
+        check(res['cold compile a:x=1 sm_90']['ckjit'] == 11.0, 'and replaces the others')
+
+        # Records from before runs were kept (no "run") are listed as such.
+        path = os.path.join(d, 'results.json')
+        with open(path, encoding='utf-8') as f:
+            recs = json.load(f)
+        recs.append({'metric': 'legacy metric', 'card': 'Test Card', 'ckjit': 1.0, 'peer': None,
+                     'peer_name': None, 'unit': 'us', 'ratio': None})
+        with open(path, 'w', encoding='utf-8') as f:
+            json.dump(recs, f)
+        res, md = run(tool, d, ck2, peers, 'fourth command', '2026-01-04 13:00 UTC')
+        check('legacy metric' in res and 'run' not in res['legacy metric'], 'untagged record kept')
+        check('earlier runs (before the run of each record was kept)' in md,
+              'RESULTS.md names the untagged records')
+        check('`second command`' not in md, 'a run with no records left is not listed')
+    print(f'{len(FAILS)} failures')
+    return 1 if FAILS else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
