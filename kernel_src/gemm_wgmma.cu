@@ -272,7 +272,6 @@ CKJIT_INLINE void store_acc_tma(const gemm_problem &p, const gemm_tile &t, float
     consumers_barrier();
 #pragma unroll
     for (int jj = 0; jj < OUT_COLS / 8; jj++) {
-        if (c0 + jj * 8 >= BN) break;
       const int j = c0 / 8 + jj, col = jj * 8 + 2 * (lane % 4); // column in the box
       const int cb = col * (int)sizeof(TC);
 #pragma unroll
