@@ -42,8 +42,11 @@ struct gemm_tile {
 
 // Linear block index -> tile.  Tiles are ordered (batch, slice, then a
 // supertile of GROUP_M tile rows walked column by column) so that blocks
-// running together share A rows and B columns in L2.
-#define GROUP_M 8
+// running together share A rows and B columns in L2.  16: the wgmma
+// kernel's 132 persistent blocks run 132 consecutive tiles; 16 rows beat 8
+// by 0.5-1.3% at 4096^3 (bench/NOTES.md #68).  One value for every kernel:
+// gemm_reduce finds Stream-K tiles with the same walk.
+#define GROUP_M 16
 CKJIT_INLINE gemm_tile tile_of(const gemm_problem &p, long long t) {
   gemm_tile r;
   const long long per_mat = p.tiles_m * p.tiles_n;
