@@ -35,6 +35,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 ROOT=$(pwd)
 OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # absolute: the log archive is made from inside the log directory
 LOGS=$(mktemp -d /tmp/ckjit-gpu-logs.XXXXXX)
 TMP=$(mktemp -d /tmp/ckjit-gpu-tmp.XXXXXX)
 BUILD=build-gpu
@@ -385,7 +386,9 @@ EOF
   fi
 } > "$LOGS/summary.txt" 2>&1
 cp "$LOGS/summary.txt" "$OUT/summary.txt"
-tar -czf "$OUT/gpu-logs.tar.gz" -C "$LOGS" . 2> /dev/null
+# The files only, not "." (the mktemp directory's 0700 mode would be
+# applied to whatever directory the archive is unpacked into).
+(cd "$LOGS" && tar -czf "$OUT/gpu-logs.tar.gz" -- *) 2> /dev/null
 rm -rf "$TMP" "$LOGS"
 
 echo
