@@ -563,8 +563,8 @@ def runs_md(results):
     date and command, and how many records of each table it left."""
     runs = {}
     for r in results:
-        counts = runs.setdefault(r.get('run') or '', {})
-        counts[section_of(r)] = counts.get(section_of(r), 0) + 1
+        counts, section = runs.setdefault(r.get('run') or '', {}), section_of(r)
+        counts[section] = counts.get(section, 0) + 1
     lines = ['- Runs behind these records (newest first):']
     for run in sorted(runs, reverse=True):
         what = ', '.join(f'{n} {sec}' for sec, n in sorted(runs[run].items()))

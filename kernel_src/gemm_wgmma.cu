@@ -10,7 +10,7 @@
 //           wgmma accumulator.  BM 64 (skinny problems that 128-row tiles
 //           leave too few tiles for; TMA only): both take the whole tile,
 //           each over half of every K step, and their sums meet in shared
-//           memory.  K advances 64 columns per step.
+//           memory.  K advances one 128-byte row (BK elements) per step.
 // Pipeline: STAGES shared-memory buffers in the 128-byte swizzled layout
 //           wgmma reads (K-contiguous operands as rows of 128 bytes of K:
 //           BK = 64 16-bit or 32 f32 elements; M/N-contiguous ones, 16-bit

@@ -353,16 +353,16 @@ static int sm_count(const ckjit_runtime *rt) {
 /* Whether `tiles` blocks would leave over a third of `sms` multiprocessors idle. */
 static int idle_third(int64_t tiles, int sms) { return 3 * tiles < 2 * (int64_t)sms; }
 
-/* The wgmma tile for an m x n x k problem with K steps `bk` deep (64
- * 16-bit, 32 f32 elements: 128 bytes): 128 x 256 tiles; 128 x 128 when that
+/* The wgmma tile for an m x n x k problem, K steps of one 128-byte row (64
+ * 16-bit or 32 f32 elements): 128 x 256 tiles; 128 x 128 when that
  * is what fills the GPU; 128 x 64 when 128-wide tiles would leave a third
  * of it idle (1024^3: the tile cuBLAS picks there, bench/NOTES.md #54);
  * 64 x 64 when even those would, and 64-row tiles add some (128 x 4096 x
  * 4096, #55).  Too few tiles even then: split K into whole waves.  Returns
  * 0 (plan unchanged) for m <= 64 without Stream-K. */
 static int plan_wgmma(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int64_t n, int64_t k,
-                      int64_t batch, int single, int bk, int stream_k, gemm_plan *pl, int *auto_splits) {
-  const int sms = sm_count(rt);
+                      int64_t batch, int single, int stream_k, gemm_plan *pl, int *auto_splits) {
+  const int sms = sm_count(rt), bk = 128 / (int)ckjit_dtype_size(g->ab_dtype);
   if (m <= 64 && !stream_k) return 0;
   const int64_t rows = ckjit__ceil_div(m, 128) * batch;
   int bm = 128, bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
@@ -428,7 +428,7 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
     const int b_fit = g->b_order == CKJIT_ROW_MAJOR || vec_b == 4;
     const int stream_k = g->split_k == CKJIT_GEMM_STREAM_K;
     if ((units & CKJIT_MATRIX_WGMMA) && single && tma_ok(rt, g) && a_fit && b_fit &&
-        plan_wgmma(rt, g, m, n, k, batch, single, 32, stream_k, pl, auto_splits))
+        plan_wgmma(rt, g, m, n, k, batch, single, stream_k, pl, auto_splits))
       return;
     plan_tf32_mma(m, n, k, batch, vec_a, vec_b, sms, pl, auto_splits);
     return;
@@ -453,7 +453,7 @@ static void plan_for(ckjit_runtime *rt, const ckjit_gemm_desc *g, int64_t m, int
      * measured slower than whole tiles and split-K on the under-filled
      * shapes it is meant for (bench/NOTES.md #49). */
     const int stream_k = single && g->split_k == CKJIT_GEMM_STREAM_K && tma_ok(rt, g);
-    plan_wgmma(rt, g, m, n, k, batch, single, 64, stream_k, pl, auto_splits);
+    plan_wgmma(rt, g, m, n, k, batch, single, stream_k, pl, auto_splits);
   }
 }
 
@@ -719,7 +719,7 @@ static void tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int
   int mode = atomic_load_explicit(&mode_plus_2, memory_order_relaxed) - 2;
   if (mode == -2) atomic_store(&mode_plus_2, (mode = ckjit__gemm_tune_mode()) + 2);
   if (mode < 0 || g->split_k != 0 || pl->pipe == PIPE_SIMT || pl->pipe == PIPE_MFMA ||
-      pl->pipe == PIPE_TF32 || g->ab_dtype == CKJIT_F32)
+      g->ab_dtype == CKJIT_F32)
     return;
   const char *dir = rt->disk_enabled && rt->disk.usable ? rt->disk.dir : NULL;
   /* Without recorded winners and without tuning, the call costs no more. */
@@ -795,48 +795,38 @@ ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
 }
 
 /* Grouped on the persistent TMA pipeline: TMA_GROUPS problems a launch,
- * each with its tensor maps.  Every launch's argument (every map) is made
- * before the first launch, so that a map the driver refuses sends the whole
- * call to the cp.async pipeline (*refused = 1; quietly: a refusal is not
- * the call's error) instead of failing it halfway. */
+ * each with its tensor maps.  *done: how many leading descs it ran, all of
+ * them unless the driver refused a tensor map (quietly: the cp.async
+ * pipeline runs the rest, from the first problem of the launch the refusal
+ * fell in, so every problem runs exactly once). */
 static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs, int count,
-                                const gemm_plan *pl, ckjit_spec *spec, void *stream, int *refused) {
-  int nonempty = 0;
-  for (int i = 0; i < count; i++) nonempty += descs[i].m != 0 && descs[i].n != 0;
-  const int launches = (nonempty + TMA_GROUPS - 1) / TMA_GROUPS;
-  tma_grouped one; /* 4 KiB each: the kernel argument itself */
-  tma_grouped *xs = launches <= 1 ? &one : aligned_alloc(_Alignof(tma_grouped), (size_t)launches * sizeof one);
-  if (!xs)
-    return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "ckjit_gemm_grouped: no host memory for %d launch arguments",
-                       launches);
-  const int quiet = ckjit__error_quiet(1);
-  int j = 0; /* non-empty problems so far */
-  *refused = 0;
-  for (int i = 0; i < count && !*refused; i++) {
-    if (descs[i].m == 0 || descs[i].n == 0) continue;
-    tma_grouped *x = &xs[j / TMA_GROUPS];
-    const int q = j++ % TMA_GROUPS;
-    const gemm_problem *prev = q ? &x->g[q - 1] : NULL;
-    const int64_t begin = prev ? prev->tile_begin + prev->tiles_m * prev->tiles_n : 0;
-    if (!encode_maps(rt, &descs[i], pl, x->a[q], x->b[q], NULL)) {
-      *refused = 1;
-      break;
-    }
-    problem_of(&descs[i], pl, &x->g[q]);
-    x->g[q].tile_begin = begin;
-    x->count = q + 1;
-  }
-  ckjit__error_quiet(quiet);
+                                const gemm_plan *pl, ckjit_spec *spec, void *stream, int *done) {
+  tma_grouped x; /* 4 KiB: the kernel argument itself */
   spec->value[GW_TMA] = 1;
   const int64_t sms = sm_count(rt);
   ckjit_status st = CKJIT_SUCCESS;
-  for (int l = 0; l < launches && !*refused && !st; l++) {
-    const gemm_problem *last = &xs[l].g[xs[l].count - 1];
-    const int64_t tiles = last->tile_begin + last->tiles_m * last->tiles_n;
-    void *args[] = {&xs[l]};
-    st = launch(spec, tiles < sms ? tiles : sms, args, stream);
+  for (int i = 0; i < count && !st;) {
+    const int first = i;
+    int64_t tiles = 0;
+    x.count = 0;
+    for (; i < count && x.count < TMA_GROUPS; i++) {
+      if (descs[i].m == 0 || descs[i].n == 0) continue;
+      const int j = (int)x.count++;
+      const int quiet = ckjit__error_quiet(1);
+      const int made = encode_maps(rt, &descs[i], pl, x.a[j], x.b[j], NULL);
+      ckjit__error_quiet(quiet);
+      if (!made) {
+        *done = first;
+        return CKJIT_SUCCESS;
+      }
+      problem_of(&descs[i], pl, &x.g[j]);
+      x.g[j].tile_begin = tiles;
+      tiles += x.g[j].tiles_m * x.g[j].tiles_n;
+    }
+    void *args[] = {&x};
+    if (x.count) st = launch(spec, tiles < sms ? tiles : sms, args, stream);
   }
-  if (xs != &one) free(xs);
+  *done = count;
   return st;
 }
 
@@ -895,16 +885,15 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
   main_spec(&pl, &kind, 0, 1, &spec);
   int tma = pl.pipe == PIPE_WGMMA;
   for (int i = 0; i < count && tma; i++) tma = descs[i].m == 0 || descs[i].n == 0 || tma_ok(rt, &descs[i]);
+  int done = 0;
   if (tma) {
-    int refused;
-    st = grouped_tma(rt, descs, count, &pl, &spec, stream, &refused);
-    if (st || !refused) return st;
-    /* The cp.async pipeline instead: the same wgmma spec without TMA. */
-    spec.value[GW_TMA] = 0;
+    st = grouped_tma(rt, descs, count, &pl, &spec, stream, &done);
+    if (st || done == count) return st;
+    spec.value[GW_TMA] = 0; /* the rest on the cp.async pipeline: the same spec without TMA */
   }
   /* Up to MAX_GROUPS non-empty problems per launch. */
   gemm_groups gs;
-  for (int i = 0; i < count && !st;) {
+  for (int i = done; i < count && !st;) {
     int64_t tiles = 0;
     gs.count = 0;
     for (; i < count && gs.count < MAX_GROUPS; i++) {
