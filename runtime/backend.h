@@ -30,8 +30,9 @@ typedef struct ckjit_compiler {
    * code object and `log` with the compiler log (NUL-terminated). */
   ckjit_status (*compile)(const struct ckjit_compiler *c, const ckjit_compile_input *in,
                           ckjit_buffer *code, ckjit_buffer *log);
-  /* The options ckjit passes for `arch`; returns how many were written. */
-  int (*options)(const char *arch, char opts[][96], int max);
+  /* The options ckjit passes to this compiler for `arch`; returns how many
+   * were written.  They are part of the cache key. */
+  int (*options)(const struct ckjit_compiler *c, const char *arch, char opts[][96], int max);
 } ckjit_compiler;
 
 /* Identifies (once, thread-safe, without loading it) the runtime compiler of `vendor`. */

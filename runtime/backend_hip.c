@@ -73,7 +73,8 @@ static void *open_hip(void) {
   return hip_library;
 }
 
-static int hip_options(const char *arch, char opts[][96], int max) {
+static int hip_options(const ckjit_compiler *c, const char *arch, char opts[][96], int max) {
+  (void)c;
   if (max < 3) return 0;
   snprintf(opts[0], 96, "--gpu-architecture=%s", arch);
   snprintf(opts[1], 96, "-std=c++17");

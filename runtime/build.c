@@ -101,7 +101,7 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
 
   char opts[MAX_OPTIONS][96];
   const char *opt_ptrs[MAX_OPTIONS];
-  int n_opts = c->options(arch, opts, MAX_OPTIONS);
+  int n_opts = c->options(c, arch, opts, MAX_OPTIONS);
   for (int i = 0; i < n_opts; i++) opt_ptrs[i] = opts[i];
   const char *const *hdr_names, *const *hdr_sources;
   int n_hdrs = ckjit__embedded_headers(&hdr_names, &hdr_sources);
