@@ -682,6 +682,7 @@ typedef struct launch_case {
   raw_launch L;
   CUfunction fn;
   void *src, *dst;
+  const ckjit_gemm_desc *gemm; /* set: time ckjit_gemm(gemm) instead */
 } launch_case;
 
 /* Host seconds per call: `calls` calls in chunks of `chunk`, the stream
@@ -700,6 +701,15 @@ static double launch_loop(bench *bn, launch_case *lc, int calls, int chunk) {
         if (r != CUDA_SUCCESS) {
           report_cuda(r, "cuLaunchKernel", __FILE__, __LINE__);
           exit(1);
+        }
+      }
+    } else if (lc->gemm) {
+      for (int i = 0; i < m; i++) {
+        ckjit_status st = ckjit_gemm(lc->gemm, (void *)bn->stream);
+        if (st != CKJIT_SUCCESS) {
+          report_ckjit(st, "ckjit_gemm", __FILE__, __LINE__);
+          g_status = 1;
+          return -1.0;
         }
       }
     } else {
@@ -746,6 +756,76 @@ static int check_copy_result(void *dst, const float *want) {
   float got[1024];
   CK(ckjit_memcpy(got, dst, sizeof got, CKJIT_DEVICE_TO_HOST));
   return memcmp(got, want, sizeof got) == 0;
+}
+
+/* Host time of one ckjit_gemm call (planning, tensor maps, kernel lookup,
+ * launch) on shapes small enough that the GPU keeps up with the host:
+ * m = 128 takes the wgmma pipeline through TMA on a 9.0 device, m = 16
+ * mma.sync; split_k 1 so that each call is one launch.  A and B are all
+ * ones, so every entry of D must be exactly k. */
+static int gemm_launch_case(bench *bn, int64_t m, int64_t n, int64_t k, const char *path) {
+  const int calls = g_quick ? 2000 : 20000, chunk = 1000, repeats = g_quick ? 5 : 10;
+  const size_t na = (size_t)(m * k), nb = (size_t)(k * n), nd = (size_t)(m * n);
+  uint16_t *h = malloc(sizeof(uint16_t) * (na > nb ? (na > nd ? na : nd) : (nb > nd ? nb : nd)));
+  void *a = NULL, *b = NULL, *d = NULL;
+  if (!h) return -1;
+  for (size_t i = 0; i < na || i < nb; i++) h[i] = 0x3f80; /* bf16 1.0 */
+  CK(ckjit_malloc(&a, na * 2));
+  CK(ckjit_malloc(&b, nb * 2));
+  CK(ckjit_malloc(&d, nd * 2));
+  CK(ckjit_memcpy(a, h, na * 2, CKJIT_HOST_TO_DEVICE));
+  CK(ckjit_memcpy(b, h, nb * 2, CKJIT_HOST_TO_DEVICE));
+  CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)d, 0xff, nd * 2, bn->stream));
+  ckjit_gemm_desc g;
+  ckjit_gemm_desc_init(&g);
+  g.m = m, g.n = n, g.k = k, g.ab_dtype = g.out_dtype = CKJIT_BF16;
+  g.a = a, g.lda = k, g.a_order = CKJIT_ROW_MAJOR;
+  g.b = b, g.ldb = n, g.b_order = CKJIT_ROW_MAJOR;
+  g.d = d, g.ldd = n, g.split_k = 1;
+  launch_case lc;
+  memset(&lc, 0, sizeof lc);
+  lc.gemm = &g;
+  int rc = 0;
+  if (launch_loop(bn, &lc, chunk, chunk) < 0) rc = -1; /* warm-up: compiles or loads */
+  CK(ckjit_memcpy(h, d, nd * 2, CKJIT_DEVICE_TO_HOST));
+  uint16_t want = 0;
+  { float f = (float)k; uint32_t u; memcpy(&u, &f, 4); want = (uint16_t)(u >> 16); }
+  for (size_t i = 0; rc == 0 && i < nd; i++)
+    if (h[i] != want) {
+      msg("check: ckjit_gemm bf16 %lldx%lldx%lld of ones: D[%zu] = 0x%04x, want 0x%04x",
+          (long long)m, (long long)n, (long long)k, i, h[i], want);
+      g_status = 2;
+      rc = -1;
+    }
+  double per_call[32];
+  for (int i = 0; rc == 0 && i < repeats; i++) {
+    double s = launch_loop(bn, &lc, calls, chunk);
+    if (s < 0) rc = -1;
+    per_call[i] = s * 1e6;
+  }
+  if (rc == 0) {
+    char metric[128], shape[64];
+    snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)m, (long long)n, (long long)k);
+    snprintf(metric, sizeof metric, "launch host time gemm bf16 %s (ckjit)", shape);
+    jrec r;
+    j_begin(&r, metric, "us", median(per_call, repeats), "launch_gemm");
+    j_str(&r, "impl", "ckjit");
+    j_str(&r, "api", "ckjit_gemm (split_k 1)");
+    j_str(&r, "op", "gemm");
+    j_str(&r, "dtype", "bf16");
+    j_str(&r, "shape", shape);
+    j_str(&r, "pipeline", path);
+    j_num(&r, "min_us", min_of(per_call, repeats));
+    j_int(&r, "calls", calls);
+    j_int(&r, "chunk", chunk);
+    j_int(&r, "repeats", repeats);
+    j_end(&r);
+  }
+  CK(ckjit_free(a));
+  CK(ckjit_free(b));
+  CK(ckjit_free(d));
+  free(h);
+  return rc;
 }
 
 static int section_launch(bench *bn) {
@@ -852,7 +932,9 @@ static int section_launch(bench *bn) {
               same_kernel, used);
   CK(ckjit_free(lc.src));
   CK(ckjit_free(lc.dst));
-  return 0;
+  int rc = gemm_launch_case(bn, 128, 128, 128, "wgmma, TMA (9.0 devices)");
+  if (gemm_launch_case(bn, 16, 128, 128, "mma.sync")) rc = -1;
+  return rc;
 }
 
 /* ---- main --------------------------------------------------------------- */

@@ -362,6 +362,18 @@ def build(ck, peers, card):
                 log(f'no {impl} launch measurement: "launch host time vs {PEER_LABEL[impl]}" '
                     'left out')
 
+    # GEMM launch host time: ckjit_gemm vs torch.matmul, shape by shape.
+    for lk in ck:
+        if lk.get('kind') != 'launch_gemm':
+            continue
+        p = find(peers, kind='launch_gemm', impl='torch', shape=lk.get('shape'))
+        base = f"launch host time gemm {lk.get('dtype')} {lk.get('shape')}"
+        if p and p.get('unit') == lk.get('unit'):
+            out.append(record(f'{base} vs torch', card, lk['value'], p['value'],
+                              p.get('api', 'torch'), lk['unit']))
+        else:
+            log(f'no torch launch measurement: "{base} vs torch" left out')
+
     # First call in a fresh process with the kernel in the disk cache.
     fk = find(ck, kind='first_call', impl='ckjit')
     if fk:

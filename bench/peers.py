@@ -35,6 +35,9 @@ stderr.  Peers that cannot be imported are skipped with a "note" record.
           for bf16 4096x4096x4096 rr when CuPy has bfloat16 (else a note).
           --gemm-case selects cases like bench_gemm's --only.  Each record has
           "rel_err_vs_f64" (4 rows against an f64 matmul: tf32 shows ~1e-3).
+          Also (kind "launch_gemm") the host time of torch.matmul(a, b, out=d)
+          on bf16 128x128x128 and 16x128x128, the shapes of bench_ckjit's
+          ckjit_gemm launch loop.
   cupy    RawKernel launch host time of a trivial copy kernel (f32 1024,
           per-call us); first call in a fresh process with the kernel in
           CuPy's disk cache (ms, after the context exists).
@@ -649,6 +652,31 @@ def launch_loop(launch, sync, calls, repeats):
     return median_min(per_call)
 
 
+GEMM_LAUNCH_SHAPES = ((128, 128, 128), (16, 128, 128))  # bench_ckjit's gemm_launch_case
+
+
+def torch_gemm_launch(quick):
+    """Host time of torch.matmul(a, b, out=d), bf16, in bench_ckjit's loop."""
+    import torch
+    calls, repeats = (2000, 5) if quick else (20000, 10)
+    for m, n, k in GEMM_LAUNCH_SHAPES:
+        a = torch.ones(m, k, dtype=torch.bfloat16, device='cuda')
+        b = torch.ones(k, n, dtype=torch.bfloat16, device='cuda')
+        d = torch.empty(m, n, dtype=torch.bfloat16, device='cuda')
+        launch = lambda: torch.matmul(a, b, out=d)
+        launch_loop(launch, torch.cuda.synchronize, CHUNK, 1)
+        if not bool((d == k).all()):
+            note('torch', f'torch.matmul of ones {m}x{n}x{k} is not {k} everywhere: not timed')
+            continue
+        med, mn = launch_loop(launch, torch.cuda.synchronize, calls, repeats)
+        shape = f'{m}x{n}x{k}'
+        emit({'metric': f'launch host time gemm bf16 {shape} (torch)', 'unit': 'us',
+              'value': med, 'kind': 'launch_gemm', 'impl': 'torch',
+              'api': 'torch.matmul(a, b, out=d)', 'op': 'gemm', 'dtype': 'bf16',
+              'shape': shape, 'min_us': mn, 'calls': calls, 'chunk': CHUNK,
+              'repeats': repeats})
+
+
 def emit_launch(impl, api, med, mn, calls, repeats):
     emit({'metric': f'launch host time copy f32 1x{N_ELEMS} ({impl})', 'unit': 'us',
           'value': med, 'kind': 'launch', 'impl': impl, 'api': api, 'op': 'copy',
@@ -833,6 +861,7 @@ def main():
     if 'torch' in only:
         if ok_torch:
             step('torch', lambda: torch_bandwidth(a.quick))
+            step('torch', lambda: torch_gemm_launch(a.quick))
         else:
             note('torch', f'torch not importable ({why_torch}): skipped')
     if 'rows' in only:

@@ -113,6 +113,21 @@ def main():
         check('earlier runs (before the run of each record was kept)' in md,
               'RESULTS.md names the untagged records')
         check('`second command`' not in md, 'a run with no records left is not listed')
+
+        # GEMM launch host time: paired with torch's record of the same shape only.
+        def gemm_launch(impl, shape, us):
+            return {'metric': f'launch host time gemm bf16 {shape} ({impl})', 'unit': 'us',
+                    'value': us, 'kind': 'launch_gemm', 'impl': impl, 'op': 'gemm',
+                    'dtype': 'bf16', 'shape': shape}
+        res, md = run(tool, d, [gemm_launch('ckjit', '128x128x128', 3.0),
+                                gemm_launch('ckjit', '16x128x128', 2.5)],
+                      [gemm_launch('torch', '16x128x128', 7.5)], 'fifth command',
+                      '2026-01-05 14:00 UTC')
+        g = res.get('launch host time gemm bf16 16x128x128 vs torch')
+        check(g is not None and g['ckjit'] == 2.5 and g['peer'] == 7.5 and
+              abs(g['ratio'] - 3.0) < 1e-3, 'gemm launch time vs torch of the same shape (time ratio)')
+        check('launch host time gemm bf16 128x128x128 vs torch' not in res,
+              'no gemm launch comparison without a torch record of that shape')
     print(f'{len(FAILS)} failures')
     return 1 if FAILS else 0
 
