@@ -298,11 +298,16 @@ CKJIT_INLINE void store_acc_tma(const gemm_problem &p, const gemm_tile &t, float
 
 // The kernel's one argument (runtime/op_gemm.c builds the same layout):
 // the tensor maps and the problem, or (GROUPED) up to TMA_GROUPS problems
-// with theirs, ordered by first tile.
+// with theirs, ordered by first tile.  With D's maps (TMA = 2) the grouped
+// argument is 5 KB: over the 4 KiB of older toolchains, so the front-end
+// asks for it only from NVRTC 13 (whose cubins need a 13.0 driver).
 #if GROUPED
 #define TMA_GROUPS 8
 struct tma_args {
   tensor_map a[TMA_GROUPS], b[TMA_GROUPS];
+#if TMA == 2
+  tensor_map d[TMA_GROUPS];
+#endif
   gemm_problem g[TMA_GROUPS];
   long long count;
 };
@@ -320,10 +325,16 @@ CKJIT_INLINE int group_at(const tma_args &x, long long tile) {
   return lo;
 }
 // The problem, tensor maps and tile of linear tile `tile`.
+#if TMA == 2
+#define MAP_D(x, gi) x.d[gi]
+#else
+#define MAP_D(x, gi) x.a[gi] // unused without TMA stores
+#endif
 #define TILE_CONTEXT(tile)                                                  \
   const int gi_ = group_at(x, tile);                                       \
   const gemm_problem &p = x.g[gi_];                                         \
   const tensor_map &map_a = x.a[gi_], &map_b = x.b[gi_];                    \
+  const tensor_map &map_d = MAP_D(x, gi_);                                  \
   const gemm_tile t = tile_of(p, tile - p.tile_begin)
 #else
 struct tma_args {
@@ -333,7 +344,7 @@ struct tma_args {
 };
 #define TILE_CONTEXT(tile)                                                  \
   const gemm_problem &p = x.p;                                              \
-  const tensor_map &map_a = x.a, &map_b = x.b;                              \
+  const tensor_map &map_a = x.a, &map_b = x.b, &map_d = x.d;                \
   const gemm_tile t = tile_of(p, tile)
 #endif
 
@@ -404,6 +415,7 @@ CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ck
   work w;
   for (long long u = 0; unit_of(x, u, w); u++) {
     TILE_CONTEXT(w.tile);
+    (void)map_d;
     const int kt1 = w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK);
     for (int kt = w.kt0; kt < kt1; kt++, it++) {
       const int s = it % STAGES;
@@ -438,7 +450,7 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
   work w;
   for (long long u = 0; unit_of(x, u, w); u++) {
     TILE_CONTEXT(w.tile);
-    (void)map_a, (void)map_b;
+    (void)map_a, (void)map_b, (void)map_d;
     const int steps = (w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK)) - w.kt0;
     float acc[ACC];
 #pragma unroll
@@ -479,8 +491,8 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
       continue;
     }
 #endif
-#if TMA == 2 && !GROUPED
-    store_acc_tma(p, t, acc, cw, x.d, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
+#if TMA == 2
+    store_acc_tma(p, t, acc, cw, map_d, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
                   base + STAGES * STAGE_BYTES, chunks);
 #else
     store_acc(p, t, acc, cw);

@@ -59,7 +59,8 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     EPILOGUE_PARAMS(GW),
     [GW_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GW_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
-    /* 1: loads by the tensor memory accelerator; 2: stores of D too (not grouped) */
+    /* 1: loads by the tensor memory accelerator; 2: stores of D too (grouped:
+     * a 5 KB kernel argument, NVRTC 13 and a 13.0 driver) */
     [GW_TMA] = {"tma", NULL, NULL, 0, 2, 1},
     /* 64: both warpgroups on 64 rows, each over half of every K step (tma=1, one problem) */
     [GW_BM] = {"bm", NULL, NULL, 64, 128, 128},
@@ -167,8 +168,6 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
   if (wgmma_smem(s) > 227 * 1024)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma needs %d bytes of shared memory (at most %d)",
                        wgmma_smem(s), 227 * 1024);
-  if (v[GW_TMA] == 2 && v[GW_GROUPED])
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=2 takes one problem, not grouped=1");
   if (v[GW_TMA] == 2 && v[GW_SPLIT])
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=2 stores D; split=1 stores partials");
   return check_split_epilogue("gemm_wgmma", v, GW_SPLIT, GW_BIAS);
@@ -248,10 +247,11 @@ static int mma_default(size_t i, ckjit_spec *out) {
 /* gemm_wgmma: f16 and bf16 (output in the same type), every order pair,
  * the 128 x 256 tile; plus bf16 row-major with the fused bias + gelu_tanh
  * and with f32 output; f16 and bf16 row-major at 128 x 64 (mid-size
- * problems, 1024^3); and tf32 (f32, A row-major, B column-major: the
- * front-end transposes other orders first). */
+ * problems, 1024^3); tf32 (f32, A row-major, B column-major: the
+ * front-end transposes other orders first); and grouped bf16 row-major
+ * with TMA stores (its 5 KB argument). */
 static int wgmma_default(size_t i, ckjit_spec *out) {
-  if (i >= 13) return 0;
+  if (i >= 14) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_GEMM_WGMMA;
   int32_t *v = out->value;
@@ -265,6 +265,7 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
     v[GW_BN] = 64, v[GW_STAGES] = ckjit__gemm_wgmma_stages(128, 64);
   }
   if (i == 12) v[GW_DTYPE] = v[GW_OUT] = 0, v[GW_B] = GEMM_COL;
+  if (i == 13) v[GW_GROUPED] = 1;
   return 1;
 }
 

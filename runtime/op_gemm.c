@@ -56,9 +56,19 @@ typedef struct tma_grouped {
   gemm_problem g[TMA_GROUPS];
   long long count;
 } tma_grouped;
+/* The same with D's maps (tma=2): over 4 KiB, which CUDA 12.1+ allows. */
+typedef struct tma_grouped_stores {
+  _Alignas(64) unsigned char a[TMA_GROUPS][128];
+  unsigned char b[TMA_GROUPS][128], d[TMA_GROUPS][128];
+  gemm_problem g[TMA_GROUPS];
+  long long count;
+} tma_grouped_stores;
 
 _Static_assert(offsetof(tma_one, p) == 384 && offsetof(tma_one, sk) == 624, "tma_args layout");
-_Static_assert(sizeof(tma_grouped) <= 4096, "kernel parameters are limited to 4 KiB");
+_Static_assert(sizeof(tma_grouped) <= 4096, "kernel parameters are limited to 4 KiB before CUDA 12.1");
+_Static_assert(sizeof(tma_grouped_stores) <= 32764, "kernel parameters are limited to 32764 bytes");
+_Static_assert(offsetof(tma_grouped, g) == 2048 && offsetof(tma_grouped_stores, g) == 3072,
+               "tma_args layout (grouped)");
 _Static_assert(sizeof(gemm_groups) <= 4096, "kernel parameters are limited to 4 KiB");
 
 void ckjit_gemm_desc_init(ckjit_gemm_desc *desc) {
@@ -794,37 +804,59 @@ ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
   return run_one(rt, desc, stream);
 }
 
+/* Whether every problem's D can go out through TMA stores (16-byte
+ * aligned pointer and rows) and the kernel may take D's maps: its 5 KB
+ * argument needs CUDA 12.1+; NVRTC 13's cubins need a 13.0 driver. */
+static int grouped_stores_ok(const ckjit_gemm_desc *descs, int count) {
+  const ckjit_compiler *c;
+  if (ckjit__compiler_get(CKJIT_BACKEND_CUDA, &c) || c->major < 13) return 0;
+  for (int i = 0; i < count; i++) {
+    const ckjit_gemm_desc *g = &descs[i];
+    if ((uintptr_t)g->d % 16 || (g->ldd * (int64_t)ckjit_dtype_size(g->out_dtype)) % 16) return 0;
+  }
+  return 1;
+}
+
 /* Grouped on the persistent TMA pipeline: TMA_GROUPS problems a launch,
- * each with its tensor maps.  *done: how many leading descs it ran, all of
- * them unless the driver refused a tensor map (quietly: the cp.async
- * pipeline runs the rest, from the first problem of the launch the refusal
- * fell in, so every problem runs exactly once). */
+ * each with its tensor maps (and D's with `stores`, spec tma=2).  *done:
+ * how many leading descs it ran, all of them unless the driver refused a
+ * tensor map (quietly: the caller runs the rest, from the first problem of
+ * the launch the refusal fell in, so every problem runs exactly once). */
 static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs, int count,
-                                const gemm_plan *pl, ckjit_spec *spec, void *stream, int *done) {
-  tma_grouped x; /* 4 KiB: the kernel argument itself */
-  spec->value[GW_TMA] = 1;
+                                const gemm_plan *pl, ckjit_spec *spec, int stores, void *stream,
+                                int *done) {
+  /* The kernel argument itself: 4 KiB, 5 KB with D's maps. */
+  union {
+    tma_grouped loads;
+    tma_grouped_stores stores;
+  } x;
+  unsigned char(*map_a)[128] = stores ? x.stores.a : x.loads.a;
+  unsigned char(*map_b)[128] = stores ? x.stores.b : x.loads.b;
+  gemm_problem *g = stores ? x.stores.g : x.loads.g;
+  long long *n = stores ? &x.stores.count : &x.loads.count;
+  spec->value[GW_TMA] = stores ? 2 : 1;
   const int64_t sms = sm_count(rt);
   ckjit_status st = CKJIT_SUCCESS;
   for (int i = 0; i < count && !st;) {
     const int first = i;
     int64_t tiles = 0;
-    x.count = 0;
-    for (; i < count && x.count < TMA_GROUPS; i++) {
+    *n = 0;
+    for (; i < count && *n < TMA_GROUPS; i++) {
       if (descs[i].m == 0 || descs[i].n == 0) continue;
-      const int j = (int)x.count++;
+      const int j = (int)(*n)++;
       const int quiet = ckjit__error_quiet(1);
-      const int made = encode_maps(rt, &descs[i], pl, x.a[j], x.b[j], NULL);
+      const int made = encode_maps(rt, &descs[i], pl, map_a[j], map_b[j], stores ? x.stores.d[j] : NULL);
       ckjit__error_quiet(quiet);
-      if (!made) {
+      if (made != (stores ? 2 : 1)) {
         *done = first;
         return CKJIT_SUCCESS;
       }
-      problem_of(&descs[i], pl, &x.g[j]);
-      x.g[j].tile_begin = tiles;
-      tiles += x.g[j].tiles_m * x.g[j].tiles_n;
+      problem_of(&descs[i], pl, &g[j]);
+      g[j].tile_begin = tiles;
+      tiles += g[j].tiles_m * g[j].tiles_n;
     }
     void *args[] = {&x};
-    if (x.count) st = launch(spec, tiles < sms ? tiles : sms, args, stream);
+    if (*n) st = launch(spec, tiles < sms ? tiles : sms, args, stream);
   }
   *done = count;
   return st;
@@ -886,8 +918,15 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
   int tma = pl.pipe == PIPE_WGMMA;
   for (int i = 0; i < count && tma; i++) tma = descs[i].m == 0 || descs[i].n == 0 || tma_ok(rt, &descs[i]);
   int done = 0;
+  if (tma && grouped_stores_ok(descs, count)) {
+    /* D through TMA stores; a refused map sends the rest to loads only. */
+    st = grouped_tma(rt, descs, count, &pl, &spec, 1, stream, &done);
+    if (st || done == count) return st;
+  }
   if (tma) {
-    st = grouped_tma(rt, descs, count, &pl, &spec, stream, &done);
+    int rest = 0;
+    st = grouped_tma(rt, descs + done, count - done, &pl, &spec, 0, stream, &rest);
+    done += rest;
     if (st || done == count) return st;
     spec.value[GW_TMA] = 0; /* the rest on the cp.async pipeline: the same spec without TMA */
   }

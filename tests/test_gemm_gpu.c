@@ -82,6 +82,7 @@ typedef struct gcase {
   int64_t batch;
   unsigned bcast;          /* operands (1 << OA ...) with batch stride 0 */
   int pad, off;            /* leading-dimension padding, pointer misalignment (elements) */
+  int d_pad;               /* without pad: padding of D's rows alone */
   int ep, act, split_k, tf32, exact;
   float alpha, beta;
   int sample;              /* > 0: that many random entries + last row and column */
@@ -230,7 +231,7 @@ static int setup_prob(gt_check *ck, const gcase *cs, int pi, prob *p, tu_rng *r)
   const int64_t m = p->m, n = p->n, k = p->k, B = cs->batch, pad = cs->pad, off = cs->off;
   layout(&p->o[OA], cs->ao ? k : m, cs->ao ? m : k, pad, off, B, cs->bcast & (1u << OA));
   layout(&p->o[OB], cs->bo ? n : k, cs->bo ? k : n, pad ? pad + 1 : 0, off, B, cs->bcast & (1u << OB));
-  layout(&p->o[OD], m, n, pad ? pad + 3 : 0, off, B, 0);
+  layout(&p->o[OD], m, n, pad ? pad + 3 : cs->d_pad, off, B, 0);
   if ((cs->ep & EP_C) && !(cs->ep & EP_INPLACE)) layout(&p->o[OC], m, n, pad ? pad + 2 : 0, off, B, cs->bcast & (1u << OC));
   if (cs->ep & EP_D0) layout(&p->o[OD0], m, n, pad ? pad + 4 : 0, off, B, 0);
   if (cs->ep & EP_D1) layout(&p->o[OD1], m, n, pad ? pad + 5 : 0, off, B, 0);
@@ -584,16 +585,17 @@ static void build_cases(int skip_large) {
   c.ep = EP_C | EP_INPLACE | EP_D0, c.act = CKJIT_UNARY_SIGMOID, add(c);
   c = mk("grouped f32", CKJIT_F32, CKJIT_F32, 0, 0, 0, 0, 0), c.np = 5, memcpy(c.mnk, g1, sizeof g1), add(c);
   /* 20 problems, 16-byte aligned, one with m > 64: the TMA pipeline in
-   * three launches of up to 8 (every tensor map made before the first);
-   * with one k = 0 problem (no tensor maps), the cp.async one in two
-   * launches of up to 16. */
-  for (int k0 = 0; k0 < 2; k0++) {
-    c = mk(k0 ? "grouped 20 k=0 cp.async" : "grouped 20 tma", CKJIT_BF16, k0 ? CKJIT_F32 : CKJIT_BF16, k0, 0, 0, 0, 0);
-    c.np = MAXP, c.ep = EP_BIAS_COL | (k0 ? EP_C : 0), c.act = CKJIT_UNARY_SILU;
+   * three launches of up to 8, D through TMA stores (tma=2, NVRTC 13);
+   * with D's rows one element longer, loads only (tma=1); with one k = 0
+   * problem (no tensor maps), the cp.async one in two launches of up to 16. */
+  for (int k0 = 0; k0 < 3; k0++) {
+    static const char *const names[3] = {"grouped 20 tma", "grouped 20 k=0 cp.async", "grouped 20 tma D unaligned"};
+    c = mk(names[k0], CKJIT_BF16, k0 == 1 ? CKJIT_F32 : CKJIT_BF16, k0 == 1, 0, 0, 0, 0);
+    c.np = MAXP, c.ep = EP_BIAS_COL | (k0 == 1 ? EP_C : 0), c.act = CKJIT_UNARY_SILU, c.d_pad = k0 == 2;
     for (int i = 0; i < MAXP; i++) {
       c.mnk[i][0] = i == 7 ? 320 : 8 * (1 + i % 5);
       c.mnk[i][1] = 64 + 72 * (i % 3);
-      c.mnk[i][2] = k0 && i == 11 ? 0 : 64 * (1 + i % 4);
+      c.mnk[i][2] = k0 == 1 && i == 11 ? 0 : 64 * (1 + i % 4);
     }
     add(c);
   }
