@@ -54,7 +54,9 @@ CKJIT_INLINE void load_vec(const TA *src, long long ld, long long r, long long c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) ckjit_gemm_simt(GEMM_PARAMS) {
+// Two blocks per multiprocessor: at 256 threads that caps registers at 128
+// (145 unbounded: one block, 8 warps), +4-8% on the H100 (bench/NOTES.md #73).
+extern "C" __global__ void __launch_bounds__(THREADS, 2) ckjit_gemm_simt(GEMM_PARAMS) {
   __shared__ __align__(16) float sa[2][BK][BM + PAD], sb[2][BK][BN + PAD];
   GEMM_PROBLEM(p, t);
   const TA *a = static_cast<const TA *>(p.a) + t.batch * p.stride_a;
