@@ -1,7 +1,8 @@
 """Read roofline of the GPU for the GEMM decode shapes (bench/NOTES.md #51).
 
 Times read-only kernels over a 8192 x 8192 16-bit matrix (128 MiB, the B of
-16x8192x8192), cold L2, medians of 20 runs, with CuPy:
+16x8192x8192) and a 4096 x 4096 one (32 MiB, the B of 128x4096x4096), cold
+L2, medians of 20 runs, with CuPy:
   flat   16-byte loads over the whole matrix, grid-stride
   strip  each block reads a strip of columns (the GEMM tile's pattern) over
          a share of the rows
@@ -39,8 +40,13 @@ extern "C" __global__ void flat(const int4* __restrict__ b, float* out, long lon
 
 def main():
     mod = cp.RawModule(code=SRC)
+    print(cp.cuda.runtime.getDeviceProperties(0)['name'].decode())
+    for k in (8192, 4096):
+        measure(mod, k, k)
+
+
+def measure(mod, k, n):
     strip, flat = mod.get_function('strip'), mod.get_function('flat')
-    k = n = 8192
     b = cp.zeros((k, n), dtype=cp.uint16)
     out = cp.zeros(1, cp.float32)
     flush = cp.zeros(256 << 20, cp.uint8)
@@ -58,15 +64,14 @@ def main():
             ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
         return float(np.median(ts))
 
-    print(cp.cuda.runtime.getDeviceProperties(0)['name'].decode())
     for grid in (132 * 4, 132 * 16):
         us = median_us(flat, grid, 512, (b, out, np.int64(k * n // 8)))
-        print(f"flat   blocks={grid}: {us:.1f} us  {k * n * 2 / us / 1e3:.0f} GB/s")
+        print(f"{k}x{n} flat   blocks={grid}: {us:.1f} us  {k * n * 2 / us / 1e3:.0f} GB/s")
     for colv, split, block in ((8, 1, 1024), (8, 8, 256), (16, 8, 512), (32, 16, 512)):
         tiles = ldv // colv
         us = median_us(strip, tiles * split, block,
                        (b, out, np.int32(ldv), np.int32(k), np.int32(colv), np.int32(split)))
-        print(f"strip  {colv * 8} columns, {split} row shares, {block} threads: {us:.1f} us  "
+        print(f"{k}x{n} strip  {colv * 8} columns, {split} row shares, {block} threads: {us:.1f} us  "
               f"{k * n * 2 / us / 1e3:.0f} GB/s")
 
 
