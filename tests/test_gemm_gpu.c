@@ -591,7 +591,8 @@ static void build_cases(int skip_large) {
   for (int k0 = 0; k0 < 3; k0++) {
     static const char *const names[3] = {"grouped 20 tma", "grouped 20 k=0 cp.async", "grouped 20 tma D unaligned"};
     c = mk(names[k0], CKJIT_BF16, k0 == 1 ? CKJIT_F32 : CKJIT_BF16, k0 == 1, 0, 0, 0, 0);
-    c.np = MAXP, c.ep = EP_BIAS_COL | (k0 == 1 ? EP_C : 0), c.act = CKJIT_UNARY_SILU, c.d_pad = k0 == 2;
+    c.np = MAXP, c.act = CKJIT_UNARY_SILU, c.d_pad = k0 == 2;
+    c.ep = EP_BIAS_COL | (k0 == 0 ? EP_C | EP_INPLACE | EP_D0 : k0 == 1 ? EP_C : 0); /* TMA stores read C = D */
     for (int i = 0; i < MAXP; i++) {
       c.mnk[i][0] = i == 7 ? 320 : 8 * (1 + i % 5);
       c.mnk[i][1] = 64 + 72 * (i % 3);
