@@ -8,9 +8,11 @@
 // Policy:   a block of two warpgroups owns a BM x BN tile (BM 128 or 64, BN
 //           64, 128 or 256).  BM 128: each warpgroup a 64 x BN half, as one
 //           wgmma accumulator.  BM 64 (skinny problems that 128-row tiles
-//           leave too few tiles for; TMA only): both take the whole tile,
-//           each over half of every K step, and their sums meet in shared
-//           memory.  K advances one 128-byte row (BK elements) per step.
+//           leave too few tiles for; TMA only): the first warpgroup takes
+//           the whole tile and the second has no work (splitting each K step
+//           between the two and summing after measured 2.5% slower,
+//           bench/NOTES.md #76).  K advances one 128-byte row (BK elements)
+//           per step.
 // Pipeline: STAGES shared-memory buffers in the 128-byte swizzled layout
 //           wgmma reads (K-contiguous operands as rows of 128 bytes of K:
 //           BK = 64 16-bit or 32 f32 elements; M/N-contiguous ones, 16-bit
@@ -38,7 +40,7 @@ typedef @DTYPE@ TA;
 typedef @OUT@ TC;
 #define A_KCONTIG @A@ // A row-major: K is A's contiguous dimension
 #define B_KCONTIG @B@ // B column-major: K is B's contiguous dimension
-#define BM @BM@ // 128, or 64 (TMA, one problem): both warpgroups on 64 rows, each on half of every K step
+#define BM @BM@ // 128, or 64 (TMA, one problem): one consumer warpgroup
 #define BN @BN@
 #define BK (128 / (int)sizeof(TA)) // a 128-byte row of K per step
 #define STAGES @STAGES@
@@ -155,13 +157,11 @@ CKJIT_INLINE void wgmma(float (&d)[ACC], ckjit_u64 da, ckjit_u64 db) {
 // 64 wg.. of a K-contiguous A, or panel wg of an M-contiguous one.  A
 // wgmma step (16 deep for 16-bit types, 8 for tf32) is 32 bytes into each
 // K-contiguous row, or 16 rows of 128 bytes further.
-#define K_PART (BM == 64 ? BK / 2 : BK) // K columns of a step per warpgroup
 #define K_STEP (32 / (int)sizeof(TA))
 CKJIT_INLINE void step(float (&acc)[ACC], unsigned sa, unsigned sb, int wg) {
-  const int rows = BM == 64 ? 0 : wg, k0 = BM == 64 ? wg * K_PART : 0; // A half, K part
+  const int rows = BM == 64 ? 0 : wg; // A half
 #pragma unroll
-  for (int step_k = 0; step_k < K_PART; step_k += K_STEP) {
-    const int kk = k0 + step_k;
+  for (int kk = 0; kk < BK; kk += K_STEP) {
 #if A_KCONTIG
     const ckjit_u64 da = smem_desc(sa + rows * 64 * 128 + kk * (int)sizeof(TA), 16, 1024);
 #else
@@ -440,10 +440,12 @@ CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ck
   }
 }
 
-// The two consumer warpgroups: wgmma over each stage as it fills, hand it
-// back, then the unit's epilogue.
+// The consumer warpgroups (two, one for 64-row tiles): wgmma over each
+// stage as it fills, hand it back, then the unit's epilogue.
+#define CONSUMERS (BM == 64 ? 1 : 2)
 CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u64 *full, ckjit_u64 *empty) {
   const int cw = threadIdx.x / 128 - 1; // consumer warpgroup 0 or 1
+  if (cw >= CONSUMERS) return;
   const bool leader = threadIdx.x % 128 == 0;
   unsigned it = 0; // as the producer's
   unsigned chunks = 0; // TMA-store boxes so far (store_acc_tma)
@@ -467,24 +469,6 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
     }
     wgmma_wait<0>();
     if (steps > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
-#if BM == 64
-    // The K halves meet: warpgroup 1's sums to warpgroup 0 through the
-    // buffer after the stages (lane-minor: no bank conflicts), which stores.
-    {
-      float *sums = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS) + threadIdx.x % 128;
-      if (cw == 1) {
-#pragma unroll
-        for (int i = 0; i < ACC; i++) sums[i * 128] = acc[i];
-      }
-      consumers_barrier();
-      if (cw == 0) {
-#pragma unroll
-        for (int i = 0; i < ACC; i++) acc[i] += sums[i * 128];
-      }
-      consumers_barrier(); // the buffer is free for the next unit
-      if (cw == 1) continue;
-    }
-#endif
 #if !GROUPED && !SPLIT // (split-K never has Stream-K runs)
     if (w.slot >= 0) {
       store_acc_slot(p, t, acc, cw, w.slot);
@@ -513,7 +497,7 @@ ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
 #pragma unroll
     for (int s = 0; s < STAGES; s++) {
       mbar_init(smem_addr(&full[s]), 1);  // the producer's expect_tx
-      mbar_init(smem_addr(&empty[s]), 2); // one arrival per consumer warpgroup
+      mbar_init(smem_addr(&empty[s]), CONSUMERS); // one arrival per consumer warpgroup
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }

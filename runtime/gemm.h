@@ -61,7 +61,8 @@ enum { TF32_LARGE, TF32_MID, TF32_SMALL, TF32_TILES };
 extern const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES];
 
 /* wgmma stages for a BM x BN tile: as many as fit beside the TMA-store
- * buffer (bm 128) or the 64 x BN f32 sum buffer (bm 64). */
+ * buffer (bm 128); for bm 64 the counts measured when a 64 x BN f32 buffer
+ * sat beside them (12 beat 8 at bn 64, bench/NOTES.md #58). */
 static inline int ckjit__gemm_wgmma_stages(int bm, int bn) {
   if (bm == 64) return bn == 256 ? 4 : bn == 128 ? 8 : 12;
   return bn == 256 ? 4 : bn == 128 ? 6 : 8;

@@ -62,7 +62,7 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     /* 1: loads by the tensor memory accelerator; 2: stores of D too (grouped:
      * a 5 KB kernel argument, NVRTC 13 and a 13.0 driver) */
     [GW_TMA] = {"tma", NULL, NULL, 0, 2, 1},
-    /* 64: both warpgroups on 64 rows, each over half of every K step (tma=1, one problem) */
+    /* 64: one consumer warpgroup on 64 rows (tma=1, one problem) */
     [GW_BM] = {"bm", NULL, NULL, 64, 128, 128},
 };
 
@@ -144,12 +144,10 @@ static ckjit_status mma_check(const ckjit_spec *s) {
 
 /* Stages of BM + BN rows of 128 bytes of K (64 16-bit or 32 f32 elements),
  * 1 KiB to align the swizzled atoms, with tma=2 the 32 KiB buffer of the
- * TMA-store epilogue, with bm=64 the buffer where the two warpgroups' f32
- * sums meet. */
+ * TMA-store epilogue. */
 static int wgmma_smem(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  return v[GW_STAGES] * (v[GW_BM] + v[GW_BN]) * 128 + 1024 + (v[GW_TMA] == 2 ? 32768 : 0) +
-         (v[GW_BM] == 64 ? 64 * v[GW_BN] * 4 : 0);
+  return v[GW_STAGES] * (v[GW_BM] + v[GW_BN]) * 128 + 1024 + (v[GW_TMA] == 2 ? 32768 : 0);
 }
 
 static ckjit_status wgmma_check(const ckjit_spec *s) {

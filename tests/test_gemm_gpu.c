@@ -627,7 +627,7 @@ static void build_cases(int skip_large) {
     add(c);
   }
   /* mid-size and skinny shapes the wgmma path takes in 128 x 64 tiles
-   * (1024^3) or 64 x 64 ones (both warpgroups on half of each K step):
+   * (1024^3) or 64 x 64 ones (one consumer warpgroup):
    * whole, split into whole waves, off the tile with an epilogue */
   c = mk("128x64 tiles", CKJIT_BF16, CKJIT_BF16, 0, 0, 1024, 1024, 1024), add(c);
   c = mk("64x64 tiles exact", CKJIT_BF16, CKJIT_F32, 0, 0, 128, 4096, 4096), c.exact = 1, add(c);
