@@ -60,11 +60,12 @@ extern const gemm_block_tile ckjit__gemm_block_tiles[MMA_TILES];
 enum { TF32_LARGE, TF32_MID, TF32_SMALL, TF32_TILES };
 extern const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES];
 
-/* wgmma stages for a BM x BN tile: as many as fit beside the TMA-store
- * buffer (bm 128); for bm 64 the counts measured when a 64 x BN f32 buffer
- * sat beside them (12 beat 8 at bn 64, bench/NOTES.md #58). */
+/* wgmma stages for a BM x BN tile: as many as fit in 227 KiB beside the
+ * TMA-store buffer (bm 128) or alone (bm 64, which has no TMA stores): the
+ * skinny shapes wait on memory, and every stage more measured faster there
+ * (bench/NOTES.md #58, #77). */
 static inline int ckjit__gemm_wgmma_stages(int bm, int bn) {
-  if (bm == 64) return bn == 256 ? 4 : bn == 128 ? 8 : 12;
+  if (bm == 64) return bn == 256 ? 5 : bn == 128 ? 9 : 14;
   return bn == 256 ? 4 : bn == 128 ? 6 : 8;
 }
 

@@ -55,7 +55,7 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     [GW_A] = {"a", order_names, a_tokens, 0, 0, GEMM_ROW},
     [GW_B] = {"b", order_names, b_tokens, 0, 0, GEMM_ROW},
     [GW_BN] = {"bn", NULL, NULL, 64, 256, 256},
-    [GW_STAGES] = {"stages", NULL, NULL, 3, 12, 4},
+    [GW_STAGES] = {"stages", NULL, NULL, 3, 14, 4},
     EPILOGUE_PARAMS(GW),
     [GW_SPLIT] = {"split", NULL, NULL, 0, 1, 0},
     [GW_GROUPED] = {"grouped", NULL, NULL, 0, 1, 0},
