@@ -250,6 +250,15 @@ def gemm_peer_label(shape, variant):
     return 'cublas'
 
 
+UNSTEADY = 1.25  # bench_gemm.c and peers.py measure such a series twice
+
+
+def unsteady(r):
+    """Whether a GEMM timing's median is still over UNSTEADY x its min."""
+    med, mn = (r or {}).get('median_ms'), (r or {}).get('min_ms')
+    return bool(med and mn and med > UNSTEADY * mn)
+
+
 def build_gemm(ck, peers, card):
     """Comparisons of the GEMM cases (kind "gemm")."""
     out = []
@@ -300,6 +309,11 @@ def build_gemm(ck, peers, card):
                     log(f'gemm {dtype} {shape} {variant} vs {label}: {pnotes[-1]}')
             if p and p.get('note'):
                 pnotes.append(f"{impl}: {first_line(p['note'], 200)}")
+            for side, r in (('ckjit', c), (impl, p)):
+                if unsteady(r):
+                    pnotes.append(f"{side} timing unsteady even after a second series (median "
+                                  f"{r['median_ms']:.4g} ms, min {r['min_ms']:.4g} ms): the ratio "
+                                  "is doubtful")
             rec = record(f'gemm {dtype} {shape} {variant} vs {label}', card, cv,
                          pv if ratio_ok else None, p.get('api', impl) if p else impl, 'TFLOP/s')
             if not ratio_ok:

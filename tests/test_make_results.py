@@ -128,6 +128,23 @@ def main():
               abs(g['ratio'] - 3.0) < 1e-3, 'gemm launch time vs torch of the same shape (time ratio)')
         check('launch host time gemm bf16 128x128x128 vs torch' not in res,
               'no gemm launch comparison without a torch record of that shape')
+
+        # A GEMM timing still unsteady after its second series gets a note.
+        def gemm(impl, med, mn):
+            return {'metric': f'gemm bf16 1024x1024x1024 rr ({impl})', 'kind': 'gemm',
+                    'impl': impl, 'dtype': 'bf16', 'shape': '1024x1024x1024', 'variant': 'rr',
+                    'unit': 'TFLOP/s', 'value': 2 * 1024 ** 3 / (med * 1e-3) / 1e12,
+                    'flops': 2 * 1024 ** 3, 'median_ms': med, 'min_ms': mn, 'check': 'ok',
+                    'l2_flush': True}
+        res, md = run(tool, d, [gemm('ckjit', 0.012, 0.0118)], [gemm('torch', 0.042, 0.022)],
+                      'sixth command', '2026-01-06 15:00 UTC')
+        g = res.get('gemm bf16 1024x1024x1024 rr vs cublas')
+        check(g is not None and 'torch timing unsteady' in (g.get('note') or ''),
+              'an unsteady peer timing is noted on its comparison')
+        res, md = run(tool, d, [gemm('ckjit', 0.012, 0.0118)], [gemm('torch', 0.0096, 0.0094)],
+                      'seventh command', '2026-01-07 15:00 UTC')
+        g = res.get('gemm bf16 1024x1024x1024 rr vs cublas')
+        check(g is not None and 'unsteady' not in (g.get('note') or ''), 'steady timings: no note')
     print(f'{len(FAILS)} failures')
     return 1 if FAILS else 0
 
