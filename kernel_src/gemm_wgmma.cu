@@ -52,6 +52,7 @@ typedef @OUT@ TC;
 #define SPLIT @SPLIT@
 #define GROUPED @GROUPED@
 #define TMA @TMA@
+#define STREAMK @STREAMK@ // Stream-K runs after the whole tiles (TMA, BM 128, one problem, unsplit)
 
 #include "gemm_common.h"
 
@@ -371,6 +372,9 @@ CKJIT_INLINE bool unit_of(const tma_args &x, long long u, work &w) {
     w.tile = b + u * grid;
     return true;
   }
+#if !STREAMK
+  return false;
+#else
   if (s.sk_tiles == 0) return false;
   // The run [r0, r1) of the Stream-K steps, one tile's part per unit.
   const long long r0 = b * s.base + (b < s.extra ? b : s.extra);
@@ -383,6 +387,7 @@ CKJIT_INLINE bool unit_of(const tma_args &x, long long u, work &w) {
   w.kt0 = (int)(start - first), w.kt1 = (int)(end - first);
   w.slot = tr * s.slots + (b - sk_owner(s, first));
   return true;
+#endif
 #endif
 }
 
@@ -469,7 +474,7 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
     }
     wgmma_wait<0>();
     if (steps > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
-#if !GROUPED && !SPLIT // (split-K never has Stream-K runs)
+#if STREAMK // its code only where it can run: smaller kernels, faster compiles
     if (w.slot >= 0) {
       store_acc_slot(p, t, acc, cw, w.slot);
       continue;

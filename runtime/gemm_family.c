@@ -64,6 +64,9 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     [GW_TMA] = {"tma", NULL, NULL, 0, 2, 1},
     /* 64: one consumer warpgroup on 64 rows (tma=1, one problem) */
     [GW_BM] = {"bm", NULL, NULL, 64, 128, 128},
+    /* 1: Stream-K runs after the whole tiles (bm=128, tma>=1, one problem,
+     * unsplit); the kernels without it skip that code */
+    [GW_STREAMK] = {"streamk", NULL, NULL, 0, 1, 0},
 };
 
 static const ckjit_param_desc mfma_params[GF_COUNT] = {
@@ -168,6 +171,9 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
                        wgmma_smem(s), 227 * 1024);
   if (v[GW_TMA] == 2 && v[GW_SPLIT])
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma tma=2 stores D; split=1 stores partials");
+  if (v[GW_STREAMK] && (v[GW_TMA] == 0 || v[GW_BM] != 128 || v[GW_GROUPED] || v[GW_SPLIT]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_wgmma streamk=1 takes tma=1 or 2, bm=128, one problem and split=0");
   return check_split_epilogue("gemm_wgmma", v, GW_SPLIT, GW_BIAS);
 }
 

@@ -579,6 +579,7 @@ static ckjit_status run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const 
   slice_k(g->k, pl.tile.bk, want, &k_slice, &splits);
   main_spec(&pl, g, splits > 1, 0, &spec);
   if (tma) spec.value[GW_TMA] = splits > 1 ? 1 : tma; /* 1 for 64-row tiles: no D map */
+  if (tma && want == CKJIT_GEMM_STREAM_K) spec.value[GW_STREAMK] = 1;
   int64_t grid = tiles * splits;
   void *scratch = NULL;
   size_t bytes = 0;

@@ -394,6 +394,13 @@ static void test_spec_has_kernel(void **state) {
   assert_non_null(strstr(ckjit_last_error(), "sm_90"));
   /* Malformed input. */
   assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=q8", "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
+  /* Stream-K's code is a parameter: only where it can run (128-row tiles, TMA, one problem). */
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,streamk=1", "sm_90"), OK);
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,streamk=1,bm=64", "sm_90"),
+                   CKJIT_ERROR_INVALID_ARGUMENT);
+  assert_non_null(strstr(ckjit_last_error(), "streamk=1"));
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,streamk=1,grouped=1", "sm_90"),
+                   CKJIT_ERROR_INVALID_ARGUMENT);
   assert_int_equal(ckjit_spec_has_kernel(NULL, "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
   assert_int_not_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16", "x86_64"), CKJIT_SUCCESS);
   assert_int_not_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16", "sm_9"), CKJIT_SUCCESS);
