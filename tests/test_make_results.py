@@ -100,6 +100,18 @@ def main():
         check('cold compile b:x=2 sm_90' not in res, 'a full cold run retires specs it did not compile')
         check(res['cold compile a:x=1 sm_90']['ckjit'] == 11.0, 'and replaces the others')
 
+        # A run stopped by its time budget neither claims "all" nor retires rows.
+        ck_partial = [cold('a:x=1', 12.0),
+                      {'kind': 'cold_compile_total', 'impl': 'ckjit', 'complete': False, 'specs': 1,
+                       'metric': 'cold compile all default specs sm_90', 'unit': 'ms', 'value': 12.0}]
+        res, md = run(tool, d, ck3 + [cold('c:x=3', 5.0)], peers, 'third command b',
+                      '2026-01-03 12:30 UTC')
+        res, md = run(tool, d, ck_partial, peers, 'partial command', '2026-01-03 13:00 UTC')
+        check('cold compile c:x=3 sm_90' in res, 'a partial cold run retires nothing')
+        check('cold compile of the first 1 default specs (time budget) sm_90' in res and
+              res['cold compile all default specs sm_90']['ckjit'] == 11.0,
+              'a partial total is named so and leaves the full total alone')
+
         # Records from before runs were kept (no "run") are listed as such.
         path = os.path.join(d, 'results.json')
         with open(path, encoding='utf-8') as f:
