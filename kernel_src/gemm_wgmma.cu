@@ -61,6 +61,7 @@ typedef @OUT@ TC;
 #if defined(CKJIT_NVIDIA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 #define THREADS (TMA ? 384 : 256) // TMA: warpgroup 0 produces, 1 and 2 consume
+#define CONSUMERS (BM == 64 ? 1 : 2)  // TMA: 64-row tiles leave warpgroup 2 without work
 #include "gemm_copy.h"
 
 // tf32 wgmma reads K-major operands only; it needs TMA (the cp.async
@@ -247,7 +248,8 @@ CKJIT_INLINE void tma_load(unsigned dst, const tensor_map &map, int c0, int c1, 
 #define OUT_COLS (128 / (int)sizeof(TC)) // columns of one box
 #define OUT_BOX (128 * 128)               // bytes of one box
 
-CKJIT_INLINE void consumers_barrier() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
+// The consumer warpgroups' own barrier (the producer never joins it).
+CKJIT_INLINE void consumers_barrier() { asm volatile("bar.sync 1, %0;" ::"n"(CONSUMERS * 128) : "memory"); }
 
 CKJIT_INLINE void tma_store(const tensor_map &map, unsigned src, int c0, int c1, int c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
@@ -325,18 +327,14 @@ CKJIT_INLINE int group_at(const tma_args &x, long long tile) {
   }
   return lo;
 }
-// The problem, tensor maps and tile of linear tile `tile`.
-#if TMA == 2
-#define MAP_D(x, gi) x.d[gi]
-#else
-#define MAP_D(x, gi) x.a[gi] // unused without TMA stores
-#endif
+// The problem, tensor maps and tile of linear tile `tile`; TILE_MAP_D,
+// after it, D's map (TMA = 2).
 #define TILE_CONTEXT(tile)                                                  \
   const int gi_ = group_at(x, tile);                                       \
   const gemm_problem &p = x.g[gi_];                                         \
   const tensor_map &map_a = x.a[gi_], &map_b = x.b[gi_];                    \
-  const tensor_map &map_d = MAP_D(x, gi_);                                  \
   const gemm_tile t = tile_of(p, tile - p.tile_begin)
+#define TILE_MAP_D x.d[gi_]
 #else
 struct tma_args {
   tensor_map a, b, d; // d: TMA = 2 only
@@ -345,8 +343,9 @@ struct tma_args {
 };
 #define TILE_CONTEXT(tile)                                                  \
   const gemm_problem &p = x.p;                                              \
-  const tensor_map &map_a = x.a, &map_b = x.b, &map_d = x.d;                \
+  const tensor_map &map_a = x.a, &map_b = x.b;                              \
   const gemm_tile t = tile_of(p, tile)
+#define TILE_MAP_D x.d
 #endif
 
 // One unit of a block's work: K steps [kt0, kt1) of a tile (kt1 < 0: to
@@ -420,7 +419,6 @@ CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ck
   work w;
   for (long long u = 0; unit_of(x, u, w); u++) {
     TILE_CONTEXT(w.tile);
-    (void)map_d;
     const int kt1 = w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK);
     for (int kt = w.kt0; kt < kt1; kt++, it++) {
       const int s = it % STAGES;
@@ -447,7 +445,6 @@ CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ck
 
 // The consumer warpgroups (two, one for 64-row tiles): wgmma over each
 // stage as it fills, hand it back, then the unit's epilogue.
-#define CONSUMERS (BM == 64 ? 1 : 2)
 CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u64 *full, ckjit_u64 *empty) {
   const int cw = threadIdx.x / 128 - 1; // consumer warpgroup 0 or 1
   if (cw >= CONSUMERS) return;
@@ -457,7 +454,7 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
   work w;
   for (long long u = 0; unit_of(x, u, w); u++) {
     TILE_CONTEXT(w.tile);
-    (void)map_a, (void)map_b, (void)map_d;
+    (void)map_a, (void)map_b;
     const int steps = (w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK)) - w.kt0;
     float acc[ACC];
 #pragma unroll
@@ -481,7 +478,7 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
     }
 #endif
 #if TMA == 2
-    store_acc_tma(p, t, acc, cw, map_d, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
+    store_acc_tma(p, t, acc, cw, TILE_MAP_D, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
                   base + STAGES * STAGE_BYTES, chunks);
 #else
     store_acc(p, t, acc, cw);

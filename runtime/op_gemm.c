@@ -805,17 +805,32 @@ ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
   return run_one(rt, desc, stream);
 }
 
+/* Whether the kernel may take D's maps: its 5 KB argument needs CUDA
+ * 12.1+, which NVRTC 13 implies (its cubins need a 13.0 driver).  Asked
+ * once: the compiler's identity is fixed for the process. */
+static int large_arguments_ok(void) {
+  static atomic_int known; /* 0 unknown, 1 no, 2 yes */
+  int v = atomic_load_explicit(&known, memory_order_relaxed);
+  if (!v) {
+    const ckjit_compiler *c;
+    const int quiet = ckjit__error_quiet(1);
+    v = ckjit__compiler_get(CKJIT_BACKEND_CUDA, &c) || c->major < 13 ? 1 : 2;
+    ckjit__error_quiet(quiet);
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+  }
+  return v == 2;
+}
+
 /* Whether every problem's D can go out through TMA stores (16-byte
- * aligned pointer and rows) and the kernel may take D's maps: its 5 KB
- * argument needs CUDA 12.1+; NVRTC 13's cubins need a 13.0 driver. */
+ * aligned pointer and rows; empty problems do not launch) and the kernel
+ * may take D's maps. */
 static int grouped_stores_ok(const ckjit_gemm_desc *descs, int count) {
-  const ckjit_compiler *c;
-  if (ckjit__compiler_get(CKJIT_BACKEND_CUDA, &c) || c->major < 13) return 0;
   for (int i = 0; i < count; i++) {
     const ckjit_gemm_desc *g = &descs[i];
-    if ((uintptr_t)g->d % 16 || (g->ldd * (int64_t)ckjit_dtype_size(g->out_dtype)) % 16) return 0;
+    if (g->m && g->n && ((uintptr_t)g->d % 16 || (g->ldd * (int64_t)ckjit_dtype_size(g->out_dtype)) % 16))
+      return 0;
   }
-  return 1;
+  return large_arguments_ok();
 }
 
 /* Grouped on the persistent TMA pipeline: TMA_GROUPS problems a launch,
