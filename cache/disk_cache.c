@@ -21,8 +21,10 @@
 #include "../runtime/error.h"
 #include "../runtime/log.h"
 #include "../runtime/stats.h"
+#include "entry_accept.h"
 #include "eviction.h"
 #include "layout.h"
+#include "payload_check.h"
 
 int (*ckjit__disk_fault_hook)(const char *stage, const char *path) = NULL;
 
@@ -32,14 +34,31 @@ static int fault(const char *stage, const char *path) {
 }
 
 int ckjit__disk_default_dir(const char *override, char *out, size_t len) {
-  const char *env;
-  int n;
-  if (override && *override) n = snprintf(out, len, "%s", override);
-  else if ((env = getenv("CKJIT_CACHE_DIR")) && *env) n = snprintf(out, len, "%s", env);
-  else if ((env = getenv("XDG_CACHE_HOME")) && *env) n = snprintf(out, len, "%s/ckjit", env);
-  else if ((env = getenv("HOME")) && *env) n = snprintf(out, len, "%s/.cache/ckjit", env);
-  else return -1;
-  return (n < 0 || (size_t)n >= len) ? -1 : 0;
+  /* The first setting present decides; a later one is never used in place
+   * of one that is wrong, so the message names the setting to fix. */
+  const char *value, *name, *suffix = "";
+  if (override && *override) {
+    value = override, name = "the cache directory given (--cache-dir / ckjit_options.cache_dir)";
+  } else if ((value = getenv("CKJIT_CACHE_DIR")) && *value) {
+    name = "CKJIT_CACHE_DIR";
+  } else if ((value = getenv("XDG_CACHE_HOME")) && *value) {
+    name = "XDG_CACHE_HOME", suffix = "/ckjit";
+  } else if ((value = getenv("HOME")) && *value) {
+    name = "HOME", suffix = "/.cache/ckjit";
+  } else {
+    if (len) out[0] = '\0';
+    ckjit__fail(CKJIT_ERROR_CACHE, "no cache directory: CKJIT_CACHE_DIR, XDG_CACHE_HOME and HOME "
+                "are all unset or empty (set one, or pass a cache directory)");
+    return -1;
+  }
+  int n = snprintf(out, len, "%s%s", value, suffix);
+  if (n >= 0 && (size_t)n < len) return 0;
+  if (len) out[0] = '\0';
+  ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+              "%s is %zu bytes long%s%s%s; a cache directory path may have at most %zu bytes", name,
+              strlen(value), *suffix ? " (with \"" : "", suffix, *suffix ? "\" appended)" : "",
+              len ? len - 1 : 0);
+  return -1;
 }
 
 /* mkdir -p with mode 0700 for every directory it creates. */
@@ -105,98 +124,132 @@ void ckjit__disk_entry_path(const ckjit_disk_cache *c, const ckjit_key *key, cha
   entry_path(c->dir, hex, out, len);
 }
 
-/* Opens the entry's two-hex-digit directory without following a symlink
- * there (a planted link could point anywhere). */
-static int open_subdir(const char *root, const char *hex, int create) {
-  char sub[CKJIT_ENTRY_PATH_MAX];
-  snprintf(sub, sizeof sub, "%s/%.2s", root, hex);
-  if (create && mkdir(sub, 0700) && errno != EEXIST) return -1;
-  return open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
-static int read_all(int fd, uint8_t *buf, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = read(fd, buf + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    done += (size_t)n;
+/* Opens the cache directory `root` itself (following links: a configured
+ * path may go through them) and reports its owner, whom rule 1 and 2 of
+ * cache/entry_accept.h trust.  -1 with errno set. */
+static int open_root(const char *root, uid_t *owner) {
+  int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
   }
-  return 0;
+  *owner = st.st_uid;
+  return fd;
 }
 
-int ckjit__disk_read_entry(const char *root, const ckjit_key *key, int touch, uint8_t **file,
-                           size_t *file_size, ckjit_entry_meta *meta, size_t *payload_offset,
-                           const char **why) {
-  static _Thread_local char reason[96];
+/* Opens the entry's two-hex-digit directory (creating it, mode 0700, when
+ * `create`) without following a symlink there (a planted link could point
+ * anywhere), and applies rule 1 of cache/entry_accept.h.
+ *
+ * With `repair` (the writable cache, which this process owns), a
+ * subdirectory of ours that is writable by group or others loses those
+ * write bits instead of being refused: refusing it would make every process
+ * recompile its entries forever, since new ones land in the same directory.
+ * That is safe because rule 2 still refuses any file in it that others
+ * could have planted or changed (theirs, or writable by them).
+ *
+ * Returns the descriptor, or -1: errno ENOENT when it does not exist (*why
+ * NULL), else *why says why (thread-local or static text). */
+static int open_subdir(const char *root, int root_fd, uid_t owner, const char *hex, int create,
+                       int repair, const char **why) {
+  static _Thread_local char reason[160];
+  char sub[3] = {hex[0], hex[1], '\0'};
+  *why = NULL;
+  if (create && mkdirat(root_fd, sub, 0700) != 0 && errno != EEXIST) {
+    int e = errno;
+    snprintf(reason, sizeof reason, "cannot create the subdirectory: %s", strerror(e));
+    *why = reason;
+    errno = e;
+    return -1;
+  }
+  int fd = openat(root_fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT) return -1;
+    struct stat st;
+    if (e == ELOOP || e == ENOTDIR) {
+      /* Name what is there, with the same words as the rule. */
+      if (fstatat(root_fd, sub, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+          ckjit__subdir_check(&st, owner, why) == CKJIT_REFUSAL_NONE)
+        *why = "subdirectory is a symbolic link or not a directory";
+    } else {
+      snprintf(reason, sizeof reason, "subdirectory unusable: %s", strerror(e));
+      *why = reason;
+    }
+    errno = e;
+    return -1;
+  }
+  struct stat st;
+  ckjit_refusal r = CKJIT_REFUSAL_CONTENT;
+  if (fstat(fd, &st) == 0) r = ckjit__subdir_check(&st, owner, why);
+  else *why = "cannot stat the subdirectory";
+  if (r == CKJIT_REFUSAL_MODE && repair && st.st_uid == geteuid() &&
+      fchmod(fd, (st.st_mode & 0777) & ~(mode_t)(S_IWGRP | S_IWOTH)) == 0) {
+    CKJIT_WARN("cache subdirectory %s/%s was writable by group or others (mode %03o); removed "
+               "that permission (chmod go-w) so that its entries can be used",
+               root, sub, (unsigned)(st.st_mode & 0777));
+    r = CKJIT_REFUSAL_NONE;
+  }
+  if (r != CKJIT_REFUSAL_NONE) {
+    close(fd);
+    errno = EACCES;
+    return -1;
+  }
+  return fd;
+}
+
+/* ckjit__disk_read_entry, and the writable cache's repairs (`repair`). */
+static int read_entry(const char *root, const ckjit_key *key, int touch, int repair,
+                      uint8_t **file, size_t *file_size, ckjit_entry_meta *meta,
+                      size_t *payload_offset, const char **why) {
+  static _Thread_local char reason[160];
   char hex[33], name[48];
   ckjit__key_hex(key, hex);
   snprintf(name, sizeof name, "%s.ckjit", hex);
   *file = NULL;
   *why = NULL;
-  int dir = open_subdir(root, hex, 0);
-  if (dir < 0) {
+  uid_t owner;
+  int root_fd = open_root(root, &owner);
+  if (root_fd < 0) {
     if (errno == ENOENT) return 0;
-    snprintf(reason, sizeof reason, "subdirectory unusable: %s", strerror(errno));
-    *why = errno == ELOOP || errno == ENOTDIR ? "subdirectory is a symlink or not a directory"
-                                              : reason;
+    snprintf(reason, sizeof reason, "cache directory unusable: %s", strerror(errno));
+    *why = reason;
     return -1;
   }
-  struct stat st;
-  if (fstat(dir, &st) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-    close(dir);
-    *why = "subdirectory writable by group or others";
-    return -1;
-  }
-  /* O_NONBLOCK: a FIFO planted at the entry's name must not block the open. */
-  int fd = openat(dir, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-  int err = errno;
+  int dir = open_subdir(root, root_fd, owner, hex, 0, repair, why);
+  close(root_fd);
+  if (dir < 0) return *why ? -1 : 0;
+  ckjit_entry_read r;
+  int rc = ckjit__entry_read_at(dir, name, key, owner, touch, &r);
   close(dir);
-  if (fd < 0) {
-    if (err == ENOENT) return 0;
-    snprintf(reason, sizeof reason, "unreadable: %s", strerror(err));
-    *why = err == ELOOP ? "symbolic link (never followed)" : reason;
-    return -1;
-  }
-  uint8_t *buf = NULL;
-  const char *bad = NULL;
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    bad = "not a regular file";
-  } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    bad = "writable by group or others";
-  } else if ((uint64_t)st.st_size > CKJIT_ENTRY_MAX_PAYLOAD + 4096u) {
-    bad = "file too large";
-  } else if (!(buf = malloc((size_t)st.st_size + 1))) {
-    bad = "out of memory";
-  } else if (read_all(fd, buf, (size_t)st.st_size)) {
-    bad = "short read";
-  }
-  const uint8_t *payload;
-  if (!bad && ckjit__entry_decode(buf, (size_t)st.st_size, key, meta, &payload, NULL, &bad) == 0) {
-    /* The mtime is the entry's last use (eviction order).  Best effort; a
-     * recent one is left alone so repeated hits cost no inode writes. */
-    if (touch && st.st_mtime + CKJIT_DISK_TOUCH_GRANULARITY_S <= time(NULL))
-      (void)futimens(fd, NULL);
-    close(fd);
-    *file = buf;
-    *file_size = (size_t)st.st_size;
-    if (payload_offset) *payload_offset = (size_t)(payload - buf);
-    return 1;
-  }
-  close(fd);
-  free(buf);
-  *why = bad;
-  return -1;
+  if (rc < 0) *why = r.why;
+  if (rc != 1) return rc;
+  *file = r.file;
+  *file_size = r.file_size;
+  if (meta) *meta = r.meta;
+  if (payload_offset) *payload_offset = r.payload_offset;
+  return 1;
+}
+
+int ckjit__disk_read_entry(const char *root, const ckjit_key *key, int touch, uint8_t **file,
+                           size_t *file_size, ckjit_entry_meta *meta, size_t *payload_offset,
+                           const char **why) {
+  return read_entry(root, key, touch, 0, file, file_size, meta, payload_offset, why);
 }
 
 /* One directory's lookup: 1 hit, 0 miss (warned and counted when rejected).
- * `layer`: a read-only layer (never repaired). */
-static int load_from(const char *root, int layer, const ckjit_key *key, int touch, void **payload,
-                     size_t *size, ckjit_entry_meta *meta) {
+ * `layer`: a read-only layer (never repaired, never touched). */
+static int load_from(const char *root, int layer, const ckjit_key *key, int writable,
+                     void **payload, size_t *size, ckjit_entry_meta *meta) {
   uint8_t *file;
   size_t file_size, offset;
   const char *why;
-  int rc = ckjit__disk_read_entry(root, key, touch, &file, &file_size, meta, &offset, &why);
+  int rc = read_entry(root, key, !layer && writable, !layer && writable, &file, &file_size, meta,
+                      &offset, &why);
   if (rc == 1) {
     memmove(file, file + offset, file_size - offset);
     *payload = file;
@@ -210,7 +263,7 @@ static int load_from(const char *root, int layer, const ckjit_key *key, int touc
     if (layer)
       CKJIT_WARN("cache entry %s of a read-only layer rejected (%s); not used", path, why);
     else
-      CKJIT_WARN("cache entry %s rejected (%s); recompiling and replacing it", path, why);
+      CKJIT_WARN("cache entry %s rejected (%s); recompiling it", path, why);
     ckjit__stat_add(CKJIT_STAT_DISK_REJECTS, 1);
   }
   return 0;
@@ -243,31 +296,67 @@ static int write_all(int fd, const uint8_t *buf, size_t size) {
   return 0;
 }
 
-/* Turns writes off after the first failure so a full or read-only disk
- * costs one warning, not one per kernel. */
-static ckjit_status write_failed(ckjit_disk_cache *c, const char *what, const char *path, int err) {
+/* Errors that every store into the directory will meet, as opposed to ones
+ * that belong to one entry's name (EISDIR: a directory planted there; ELOOP,
+ * ENOTDIR: a symlink or file in place of its subdirectory; EACCES: a
+ * subdirectory refused or not ours; ...). */
+static int directory_wide(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EROFS || err == EIO;
+}
+
+/* A failed store fails that one entry, never the process's later stores.
+ *
+ * A name-bound error must not stop unrelated entries from being stored: one
+ * planted directory would otherwise turn the cache off for every process
+ * that meets it.  Even a directory-wide error (a full or read-only disk) is
+ * not latched: each later store tries again, so the cache heals as soon as
+ * there is room (eviction, another process, the user), and a caller always
+ * learns whether *its* entry was stored.  What that costs is one failed
+ * create or write per compile, microseconds against a compile's hundreds of
+ * milliseconds.  Each class is warned about once per handle (per process),
+ * the rest at debug level. */
+static ckjit_status store_failed(ckjit_disk_cache *c, const char *what, const char *path, int err,
+                                 const char *why) {
   ckjit__stat_add(CKJIT_STAT_DISK_WRITE_ERRORS, 1);
-  int was = __atomic_exchange_n(&c->writable, 0, __ATOMIC_RELAXED);
-  if (was)
-    CKJIT_WARN("cannot %s %s (%s); disk cache writes are off for this process, kernels are kept "
-               "in memory",
-               what, path, strerror(err));
-  return ckjit__fail(CKJIT_ERROR_CACHE, "cache: cannot %s %s: %s", what, path, strerror(err));
+  char cause[200];
+  snprintf(cause, sizeof cause, "%s", why ? why : strerror(err));
+  int wide = directory_wide(err);
+  int *warned = wide ? &c->warned_dir_errors : &c->warned_entry_errors;
+  if (!__atomic_exchange_n(warned, 1, __ATOMIC_RELAXED)) {
+    if (wide)
+      CKJIT_WARN("cannot %s %s (%s); kernels that cannot be stored are kept in memory, and "
+                 "later stores keep trying",
+                 what, path, cause);
+    else
+      CKJIT_WARN("cannot %s %s (%s); only this entry is affected (it is kept in memory); "
+                 "'ckjit-cache verify --fix' repairs the cache",
+                 what, path, cause);
+  } else {
+    CKJIT_DEBUG("cannot %s %s (%s)", what, path, cause);
+  }
+  return ckjit__fail(CKJIT_ERROR_CACHE, "cache: cannot %s %s: %s", what, path, cause);
 }
 
 /* One attempt at writing `buf` as the entry `hex`: 0, or the errno of the
- * step that failed (*what names it). */
+ * step that failed (*what names it; *why, when set, says more than errno). */
 static int store_once(const char *root, const char *hex, const uint8_t *buf, size_t n,
-                      const char **what) {
+                      const char **what, const char **why) {
   char name[48], tmp[128], tmp_path[CKJIT_ENTRY_PATH_MAX];
   snprintf(name, sizeof name, "%s.ckjit", hex);
   *what = "open the directory of";
-  int dir = open_subdir(root, hex, 1);
-  if (dir < 0) return errno;
+  *why = NULL;
+  uid_t owner;
+  int root_fd = open_root(root, &owner);
+  if (root_fd < 0) return errno;
+  int dir = open_subdir(root, root_fd, owner, hex, 1, 1, why);
+  int err = errno;
+  close(root_fd);
+  if (dir < 0) return err ? err : EACCES;
+  *why = NULL;
   ckjit__cache_temp_name(hex, tmp, sizeof tmp);
   snprintf(tmp_path, sizeof tmp_path, "%s/%.2s/%s", root, hex, tmp);
   *what = "create a temporary file for";
-  int err = fault("open-temp", tmp_path);
+  err = fault("open-temp", tmp_path);
   int fd = -1;
   if (!err && (fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
     err = errno;
@@ -295,18 +384,28 @@ ckjit_status ckjit__disk_store(ckjit_disk_cache *c, const ckjit_entry_meta *meta
   char hex[33], path[CKJIT_ENTRY_PATH_MAX];
   ckjit__key_hex(&meta->key, hex);
   entry_path(c->dir, hex, path, sizeof path);
+  /* What is stored must pass the rule every reader applies; an entry that
+   * readers refuse would be recompiled and stored again by every process. */
+  const char *why = NULL;
+  if (ckjit__entry_accept_payload(meta, payload, size, &why) != 0) {
+    ckjit__stat_add(CKJIT_STAT_DISK_WRITE_ERRORS, 1);
+    CKJIT_WARN("not storing %s: its code object fails the cache's payload check (%s); kept in "
+               "memory (a compiler output the check does not know: please report it)",
+               path, why);
+    return ckjit__fail(CKJIT_ERROR_CACHE, "cache: not storing %s: %s", path, why);
+  }
 
   uint8_t *buf;
   size_t buf_size;
   if (ckjit__entry_encode(meta, payload, size, &buf, &buf_size))
     return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "cache: cannot encode entry %s", hex);
   const char *what = "write";
-  int err = store_once(c->dir, hex, buf, buf_size, &what);
+  int err = store_once(c->dir, hex, buf, buf_size, &what, &why);
   /* ENOENT: the subdirectory (or our temporary file) was removed under us,
    * e.g. by a concurrent `ckjit-cache clear`; once more from the start. */
-  if (err == ENOENT) err = store_once(c->dir, hex, buf, buf_size, &what);
+  if (err == ENOENT) err = store_once(c->dir, hex, buf, buf_size, &what, &why);
   free(buf);
-  if (err) return write_failed(c, what, path, err);
+  if (err) return store_failed(c, what, path, err, why);
   ckjit__stat_add(CKJIT_STAT_DISK_WRITES, 1);
   ckjit__disk_note_store(c, hex, buf_size);
   return CKJIT_SUCCESS;

@@ -39,7 +39,10 @@ typedef struct ckjit_disk_usage {
 typedef struct ckjit_disk_cache {
   char dir[CKJIT_PATH_MAX];
   int usable;   /* reads allowed */
-  int writable; /* writes allowed; cleared (with one warning) on the first write that fails */
+  int writable; /* writes allowed (the directory is writable); a failed store fails only its
+                   own entry and never clears this (see ckjit__disk_store) */
+  int warned_dir_errors;   /* a store failed for the whole directory (full, read-only): warned */
+  int warned_entry_errors; /* a store failed for one entry's name: warned */
   uint64_t max_bytes;   /* bound of `dir` in entry bytes, 0: none */
   uint64_t max_entries; /* bound of `dir` in entry files, 0: none */
   int n_layers;         /* read-only directories searched after `dir`, in order */
@@ -48,7 +51,10 @@ typedef struct ckjit_disk_cache {
 } ckjit_disk_cache;
 
 /* The directory ckjit uses: `override`, else $CKJIT_CACHE_DIR, else
- * $XDG_CACHE_HOME/ckjit, else $HOME/.cache/ckjit.  Returns -1 when none. */
+ * $XDG_CACHE_HOME/ckjit, else $HOME/.cache/ckjit.  Returns 0, or -1 with the
+ * reason in the thread's error (ckjit__error_latest): none of them set, or
+ * the path they give does not fit `len` (the message names the setting, its
+ * length and the limit). */
 int ckjit__disk_default_dir(const char *override, char *out, size_t len);
 
 /* Creates `dir` (mode 0700) when missing and checks it is safe: owned by us,
@@ -62,24 +68,31 @@ void ckjit__disk_entry_path(const ckjit_disk_cache *c, const ckjit_key *key, cha
 
 /* Looks an entry up in the writable directory, then in each layer.  Returns
  * 1 on a verified hit (payload malloc'ed, caller frees), 0 on a miss.  An
- * entry that fails verification is a miss, with a warning, and counts as a
- * reject.  A hit in the writable directory sets the entry's mtime to now
- * (best effort, see CKJIT_DISK_TOUCH_GRANULARITY_S); layers are never
- * written to. */
+ * entry that fails the acceptance rule (cache/entry_accept.h) is a miss,
+ * with a warning, and counts as a reject.  A hit in the writable directory
+ * sets the entry's mtime to now (best effort, see
+ * CKJIT_DISK_TOUCH_GRANULARITY_S).  In the writable directory, a
+ * subdirectory of ours that is writable by group or others has those bits
+ * removed (with a warning) rather than being refused forever; layers are
+ * never written to. */
 int ckjit__disk_load(ckjit_disk_cache *c, const ckjit_key *key, void **payload, size_t *size,
                      ckjit_entry_meta *meta);
 
 /* Stores an entry atomically (temp file, fsync, rename) into the writable
  * directory, then evicts least-recently-used entries when the directory may
- * be over its bounds (cache/eviction.h).  Failures are warned about once,
- * turn writes off and return a status; the caller goes on from memory. */
+ * be over its bounds (cache/eviction.h).  The payload must pass the rule
+ * every reader applies (cache/entry_accept.h, cache/payload_check.h).
+ * Returns CKJIT_SUCCESS when this entry is on disk, else CKJIT_ERROR_CACHE
+ * with the reason: the caller goes on from memory.  A failure fails this
+ * entry only: later stores try again (a full disk heals by itself, a bad
+ * name fails its own entry); each kind of failure is warned about once. */
 ckjit_status ckjit__disk_store(ckjit_disk_cache *c, const ckjit_entry_meta *meta,
                                const void *payload, size_t size);
 
-/* Reads and verifies the entry file of `key` under the cache directory
- * `root` (any cache directory: the writable one, a layer, one being
- * exported), never following a symlink, refusing a subdirectory or file
- * writable by group or others.  With `touch`, a verified entry's mtime is
+/* Reads the entry file of `key` under the cache directory `root` (any cache
+ * directory: the writable one, a layer, one being exported) and applies the
+ * acceptance rule of cache/entry_accept.h (never following a symlink, never
+ * repairing anything).  With `touch`, a verified entry's mtime is
  * set to now (see CKJIT_DISK_TOUCH_GRANULARITY_S).  Returns 1 with the whole
  * file in *file (malloc'ed), the decoded header in *meta (may be NULL) and
  * where the payload starts in *payload_offset (may be NULL); 0 when there is
@@ -101,8 +114,9 @@ int ckjit__disk_read_entry(const char *root, const ckjit_key *key, int touch, ui
  *
  * Returning 0 lets the step run.  Returning an errno value (ENOSPC, EROFS,
  * EIO, ...) makes the store behave exactly as if that step's system call had
- * failed with it: the temporary file is removed, writes are turned off for
- * the handle (one warning), the store returns CKJIT_ERROR_CACHE.  (ENOENT is
+ * failed with it: the temporary file is removed, the store returns
+ * CKJIT_ERROR_CACHE (one warning per kind of failure per handle), and the
+ * next store tries again.  (ENOENT is
  * retried once, as a subdirectory removed by a concurrent `ckjit-cache clear`
  * is, so the hook is then called again.)  A hook may also raise(SIGKILL) in a
  * forked child to simulate a crash at that point.  Not thread-safe to change

@@ -15,14 +15,18 @@
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "ckjit/ckjit.h"
+#include "elf_payload.h"
 #include "test_util.h"
 
 #define TC_UNUSED TU_UNUSED
 
-/* Entry `id`: a key spread over the 256 subdirectories like real keys, and
- * `size` payload bytes (+ `variant`, to make a second payload for one key). */
-static TC_UNUSED void tc_entry(int id, size_t size, int variant, ckjit_entry_meta *m,
-                               uint8_t **payload) {
+/* Entry `id`: a key spread over the 256 subdirectories like real keys, and a
+ * payload of `size` bytes (+ `variant`, to make a second payload for one
+ * key): a small ELF object defining the entry's kernel, which the cache's
+ * payload check accepts (tests/elf_payload.h), so at least
+ * ep_min_size(kernel) bytes.  Returns the payload's size. */
+static TC_UNUSED size_t tc_entry(int id, size_t size, int variant, ckjit_entry_meta *m,
+                                 uint8_t **payload) {
   memset(m, 0, sizeof *m);
   tu_rng r = {(uint64_t)id * 7919u + 17u};
   for (int i = 0; i < 16; i += 8) {
@@ -31,10 +35,12 @@ static TC_UNUSED void tc_entry(int id, size_t size, int variant, ckjit_entry_met
   }
   tu_fmt(m->arch, sizeof m->arch, "sm_90");
   tu_fmt(m->kernel, sizeof m->kernel, "kernel_%d", id);
-  uint8_t *p = malloc(size ? size : 1);
-  tu_rng pr = {(uint64_t)id * 31u + (uint64_t)variant * 1000003u + 5u};
-  for (size_t i = 0; i < size; i++) p[i] = (uint8_t)tu_rng_next(&pr);
+  size_t min = ep_min_size(m->kernel);
+  uint8_t *p = malloc(size > min ? size : min);
+  if (!p) abort();
   *payload = p;
+  return ep_build(p, size, m->arch, m->kernel,
+                  (uint64_t)id * 31u + (uint64_t)variant * 1000003u + 5u);
 }
 
 static TC_UNUSED ckjit_key tc_key(int id) {
@@ -50,8 +56,8 @@ static TC_UNUSED ckjit_status tc_store_variant(ckjit_disk_cache *c, int id, size
                                                int variant) {
   ckjit_entry_meta m;
   uint8_t *p;
-  tc_entry(id, size, variant, &m, &p);
-  ckjit_status st = ckjit__disk_store(c, &m, p, size);
+  size_t n = tc_entry(id, size, variant, &m, &p);
+  ckjit_status st = ckjit__disk_store(c, &m, p, n);
   free(p);
   return st;
 }
@@ -65,7 +71,7 @@ static TC_UNUSED ckjit_status tc_store(ckjit_disk_cache *c, int id, size_t size)
 static TC_UNUSED int tc_load_variant(ckjit_disk_cache *c, int id, size_t size, int variant) {
   ckjit_entry_meta m, got;
   uint8_t *p;
-  tc_entry(id, size, variant, &m, &p);
+  size = tc_entry(id, size, variant, &m, &p);
   void *payload = NULL;
   size_t n = 0;
   int rc = ckjit__disk_load(c, &m.key, &payload, &n, &got);
@@ -136,12 +142,13 @@ static TC_UNUSED int tc_count(const char *root, uint64_t *bytes) {
   return n;
 }
 
-/* Size of the entry file that a payload of `size` bytes makes for entry `id`. */
+/* Size of the entry file that a payload of `size` bytes makes for entry `id`
+ * (payloads smaller than the smallest ELF object are that size instead). */
 static TC_UNUSED size_t tc_file_size(int id, size_t size) {
   ckjit_entry_meta m;
   uint8_t *p, *enc;
   size_t n = 0;
-  tc_entry(id, size, 0, &m, &p);
+  size = tc_entry(id, size, 0, &m, &p);
   if (ckjit__entry_encode(&m, p, size, &enc, &n) == 0) free(enc);
   free(p);
   return n;

@@ -21,6 +21,7 @@
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "ckjit/ckjit.h"
+#include "elf_payload.h"
 #include "entry_format.h"
 #include "test_util.h"
 
@@ -61,9 +62,7 @@ static void make_entry(int id, ckjit_entry_meta *m, uint8_t *payload, size_t *si
   m->key.bytes[0] = (uint8_t)(id * 0x10 + 1); /* distinct subdir per id < 16 */
   tu_fmt(m->arch, sizeof m->arch, "sm_90");
   tu_fmt(m->kernel, sizeof m->kernel, "kernel_%d", id);
-  *size = 1000 + (size_t)id * 37;
-  tu_rng r = {(uint64_t)id + 100};
-  for (size_t i = 0; i < *size; i++) payload[i] = (uint8_t)tu_rng_next(&r);
+  *size = ep_build(payload, 1000 + (size_t)id * 37, m->arch, m->kernel, (uint64_t)id + 100);
 }
 
 static uint64_t rejects(void) {
@@ -541,7 +540,7 @@ static const char *readonly_checks(const char *dir) {
   }
   if (c.writable) return "writable still set after a store into a read-only directory";
   if (ckjit__disk_load(&c, &m2.key, &payload, &size, &got) != 0) return "hit after a failed store";
-  /* A second store also fails quietly (writes are off). */
+  /* A second store also fails quietly (writes are off: read-only when opened). */
   (void)ckjit__disk_store(&c, &m2, p2, n2);
   /* Writable again: a reopened cache stores and loads. */
   if (chmod(dir, 0700) != 0) return "chmod 0700 failed";

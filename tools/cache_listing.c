@@ -10,12 +10,9 @@
 #include <unistd.h>
 
 #include "cache/entry.h"
+#include "cache/entry_accept.h"
 #include "cache/key.h"
 #include "cache/layout.h"
-
-/* The largest file an entry can be: payload limit plus the largest header. */
-#define CACHE_MAX_FILE_SIZE \
-  ((uint64_t)CKJIT_ENTRY_MAX_PAYLOAD + CKJIT_ENTRY_FIXED_SIZE + 2u * 0xFFFFu + 8u)
 
 /* The names are the library's own (cache/layout.h). */
 int cache_name_is_subdir(const char *name) { return ckjit__cache_name_is_subdir(name); }
@@ -68,11 +65,17 @@ static void set_bad(cache_item *it, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   it->bad = 1;
+  if (!it->refusal) it->refusal = CKJIT_REFUSAL_CONTENT;
   vsnprintf(it->why, sizeof it->why, fmt, ap);
   va_end(ap);
 }
 
-/* Reads an entry file relative to the subdirectory descriptor and verifies it. */
+/* Marks an item refused by the acceptance rule, with the rule's words. */
+static void set_refused(cache_item *it, ckjit_refusal refusal, const char *why) {
+  it->refusal = refusal;
+  set_bad(it, "%s", why);
+}
+
 /* "elementwise:dtype=bf16,op=gelu_tanh,..." -> "elementwise gelu_tanh bf16". */
 static void describe_op(const char *spec, char *out, size_t len) {
   size_t fam = strcspn(spec, ":");
@@ -90,62 +93,29 @@ static void describe_op(const char *spec, char *out, size_t len) {
   if (!spec[0]) snprintf(out, len, "-");
 }
 
-static void verify_entry(int sub, cache_item *it) {
-  int fd = openat(sub, it->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    if (errno == ELOOP) set_bad(it, "symbolic link (never followed)");
-    else set_bad(it, "cannot open: %s", strerror(errno));
+/* Reads an entry file relative to the subdirectory descriptor and applies
+ * the library's acceptance rule to it (the very function its reads use). */
+static void verify_entry(int sub, uid_t owner, cache_item *it) {
+  ckjit_key key;
+  if (ckjit__key_parse(it->key, &key) != 0) {
+    set_bad(it, "not an entry name");
     return;
   }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    set_bad(it, "not a regular file");
-    close(fd);
+  ckjit_entry_read r;
+  int rc = ckjit__entry_read_at(sub, it->name, &key, owner, 0, &r);
+  if (r.opened) {
+    it->size = r.st.st_size > 0 ? (uint64_t)r.st.st_size : 0;
+    it->dev = (uint64_t)r.st.st_dev;
+    it->ino = (uint64_t)r.st.st_ino;
+    it->mtime = (int64_t)r.st.st_mtime;
+  }
+  if (rc == 0) return; /* removed meanwhile (eviction): not bad */
+  if (rc < 0) {
+    set_refused(it, r.refusal, r.why);
     return;
   }
-  uint64_t size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
-  it->size = size;
-  it->dev = (uint64_t)st.st_dev;
-  it->ino = (uint64_t)st.st_ino;
-  it->mtime = (int64_t)st.st_mtime;
-  if (size > CACHE_MAX_FILE_SIZE) {
-    set_bad(it, "file too large for an entry");
-    close(fd);
-    return;
-  }
-  uint8_t *buf = malloc(size ? (size_t)size : 1);
-  if (!buf) {
-    set_bad(it, "out of memory reading it");
-    close(fd);
-    return;
-  }
-  size_t got = 0;
-  int read_errno = 0;
-  while (got < size) {
-    ssize_t r = read(fd, buf + got, (size_t)size - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) read_errno = errno;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (got != size) {
-    if (read_errno) set_bad(it, "read failed: %s", strerror(read_errno));
-    else set_bad(it, "file shrank while being read");
-    free(buf);
-    return;
-  }
-  ckjit_entry_meta meta;
-  memset(&meta, 0, sizeof meta);
-  const uint8_t *payload = NULL;
-  size_t payload_size = 0;
-  const char *why = NULL;
-  if (ckjit__entry_decode(buf, (size_t)size, NULL, &meta, &payload, &payload_size, &why) != 0) {
-    set_bad(it, "corrupt: %s", why ? why : "does not decode");
-    free(buf);
-    return;
-  }
-  free(buf);
+  ckjit_entry_meta meta = r.meta;
+  free(r.file);
   meta.arch[sizeof meta.arch - 1] = '\0';
   meta.kernel[sizeof meta.kernel - 1] = '\0';
   it->decoded = 1;
@@ -156,23 +126,22 @@ static void verify_entry(int sub, cache_item *it) {
   sanitize(it->kernel);
   sanitize(it->spec);
   describe_op(it->spec, it->op, sizeof it->op);
-  it->payload_size = payload_size;
-  char header_key[33];
-  ckjit__key_hex(&meta.key, header_key);
-  if (strcmp(header_key, it->key) != 0) set_bad(it, "header key %s does not match the file name", header_key);
+  it->payload_size = r.payload_size;
 }
 
 /* Scans one "xx" subdirectory (already known to be a real directory). */
-static int scan_subdir(cache_listing *l, int root, const char *subdir, int decode) {
+static int scan_subdir(cache_listing *l, int root, uid_t owner, const char *subdir, int decode,
+                       int listed) {
   int sub = openat(root, subdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (sub < 0) {
-    if (errno == ENOENT) return 0; /* removed meanwhile */
+    int e = errno;
+    if (e == ENOENT || listed) return 0; /* removed meanwhile, or already a bad item */
     struct stat st;
     memset(&st, 0, sizeof st);
     (void)fstatat(root, subdir, &st, AT_SYMLINK_NOFOLLOW);
     cache_item *it = add_item(l, CACHE_ITEM_SUBDIR, "", subdir, &st);
     if (!it) return -1;
-    set_bad(it, "cannot open directory: %s", strerror(errno));
+    set_bad(it, "cannot open directory: %s", strerror(e));
     l->bad++;
     return 0;
   }
@@ -208,14 +177,15 @@ static int scan_subdir(cache_listing *l, int root, const char *subdir, int decod
         l->entries++;
         l->entry_bytes += it->size;
       }
-      if (S_ISLNK(st.st_mode)) {
-        set_bad(it, "symbolic link (never followed)");
-      } else if (!S_ISREG(st.st_mode)) {
-        set_bad(it, "not a regular file");
+      const char *why;
+      ckjit_refusal r = ckjit__entry_file_check(&st, owner, &why);
+      if (r != CKJIT_REFUSAL_NONE) {
+        set_refused(it, r, why);
       } else if (strncmp(key, subdir, 2) != 0) {
+        /* The library never looks there: dead weight at an entry name. */
         set_bad(it, "misplaced: its key belongs in subdirectory %.2s", key);
       } else if (decode) {
-        verify_entry(sub, it);
+        verify_entry(sub, owner, it);
       }
     } else if (kind == CACHE_ITEM_TEMP) {
       l->temps++;
@@ -263,6 +233,13 @@ int cache_listing_read(cache_listing *l, const char *dir, int decode, char *err,
     return -1;
   }
   l->exists = 1;
+  struct stat root_st;
+  if (fstat(root, &root_st) != 0) {
+    snprintf(err, errlen, "cannot stat %s: %s", dir, strerror(errno));
+    close(root);
+    return -1;
+  }
+  uid_t owner = root_st.st_uid;
   int dfd = dup(root);
   DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
   if (!d) {
@@ -278,22 +255,26 @@ int cache_listing_read(cache_listing *l, const char *dir, int decode, char *err,
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
     struct stat st;
     if (fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (cache_name_is_subdir(name) && S_ISDIR(st.st_mode)) {
-      rc = scan_subdir(l, root, name, decode);
+    const char *why = NULL;
+    ckjit_refusal refused =
+        cache_name_is_subdir(name) ? ckjit__subdir_check(&st, owner, &why) : CKJIT_REFUSAL_NONE;
+    if (cache_name_is_subdir(name) && !refused) {
+      rc = scan_subdir(l, root, owner, name, decode, 0);
       continue;
     }
-    cache_item_kind kind =
-        cache_name_is_subdir(name) && S_ISLNK(st.st_mode) ? CACHE_ITEM_SUBDIR : CACHE_ITEM_FOREIGN;
+    /* A refused "xx" is listed as one bad item; a real directory is then
+     * still scanned, so that its entries are listed and checked too. */
+    cache_item_kind kind = refused ? CACHE_ITEM_SUBDIR : CACHE_ITEM_FOREIGN;
     cache_item *it = add_item(l, kind, "", name, &st);
     if (!it) {
       rc = -1;
       break;
     }
     if (kind == CACHE_ITEM_FOREIGN) l->foreign++;
-    if (S_ISLNK(st.st_mode)) {
-      set_bad(it, "symbolic link (never followed)");
-      l->bad++;
-    }
+    if (refused) set_refused(it, refused, why);
+    else if (S_ISLNK(st.st_mode)) set_bad(it, "symbolic link (never followed)");
+    if (it->bad) l->bad++;
+    if (refused && S_ISDIR(st.st_mode)) rc = scan_subdir(l, root, owner, name, decode, 1);
   }
   closedir(d);
   close(root);

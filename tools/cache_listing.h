@@ -1,8 +1,10 @@
 /* Listing the on-disk cache: walks <dir>/xx/ (two lowercase hex digits) and
  * classifies every name by the cache's own naming (cache/layout.h), without ever following a
  * symbolic link (lstat/fstatat with AT_SYMLINK_NOFOLLOW, O_NOFOLLOW opens
- * relative to directory descriptors).  Optionally reads and verifies every
- * entry with ckjit__entry_decode.  Shared by ckjit-cache and ckjit-demo. */
+ * relative to directory descriptors).  Subdirectories and entries are judged
+ * by the library's own acceptance rule (cache/entry_accept.h), so what the
+ * listing calls good the library uses and what it calls bad the library
+ * refuses.  Shared by ckjit-cache and ckjit-demo. */
 #ifndef CKJIT_TOOLS_CACHE_LISTING_H
 #define CKJIT_TOOLS_CACHE_LISTING_H
 
@@ -15,7 +17,7 @@
 typedef enum cache_item_kind {
   CACHE_ITEM_ENTRY = 0,  /* xx/<32 hex>.ckjit */
   CACHE_ITEM_TEMP = 1,   /* xx/.tmp-<key>-<pid>-<tid>-<n>: the writer's temporary file */
-  CACHE_ITEM_SUBDIR = 2, /* an "xx" name in the root that is not a real directory */
+  CACHE_ITEM_SUBDIR = 2, /* an "xx" name in the root that the rule refuses (listed only then) */
   CACHE_ITEM_FOREIGN = 3 /* anything else: never modified by the tools */
 } cache_item_kind;
 
@@ -29,6 +31,7 @@ typedef struct cache_item {
   int64_t btime;   /* entries: creation (statx birth time), 0 when unknown */
   uint64_t dev, ino; /* identity when listed (checked again before removal) */
   int bad;         /* fails verification; `why` says why */
+  int refusal;     /* with bad: a ckjit_refusal (cache/entry_accept.h), how to repair it */
   char why[160];
   /* Entries only: */
   char key[33];    /* from the file name */
@@ -60,12 +63,15 @@ int cache_name_is_entry(const char *name, char key_hex[33]);
 /* 1 when `name` is a temporary file name of the cache's writer. */
 int cache_name_is_temp(const char *name);
 
-/* Walks `dir`.  With `decode`, reads every regular entry file and verifies
- * it: the header and payload must decode, the header key must equal the
- * file name's key, and the entry must lie in the subdirectory its key names.
- * Symbolic links anywhere in the cache are reported as bad.  Returns 0 (also
- * when `dir` does not exist: exists = 0), or -1 with a message in `err` (not
- * a directory, a symlink, unreadable, out of memory). */
+/* Walks `dir`.  Every "xx" name must be a subdirectory that passes rule 1
+ * of cache/entry_accept.h (anything else there is a bad CACHE_ITEM_SUBDIR),
+ * and every entry name must hold a regular file; with `decode`, every entry
+ * is also read and checked by the library's own ckjit__entry_read_at
+ * (owner, mode, size, checksums, the key of its name, its payload), and must
+ * lie in the subdirectory its key names.  Symbolic links anywhere in the
+ * cache are reported as bad.  Returns 0 (also when `dir` does not exist:
+ * exists = 0), or -1 with a message in `err` (not a directory, a symlink,
+ * unreadable, out of memory). */
 int cache_listing_read(cache_listing *l, const char *dir, int decode, char *err, size_t errlen);
 void cache_listing_free(cache_listing *l);
 

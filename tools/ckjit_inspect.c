@@ -16,8 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/disk_cache.h"
 #include "cache/entry.h"
 #include "cache/key.h"
+#include "cache/payload_check.h"
 #include "ckjit/ckjit.h"
 #include "inspect_codeobj.h"
 #include "inspect_occupancy.h"
@@ -151,22 +153,30 @@ static uint8_t *read_file(const char *path, int follow, size_t *size_out, char *
   return buf;
 }
 
-/* Verifies a cache entry (its key must be `hex` unless NULL) and points
- * `payload` at its code object. */
-static int decode_entry(const uint8_t *buf, size_t size, const char *hex, ckjit_entry_meta *meta,
-                        const uint8_t **payload, size_t *payload_size, const char *path,
-                        char *err, size_t len) {
+/* Verifies a cache entry (its key must be `hex` unless NULL) by the
+ * library's rule for an entry's bytes, and points `payload` at its code
+ * object.  Returns NULL, or the status to report: CKJIT_ERROR_CACHE when
+ * the entry itself is damaged, CKJIT_ERROR_INVALID_ARGUMENT when it is
+ * intact but its payload is not a code object for its arch (not ELF, another
+ * machine, no such kernel): invalid input, not an internal error. */
+static const char *decode_entry(const uint8_t *buf, size_t size, const char *hex,
+                                ckjit_entry_meta *meta, const uint8_t **payload,
+                                size_t *payload_size, const char *path, char *err, size_t len) {
   ckjit_key key;
   const char *why = "";
   if (hex && ckjit__key_parse(hex, &key) != 0) {
     snprintf(err, len, "bad cache key %s", hex);
-    return -1;
+    return "CKJIT_ERROR_CACHE";
   }
   if (ckjit__entry_decode(buf, size, hex ? &key : NULL, meta, payload, payload_size, &why) != 0) {
     snprintf(err, len, "the cache entry %.700s does not verify: %s", path, why);
-    return -1;
+    return "CKJIT_ERROR_CACHE";
   }
-  return 0;
+  if (ckjit__entry_accept_payload(meta, *payload, *payload_size, &why) != 0) {
+    snprintf(err, len, "the cache entry %.700s holds no valid code object: %s", path, why);
+    return "CKJIT_ERROR_INVALID_ARGUMENT";
+  }
+  return NULL;
 }
 
 static void put_count(FILE *out, const char *label, int64_t v, const char *unit) {
@@ -372,10 +382,12 @@ static int inspect_spec(const options *o, const char *cache_dir, const char *spe
   const uint8_t *payload;
   ckjit_entry_meta meta;
   uint8_t *file = read_file(path, 0, &size, err, sizeof err);
-  if (!file || decode_entry(file, size, res.key, &meta, &payload, &payload_size, path, err,
-                            sizeof err) != 0) {
+  const char *bad = file ? decode_entry(file, size, res.key, &meta, &payload, &payload_size, path,
+                                        err, sizeof err)
+                         : "CKJIT_ERROR_CACHE";
+  if (bad) {
     free(file);
-    return report_failure(w, canon, NULL, arch, "CKJIT_ERROR_CACHE", err);
+    return report_failure(w, canon, NULL, arch, bad, err);
   }
   inspect_object obj;
   if (inspect_code_object(payload, payload_size, &obj, err, sizeof err) != 0) {
@@ -401,9 +413,11 @@ static int inspect_file(const options *o, const char *path, json_writer *w) {
   if (!file) return report_failure(w, NULL, path, "", "CKJIT_ERROR_CACHE", err);
   int is_entry = size >= 8 && !memcmp(file, CKJIT_ENTRY_MAGIC, 8);
   if (is_entry) {
-    if (decode_entry(file, size, NULL, &meta, &payload, &payload_size, path, err, sizeof err)) {
+    const char *bad =
+        decode_entry(file, size, NULL, &meta, &payload, &payload_size, path, err, sizeof err);
+    if (bad) {
       free(file);
-      return report_failure(w, NULL, path, "", "CKJIT_ERROR_CACHE", err);
+      return report_failure(w, NULL, path, meta.arch, bad, err);
     }
     ckjit__key_hex(&meta.key, hex);
   } else {
@@ -461,8 +475,13 @@ int main(int argc, char **argv) {
       goto out;
     }
     if (!info.cache_dir[0]) {
-      fprintf(stderr, "ckjit-inspect: the disk cache is unusable%s%s; pass a writable --cache-dir\n",
-              o.cache_dir ? ": " : "", o.cache_dir ? o.cache_dir : "");
+      char dir[CKJIT_PATH_MAX];
+      if (ckjit__disk_default_dir(o.cache_dir, dir, sizeof dir) != 0) /* which setting, and why */
+        fprintf(stderr, "ckjit-inspect: %s; pass a writable --cache-dir\n", ckjit_last_error());
+      else
+        fprintf(stderr,
+                "ckjit-inspect: the disk cache is unusable%s%s; pass a writable --cache-dir\n",
+                o.cache_dir ? ": " : "", o.cache_dir ? o.cache_dir : "");
       goto out;
     }
     if (!o.archs.count) {

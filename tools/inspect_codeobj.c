@@ -391,7 +391,9 @@ int inspect_code_object(const void *buf, size_t size, inspect_object *out, char 
   int rc;
   GElf_Ehdr eh;
   if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
-    rc = fail(err, err_len, "libelf: %s", elf_errmsg(-1));
+    int elf_err = elf_errno(); /* 0 ("no error") when libelf just did not take it as ELF */
+    rc = fail(err, err_len, "not an ELF object: %s",
+              elf_err ? elf_errmsg(elf_err) : "libelf cannot read it");
   } else if (eh.e_machine == EM_CUDA) {
     rc = read_cubin(e, &eh, out, err, err_len);
   } else if (eh.e_machine == EM_AMDGPU) {
