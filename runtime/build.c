@@ -11,6 +11,7 @@
 #include "../cache/entry.h"
 #include "arch.h"
 #include "backend.h"
+#include "code_cache.h"
 #include "embedded.h"
 #include "error.h"
 #include "log.h"
@@ -79,6 +80,53 @@ static void append_offending_lines(const char *log, const char *source_name, con
   }
 }
 
+void ckjit__build_forget(void) { ckjit__code_cache_clear(); }
+
+/* Writes the entry of a code object this process holds into the writable
+ * disk cache; sets out->stored, or out->store_error when the disk cache is
+ * on but the entry could not be written. */
+static void store_entry(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
+                        const char *kernel, ckjit_build_result *out) {
+  if (!rt->disk_requested) return; /* off by request: nothing is missing */
+  if (!rt->disk.usable) {
+    if (rt->disk.dir[0])
+      snprintf(out->store_error, sizeof out->store_error,
+               "the cache directory %s is unusable (refused or not creatable; see the warning "
+               "logged when ckjit initialized)",
+               rt->disk.dir);
+    else
+      snprintf(out->store_error, sizeof out->store_error,
+               "there is no cache directory (see the warning logged when ckjit initialized)");
+    return;
+  }
+  int writable = __atomic_load_n(&rt->disk.writable, __ATOMIC_RELAXED);
+  ckjit_entry_meta meta;
+  memset(&meta, 0, sizeof meta);
+  meta.key = out->key;
+  ckjit__copy_str(meta.arch, sizeof meta.arch, arch);
+  ckjit__copy_str(meta.kernel, sizeof meta.kernel, kernel);
+  ckjit__spec_format(spec, meta.spec, sizeof meta.spec);
+  /* Not this call's failure (an op goes on from memory): kept out of
+   * ckjit_last_error(); ckjit_compile_spec reports it from out. */
+  int quiet = ckjit__error_quiet(1);
+  ckjit_status st = ckjit__disk_store(&rt->disk, &meta, out->code.data, out->code.size);
+  if (st == CKJIT_SUCCESS) {
+    out->stored = 1;
+  } else if (!writable) {
+    snprintf(out->store_error, sizeof out->store_error,
+             "the cache directory %s is read-only (see the warning logged when ckjit "
+             "initialized)",
+             rt->disk.dir);
+  } else {
+    /* Each store tries again (cache/disk_cache.c latches nothing), so the
+     * reason is this store's own. */
+    const char *why = ckjit__error_latest();
+    if (!strncmp(why, "cache: ", 7)) why += 7; /* the caller says "not stored in the disk cache" */
+    snprintf(out->store_error, sizeof out->store_error, "%s", why);
+  }
+  ckjit__error_quiet(quiet);
+}
+
 ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
                           ckjit_build_result *out) {
   double t_start = ckjit__now_ms();
@@ -87,6 +135,11 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
   if (!fam) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "unknown kernel family %u", spec->family);
   ckjit_status st = ckjit__spec_check(spec);
   if (st) return st;
+  /* One spelling per target ("gfx90a:xnack+:sramecc+" is
+   * "gfx90a:sramecc+:xnack+"): the key, the entry's metadata and the
+   * compiler all see the canonical one. */
+  char canonical_arch[CKJIT_ARCH_MAX];
+  arch = ckjit__arch_canonical(arch, canonical_arch);
 
   ckjit_backend vendor = ckjit__arch_vendor(arch);
   if (vendor == CKJIT_BACKEND_AUTO) return ckjit__arch_validate(arch, 0, 0);
@@ -128,6 +181,8 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
   ckjit__key_hex(&out->key, hex);
 
   CKJIT_DEBUG("build %s: source and key ready after %.3f ms", hex, ckjit__now_ms() - t_start);
+  /* The disk first: it is where the entry must be, and a hit there is
+   * what ckjit_compile_spec's callers (prewarm) rely on. */
   if (rt->disk_enabled) {
     void *payload;
     size_t size;
@@ -137,6 +192,7 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
         out->code.data = payload;
         out->code.size = out->code.cap = size;
         out->from_disk = 1;
+        out->stored = 1;
         ckjit__buf_free(&source);
         CKJIT_DEBUG("disk hit %s (%s, %s) after %.3f ms", hex, fam->kernel, arch,
                     ckjit__now_ms() - t_start);
@@ -145,6 +201,22 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
       free(payload); /* same key, other metadata: impossible unless tampered */
       CKJIT_WARN("cache entry %s has mismatched metadata; recompiling", hex);
     }
+  }
+
+  /* Then what this process compiled before: the disk lost it or never took
+   * it (full, read-only, a bad name, removed since); write it again. */
+  ckjit_code_claim claim = ckjit__code_cache_claim(&out->key, &out->code);
+  if (claim == CKJIT_CODE_NO_MEMORY) {
+    ckjit__buf_free(&source);
+    return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "out of memory in the code object cache");
+  }
+  if (claim == CKJIT_CODE_HIT) {
+    out->from_memory = 1;
+    ckjit__buf_free(&source);
+    CKJIT_DEBUG("memory hit %s (%s, %s) after %.3f ms", hex, fam->kernel, arch,
+                ckjit__now_ms() - t_start);
+    store_entry(rt, spec, arch, fam->kernel, out);
+    return CKJIT_SUCCESS;
   }
 
   char source_name[96];
@@ -172,23 +244,14 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
     if (log.size) ckjit__error_append("\ncompiler log:\n%s", log.data);
     if (log.size) append_offending_lines(log.data, source_name, source.data);
     ckjit__buf_free(&out->code);
+    ckjit__code_cache_abandon(&out->key);
   } else {
     ckjit__stat_add(CKJIT_STAT_COMPILES, 1);
     ckjit__stat_add_compile_ms(out->compile_ms);
     CKJIT_INFO("compiled %s for %s in %.1f ms (key %s)", fam->kernel, arch, out->compile_ms, hex);
-    if (rt->disk_enabled) {
-      ckjit_entry_meta meta;
-      memset(&meta, 0, sizeof meta);
-      meta.key = out->key;
-      ckjit__copy_str(meta.arch, sizeof meta.arch, arch);
-      ckjit__copy_str(meta.kernel, sizeof meta.kernel, fam->kernel);
-      ckjit__spec_format(spec, meta.spec, sizeof meta.spec);
-      /* Best effort: a failed write warns once and the kernel lives in
-       * memory; it is not this call's failure. */
-      int quiet = ckjit__error_quiet(1);
-      ckjit__disk_store(&rt->disk, &meta, out->code.data, out->code.size);
-      ckjit__error_quiet(quiet);
-    }
+    ckjit__code_cache_put(&out->key, out->code.data, out->code.size, rt->disk.max_bytes,
+                          rt->disk.max_entries);
+    store_entry(rt, spec, arch, fam->kernel, out);
   }
   ckjit__buf_free(&source);
   ckjit__buf_free(&log);

@@ -11,12 +11,20 @@ typedef struct ckjit_build_result {
   ckjit_buffer code; /* code object; caller frees with ckjit__buf_free */
   ckjit_key key;
   int from_disk;     /* 1 when read from a disk cache */
-  double compile_ms; /* 0 when from disk */
+  int from_memory;   /* 1 when this process had compiled it before (runtime/code_cache.h) */
+  double compile_ms; /* 0 unless compiled by this call */
+  int stored;        /* 1 when the entry is in the disk cache: found there or written now */
+  char store_error[CKJIT_PATH_MAX + 512]; /* why not, when the disk cache is on ("" otherwise) */
 } ckjit_build_result;
 
-/* Builds `spec` for `arch` (validated here).  Uses and fills the runtime's
- * disk cache. */
+/* Builds `spec` for `arch` (validated here): the disk cache, else this
+ * process's code objects in memory (the disk entry is then written again),
+ * else the compiler.  A compiled code object is kept in memory and stored
+ * on disk; a failed store is not the build's failure (see `stored`). */
 ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
                           ckjit_build_result *out);
+
+/* Forgets this process's code objects and store failures (ckjit_shutdown). */
+void ckjit__build_forget(void);
 
 #endif

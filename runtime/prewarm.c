@@ -43,8 +43,9 @@ ckjit_status ckjit_default_spec(size_t index, char *buf, size_t len) {
 
 /* Single flight for compile-only requests: threads asking for the same
  * (spec, arch) at once share one build and its result.  Entries live only
- * while a build runs; later requests go through the disk cache again, so a
- * prewarm always leaves the entry on disk. */
+ * while a build runs; later requests go through the disk cache again (then
+ * the code objects in memory, runtime/code_cache.h), so a prewarm leaves
+ * the entry on disk or fails with CKJIT_ERROR_CACHE. */
 typedef struct inflight {
   ckjit_spec spec;
   char arch[CKJIT_ARCH_MAX];
@@ -64,11 +65,23 @@ static ckjit_status build_for(ckjit_runtime *rt, const ckjit_spec *spec, const c
   ckjit_build_result built;
   ckjit_status st = ckjit__build(rt, spec, arch, &built);
   if (st) return st;
-  result->cached = built.from_disk;
+  result->cached = built.from_disk || built.from_memory;
+  result->stored = built.stored;
   result->code_size = built.code.size;
   ckjit__key_hex(&built.key, result->key);
   ckjit__copy_str(result->kernel, sizeof result->kernel, ckjit__family_get(spec->family)->kernel);
   ckjit__buf_free(&built.code);
+  /* This call's purpose is the disk entry: one that is missing fails it
+   * (prewarm must not report success on a full disk). */
+  if (rt->disk_requested && !built.stored) {
+    char spec_text[CKJIT_SPEC_TEXT_MAX];
+    ckjit__spec_format(spec, spec_text, sizeof spec_text);
+    return ckjit__fail(CKJIT_ERROR_CACHE,
+                       "not stored in the disk cache: %s\n(%s for %s, key %s: %s and kept in "
+                       "memory for this process)",
+                       built.store_error[0] ? built.store_error : "unknown reason", spec_text, arch,
+                       result->key, result->cached ? "compiled before" : "compiled");
+  }
   return CKJIT_SUCCESS;
 }
 
@@ -100,6 +113,8 @@ ckjit_status ckjit_compile_spec(const char *spec_text, const char *arch,
   ckjit_runtime *rt;
   if ((st = ckjit__runtime_get(&rt)) || (st = arch_or_configured("ckjit_compile_spec", rt, &arch))) return st;
   if (strlen(arch) >= CKJIT_ARCH_MAX) return ckjit__arch_validate(arch, 0, 0);
+  char canonical_arch[CKJIT_ARCH_MAX]; /* both spellings of a target share one build */
+  arch = ckjit__arch_canonical(arch, canonical_arch);
 
   pthread_mutex_lock(&inflight_lock);
   inflight *f = inflight_list;
@@ -109,10 +124,11 @@ ckjit_status ckjit_compile_spec(const char *spec_text, const char *arch,
     f->refs++;
     while (!f->done) pthread_cond_wait(&inflight_cond, &inflight_lock);
     st = f->status;
-    if (st == CKJIT_SUCCESS) {
-      *result = f->result;
-      result->cached = 1; /* nothing was compiled for this call */
-    } else {
+    if (st == CKJIT_SUCCESS || st == CKJIT_ERROR_CACHE) {
+      *result = f->result; /* built either way; CKJIT_ERROR_CACHE: not on disk */
+      result->cached = 1;  /* nothing was compiled for this call */
+    }
+    if (st != CKJIT_SUCCESS) {
       ckjit__fail(st, "%s", f->error ? f->error : "build failed");
     }
     release(f);

@@ -1,9 +1,11 @@
 /* Faults seen through the public API: ckjit_compile_spec with
  * CKJIT_CACHE_DIR pointing at a damaged, full, read-only, foreign or
- * crashed-into cache.  Whatever the disk does, the call SUCCEEDS with the
- * right code object (same key and the very bytes a clean compile gives), the
- * statistics say what happened (disk_rejects, disk_write_errors), a bad entry
- * is replaced, and nothing outside the cache is touched.
+ * crashed-into cache.  Whatever the disk does, the call builds the right
+ * code object (same key and the very bytes a clean compile gives); it
+ * succeeds when the entry is in the cache and fails with CKJIT_ERROR_CACHE,
+ * naming the reason, when the entry could not be stored.  The statistics say
+ * what happened (disk_rejects, disk_write_errors), a bad entry is replaced,
+ * and nothing outside the cache is touched.
  *
  * Uses the first compiler present: NVRTC (sm_90), else hipRTC (gfx90a)
  * (CKJIT_TEST_FAULT_ARCH overrides); skips with a message when neither is.
@@ -100,6 +102,21 @@ static int compile_ok(int s) {
              ckjit_last_error());
   assert_string_equal(r.key, g_key[s]);
   assert_int_equal(r.code_size, g_code_size[s]);
+  return r.cached;
+}
+
+/* Compiles spec s where its entry cannot be stored: CKJIT_ERROR_CACHE
+ * saying so, with the clean key and size.  Returns cached. */
+static int compile_unstored(int s) {
+  ckjit_compile_result r;
+  ckjit_status st = ckjit_compile_spec(g_spec[s], g_arch, &r);
+  if (st != CKJIT_ERROR_CACHE)
+    fail_msg("ckjit_compile_spec(%s, %s): %s (%s), expected CKJIT_ERROR_CACHE", g_spec[s], g_arch,
+             ckjit_status_string(st), ckjit_last_error());
+  assert_non_null(strstr(ckjit_last_error(), "not stored in the disk cache"));
+  assert_string_equal(r.key, g_key[s]);
+  assert_int_equal(r.code_size, g_code_size[s]);
+  assert_int_equal(r.stored, 0);
   return r.cached;
 }
 
@@ -258,8 +275,10 @@ static void test_damaged_entries(void **state) {
   assert_int_equal(count_temps(f->cache), 0);
 }
 
-/* A directory where the entry belongs cannot be replaced: the call still
- * succeeds, from a compile. */
+/* A directory where the entry belongs cannot be replaced: the call
+ * compiles and says the entry was not stored.  (Whether that one bad name
+ * also keeps spec 1 off the disk is the disk cache's business: either way
+ * spec 1 is compiled once.) */
 static void test_directory_in_the_way(void **state) {
   fixture *f = *state;
   char path[1300], sub[1300];
@@ -269,8 +288,12 @@ static void test_directory_in_the_way(void **state) {
   assert_int_equal(mkdir(f->cache, 0700), 0);
   assert_int_equal(mkdir(sub, 0700), 0);
   assert_int_equal(mkdir(path, 0700), 0);
-  assert_int_equal(compile_ok(0), 0);
-  assert_int_equal(compile_ok(1), 0);
+  assert_int_equal(compile_unstored(0), 0);
+  ckjit_compile_result r1;
+  ckjit_status st1 = ckjit_compile_spec(g_spec[1], g_arch, &r1);
+  assert_true(st1 == CKJIT_SUCCESS || st1 == CKJIT_ERROR_CACHE);
+  assert_string_equal(r1.key, g_key[1]);
+  assert_int_equal(r1.stored, st1 == CKJIT_SUCCESS);
   ckjit_stats s = stats();
   assert_int_equal(s.compiles, 2);
   assert_true(s.disk_write_errors >= 1);
@@ -333,17 +356,15 @@ static void test_write_errors(void **state) {
       hk.kill = 0;
       hk.calls = 0;
       ckjit__disk_fault_hook = hook;
-      /* Both calls succeed; the first write fails and turns writes off.  The
-       * failed write is not the call's failure: the thread's last error
-       * stays what it was (a known earlier failure). */
+      /* Both calls build their kernel and fail with CKJIT_ERROR_CACHE: each
+       * write fails (a failure never turns writes off: the second tries
+       * again); both name the error. */
       ckjit_device_info info; /* initializes (on a GPU-less host that records why) */
       assert_int_equal(ckjit_get_device_info(&info), CKJIT_SUCCESS);
-      assert_int_equal(ckjit_compile_spec("no-such-family", "sm_90", NULL),
-                       CKJIT_ERROR_INVALID_ARGUMENT);
-      assert_int_equal(compile_ok(0), 0);
-      assert_int_equal(compile_ok(1), 0);
-      assert_int_equal(ckjit_last_status(), CKJIT_ERROR_INVALID_ARGUMENT);
-      assert_non_null(strstr(ckjit_last_error(), "no-such-family"));
+      assert_int_equal(compile_unstored(0), 0);
+      assert_non_null(strstr(ckjit_last_error(), strerror(errs[e])));
+      assert_int_equal(compile_unstored(1), 0);
+      assert_non_null(strstr(ckjit_last_error(), strerror(errs[e])));
       ckjit__disk_fault_hook = NULL;
       ckjit_stats s = stats();
       printf("%s at %s: compiles %llu, write errors %llu, writes %llu\n", strerror(errs[e]),
@@ -351,7 +372,7 @@ static void test_write_errors(void **state) {
              (unsigned long long)s.disk_write_errors, (unsigned long long)s.disk_writes);
       if (!hk.calls) fail_msg("the hook was never called");
       assert_int_equal(s.compiles, 2);
-      assert_int_equal(s.disk_write_errors, 1);
+      assert_int_equal(s.disk_write_errors, 2);
       assert_int_equal(s.disk_writes, 0);
       char path[1300];
       entry_file(dir, 0, path, sizeof path);
@@ -441,11 +462,11 @@ static void test_real_full_disk(void **state) {
   }
   fclose(fp);
   use_cache_dir(cache);
-  assert_int_equal(compile_ok(0), 0);
-  assert_int_equal(compile_ok(1), 0);
+  assert_int_equal(compile_unstored(0), 0);
+  assert_int_equal(compile_unstored(1), 0);
   ckjit_stats s = stats();
   assert_int_equal(s.compiles, 2);
-  assert_int_equal(s.disk_write_errors, 1);
+  assert_int_equal(s.disk_write_errors, 2); /* each store tried (and failed) */
   assert_int_equal(s.disk_writes, 0);
   assert_int_equal(count_temps(cache), 0);
   /* Room again: a new process stores it. */
@@ -472,17 +493,18 @@ static void test_real_readonly_fs(void **state) {
     printf("SKIP real read-only file system: remount ro: %s\n", strerror(errno));
     skip();
   }
-  /* Opened read-only: a hit for what is there, compiles for the rest. */
+  /* Opened read-only: a hit for what is there, compiles (not stored) for
+   * the rest. */
   use_cache_dir(cache);
   assert_int_equal(compile_ok(0), 1);
-  assert_int_equal(compile_ok(1), 0);
+  assert_int_equal(compile_unstored(1), 0);
   ckjit_stats s = stats();
   assert_int_equal(s.disk_hits, 1);
   assert_int_equal(s.compiles, 1);
   assert_int_equal(s.disk_writes, 0);
   /* A cache directory that cannot be created. */
   use_cache_dir(missing);
-  assert_int_equal(compile_ok(0), 0);
+  assert_int_equal(compile_unstored(0), 0);
   ckjit_device_info info;
   assert_int_equal(ckjit_get_device_info(&info), CKJIT_SUCCESS);
   assert_string_equal(info.cache_dir, "");
@@ -493,7 +515,7 @@ static void test_real_readonly_fs(void **state) {
   use_cache_dir(cache2);
   assert_int_equal(compile_ok(0), 0);
   assert_int_equal(mount(NULL, f->mnt, NULL, MS_REMOUNT | MS_RDONLY, NULL), 0);
-  assert_int_equal(compile_ok(1), 0);
+  assert_int_equal(compile_unstored(1), 0);
   s = stats();
   assert_int_equal(s.disk_writes, 1);
   assert_int_equal(s.disk_write_errors, 1);
@@ -512,8 +534,8 @@ static void test_other_owner(void **state) {
   assert_int_equal(compile_ok(0), 0);
   assert_int_equal(chown(f->cache, 65534, 65534), 0);
   use_cache_dir(f->cache);
-  assert_int_equal(compile_ok(0), 0); /* the valid entry there is not used */
-  assert_int_equal(compile_ok(1), 0);
+  assert_int_equal(compile_unstored(0), 0); /* the valid entry there is not used */
+  assert_int_equal(compile_unstored(1), 0);
   ckjit_stats s = stats();
   assert_int_equal(s.disk_hits, 0);
   assert_int_equal(s.disk_writes, 0);

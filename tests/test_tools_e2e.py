@@ -22,6 +22,10 @@ output parsed and checked against the cache directory itself:
   * three prewarms filling one empty cache at once;
   * prewarm --manifest (with a malformed line reported by line number), and
     a CKJIT_RECORD file replayed as a manifest;
+  * prewarm with the arch from CKJIT_ARCH instead of --arch (it crashed);
+  * prewarm failing, with exit status 1, each item whose entry was not
+    stored: a directory planted at an entry's path, and a full 64 KiB tmpfs
+    (root only); every item it reports compiled or cached is on disk;
   * ckjit-inspect, when built.
 
 The compiler is whichever is present: NVRTC (sm_90) and/or hipRTC (gfx90a).
@@ -369,9 +373,8 @@ def t_export_import(t):
     c = os.path.join(t.work, "exp-c")
     p = t.cache(c, "import", bad_archive, json_out=False, expect=None)
     check(p.returncode != 0, "import of a damaged archive succeeded")
-    if os.path.isdir(c):
-        p = t.cache(c, "verify", expect=None)
-        check(p.json["bad_count"] == 0, f"import of a damaged archive left bad entries: {p.json}")
+    # All or nothing: not even the records before the damage are stored.
+    check(entry_files(c) == {}, f"import of a damaged archive stored {sorted(entry_files(c))}")
 
 
 def t_prune(t):
@@ -522,6 +525,120 @@ def t_record_replay(t):
           f"--manifest - (stdin): {summary(p)}")
 
 
+def t_prewarm_configured_arch(t):
+    """No --arch: the arch comes from CKJIT_ARCH (issue 15, item 1: this path
+    crashed with SIGSEGV).  Text and JSON, an invalid configured arch, and
+    no arch at all on a host without a GPU (a usage error, exit 2)."""
+    for arch in t.archs:
+        d = os.path.join(t.work, "configured-" + arch)
+        for json_out in (True, False):
+            argv = [t.prewarm_tool, "--cache-dir", d] + (["--json"] if json_out else []) + SPECS[:2]
+            p = t.run(argv, env={"CKJIT_ARCH": arch})
+            p.cmd = f"CKJIT_ARCH={arch} " + " ".join(argv)
+            check(p.returncode == 0, f"{p.cmd}: exit {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+            if json_out:
+                got = items_by_pair(parse_json_p(p))
+                check({pair[1] for pair in got} == {arch} and len(got) == 2, f"{p.cmd}: items {sorted(got)}")
+                check({it["key"] for it in got.values()} <= set(entry_files(d)),
+                      f"{p.cmd}: reported entries are not in {d}")
+    # A configured arch that is well formed but not a target: the items fail
+    # with the reason, not the process.
+    p = t.run([t.prewarm_tool, "--cache-dir", os.path.join(t.work, "configured-bad"), "--json", SPECS[0]],
+              env={"CKJIT_ARCH": "gfx1"})
+    check(p.returncode in (1, 2) and p.stderr.strip(), f"CKJIT_ARCH=gfx1: exit {p.returncode}\n{p.stderr}")
+    # Neither --arch nor CKJIT_ARCH: the GPU's arch, or (here, without one)
+    # a clean usage error naming the fix.
+    p = t.run([t.prewarm_tool, "--cache-dir", os.path.join(t.work, "configured-none"), SPECS[0]])
+    check(p.returncode >= 0, f"prewarm without an arch died from signal {-p.returncode}")
+    if p.returncode != 0:
+        check(p.returncode == 2 and "--arch" in p.stderr,
+              f"prewarm without an arch and no GPU: exit {p.returncode}, expected 2 naming --arch\n{p.stderr}")
+
+
+def check_honest(p, cache_dir):
+    """Every item reported compiled or cached has its entry in cache_dir; the
+    others failed, those not stored with CKJIT_ERROR_CACHE and the reason;
+    the summary counts them and the exit status follows."""
+    s = summary(p)
+    on_disk = {k for k, f in entry_files(cache_dir).items() if os.path.isfile(f) and not os.path.islink(f)}
+    items = p.json["items"]
+    unstored = [it for it in items if it["result"] == "failed" and it.get("status") == "CKJIT_ERROR_CACHE"]
+    for it in items:
+        if it["result"] in ("compiled", "cached"):
+            check(it["key"] in on_disk and it.get("stored") is True,
+                  f"{p.cmd}: {it['arch']} {it['spec']} reported {it['result']} but its entry is not in {cache_dir}")
+        else:
+            check(it.get("stored") is False, f"{p.cmd}: a failed item says stored: {it}")
+    for it in unstored:
+        check("not stored" in it["error"] and HEX32.match(it.get("key", "")) and it.get("code_size", 0) > 0,
+              f"{p.cmd}: a not-stored item without its reason, key or size: {it}")
+        check(it["key"] not in on_disk, f"{p.cmd}: {it['key']} is on disk but reported not stored")
+    failed = [it for it in items if it["result"] == "failed"]
+    check(s["failed"] == len(failed) and s["not_stored"] == len(unstored),
+          f"{p.cmd}: summary {s} != {len(failed)} failed, {len(unstored)} not stored")
+    check((p.returncode == 0) == (not failed), f"{p.cmd}: exit {p.returncode} with {len(failed)} failed")
+    return unstored
+
+
+def t_prewarm_not_stored(t):
+    """An item whose entry could not be stored fails (issue 15, item 5).
+    A directory planted at one entry's path (root or not, any file system):
+    that item fails with CKJIT_ERROR_CACHE, exit 1, the summary counts it,
+    every item reported compiled or cached is on disk; text output too."""
+    arch = t.archs[0]
+    probe = items_by_pair(t.prewarm(os.path.join(t.work, "probe-keys"), SPECS, archs=[arch]))
+    key = probe[(SPECS[0], arch)]["key"]
+    d = os.path.join(t.work, "planted")
+    os.makedirs(os.path.join(d, key[:2], key + ".ckjit"), mode=0o700)
+    os.chmod(d, 0o700)
+    os.chmod(os.path.join(d, key[:2]), 0o700)
+    for json_out in (True, False):
+        p = t.prewarm(d, SPECS, archs=[arch], expect=1, json_out=json_out)
+        check("not stored" in p.stderr and key in p.stderr,
+              f"{p.cmd}: the failure and its key are not on stderr:\n{p.stderr[-3000:]}")
+        if not json_out:
+            check(re.search(r"failed [1-9]", p.stdout) and "not stored" in p.stdout,
+                  f"{p.cmd}: the summary does not count the item not stored:\n{p.stdout}")
+            continue
+        unstored = check_honest(p, d)
+        check((SPECS[0], arch) in {(it["spec"], it["arch"]) for it in unstored},
+              f"{p.cmd}: the planted entry's item did not fail as not stored: {p.json['items']}")
+    check(os.path.isdir(os.path.join(d, key[:2], key + ".ckjit")), "the planted directory was replaced")
+
+
+def t_prewarm_full_disk(t):
+    """A real full disk: a small tmpfs.  Items that did not fit fail, the
+    exit status is 1, and a second run compiles only those, and fails again.
+    Mounting needs root: without it this part says so and passes (the
+    planted directory above covers every user), rather than marking the
+    whole test skipped."""
+    mnt = os.path.join(t.work, "tmpfs")
+    os.makedirs(mnt)
+    try:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as e:
+        r = subprocess.CompletedProcess([], 1, stdout=str(e))
+    if r.returncode != 0:
+        print(f"note: full disk not tried: cannot mount a tmpfs: {r.stdout.strip()}")
+        return
+    try:
+        d = os.path.join(mnt, "cache")
+        specs = [f"elementwise:dtype={dt},op={op}" for dt in ("f32", "f16", "bf16")
+                 for op in ("relu", "silu", "sigmoid")] + [f"transpose:dtype={dt}" for dt in ("f32", "f16", "bf16")]
+        p = t.prewarm(d, specs, expect=None)
+        unstored = check_honest(p, d)
+        check(unstored, f"{p.cmd}: a 64 KiB cache held all {len(p.json['items'])} entries; the test proves nothing")
+        check(p.returncode == 1, f"{p.cmd}: exit {p.returncode} on a full disk")
+        p2 = t.prewarm(d, specs, expect=None)
+        unstored2 = check_honest(p2, d)
+        s = summary(p2)
+        check(s["cached"] == len(p.json["items"]) - len(unstored) and len(unstored2) == len(unstored),
+              f"second run on the full disk: {s}, first run left {len(unstored)} not stored")
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+
+
 def t_inspect(t):
     if not t.inspect_tool or not os.path.exists(t.inspect_tool):
         raise Skip("ckjit-inspect is not built yet")
@@ -614,6 +731,9 @@ def main():
         part("three prewarms into one cache at once", t_concurrent_prewarms)
         part("prewarm --manifest", t_manifest)
         part("a CKJIT_RECORD file replayed with --manifest", t_record_replay)
+        part("prewarm with the arch from CKJIT_ARCH (no --arch)", t_prewarm_configured_arch)
+        part("prewarm fails an item whose entry was not stored", t_prewarm_not_stored)
+        part("prewarm on a full disk (tmpfs)", t_prewarm_full_disk)
         part("ckjit-inspect", t_inspect)
     finally:
         if args.keep:

@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "cache/disk_cache.h"
 #include "ckjit/ckjit.h"
 #include "json_writer.h"
 #include "manifest.h"
@@ -68,7 +69,9 @@ static void usage(FILE *out) {
       "and failed, the wall time and the number of workers.\n"
       "\n"
       "Exit status: 0 when every item compiled or was cached, 1 when any failed,\n"
-      "2 on a usage error.\n",
+      "2 on a usage error.  An item whose entry could not be stored in the cache\n"
+      "(a full or read-only disk, something else at the entry's path) fails with\n"
+      "the reason, so a second run of a successful one compiles nothing.\n",
       out);
 }
 
@@ -210,10 +213,38 @@ static int add_early(run_state *s, const char *arch, const char *spec, const cha
 typedef struct planner {
   run_state *s;
   str_list archs;        /* --arch in order (valid or not), or the configured arch */
-  char **arch_error;     /* per arch: why it is invalid, or NULL */
+  char **arch_error;     /* per arch: why it is invalid, or NULL (as many as archs) */
+  str_list valid_archs;  /* the archs without an error */
   int oom;
   int need_default_arch; /* a spec without an arch met an empty arch list */
 } planner;
+
+/* Appends a target arch (unless listed already) and why it is invalid, if
+ * it is.  The one way into the list, however the arch was chosen (--arch,
+ * CKJIT_ARCH, the GPU's), so `archs` and `arch_error` always match.
+ * Returns 0, or -1 out of memory. */
+static int plan_add_arch(planner *pl, const char *arch) {
+  for (size_t i = 0; i < pl->archs.count; i++)
+    if (!strcmp(pl->archs.items[i], arch)) return 0;
+  size_t n = pl->archs.count;
+  char **errors = realloc(pl->arch_error, (n + 1) * sizeof *errors);
+  if (!errors) return -1;
+  pl->arch_error = errors;
+  errors[n] = NULL;
+  /* By syntax and the known-arch tables; the compiler version is checked
+   * again in the worker. */
+  if (ckjit__arch_validate(arch, 0, 0) != CKJIT_SUCCESS) {
+    if (!(errors[n] = strdup(ckjit_last_error()))) return -1;
+  } else if (str_list_add_unique(&pl->valid_archs, arch) != 0) {
+    return -1;
+  }
+  if (str_list_add_unique(&pl->archs, arch) != 0) {
+    free(errors[n]);
+    errors[n] = NULL;
+    return -1;
+  }
+  return 0;
+}
 
 /* Whether an early failure (arch, spec) without an origin was reported. */
 static int early_seen(const run_state *s, const char *arch, const char *spec) {
@@ -265,6 +296,8 @@ static int plan_spec(planner *pl, const char *arch, const char *spec_text, const
       if (rc) return -1;
       continue;
     }
+    char canonical_arch[CKJIT_ARCH_MAX]; /* one item per target, whatever its feature order */
+    ar = ckjit__arch_canonical(ar, canonical_arch);
     if (defaults && prewarm_no_kernel(canon, ar)) {
       s->summary.no_kernel++;
       continue;
@@ -483,15 +516,15 @@ int main(int argc, char **argv) {
   run_state s;
   memset(&s, 0, sizeof s);
   s.opt = &o;
-  str_list valid_archs = {0};
   planner pl;
   memset(&pl, 0, sizeof pl);
   char *exe = NULL;
   json_writer w;
 
-  /* The parent never compiles: with every arch given it needs no GPU either,
-   * so it does not open one (the workers never do). */
-  if (o.archs.count) {
+  /* The parent never compiles: with the archs given (--arch or CKJIT_ARCH)
+   * it needs no GPU either, so it does not open one (the workers never do). */
+  const char *env_arch = getenv("CKJIT_ARCH");
+  if (o.archs.count || (env_arch && *env_arch)) {
     setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
     setenv("HIP_VISIBLE_DEVICES", "-1", 1);
   }
@@ -514,33 +547,22 @@ int main(int argc, char **argv) {
     goto out;
   }
   if (!info.cache_dir[0]) {
-    fprintf(stderr,
-            "ckjit-prewarm: the disk cache is unusable%s%s (see the warning above); "
-            "pass a writable --cache-dir\n",
-            o.cache_dir ? ": " : "", o.cache_dir ? o.cache_dir : "");
+    char dir[CKJIT_PATH_MAX];
+    if (ckjit__disk_default_dir(o.cache_dir, dir, sizeof dir) != 0) /* which setting, and why */
+      fprintf(stderr, "ckjit-prewarm: %s; pass a writable --cache-dir\n", ckjit_last_error());
+    else
+      fprintf(stderr,
+              "ckjit-prewarm: the disk cache is unusable%s%s (see the warning above); "
+              "pass a writable --cache-dir\n",
+              o.cache_dir ? ": " : "", o.cache_dir ? o.cache_dir : "");
     goto out;
   }
 
-  /* The archs: --arch (each checked once, by syntax and the known-arch
-   * tables; the compiler version is checked again in the worker), else the
-   * configured one. */
+  /* The archs: --arch, else the configured one (CKJIT_ARCH or the GPU's). */
   pl.s = &s;
-  if (o.archs.count) {
-    pl.arch_error = calloc(o.archs.count, sizeof *pl.arch_error);
-    if (!pl.arch_error) goto oom;
-    for (size_t i = 0; i < o.archs.count; i++) {
-      if (str_list_add_unique(&pl.archs, o.archs.items[i]) != 0) goto oom;
-      if (ckjit__arch_validate(o.archs.items[i], 0, 0) != CKJIT_SUCCESS) {
-        if (!(pl.arch_error[i] = strdup(ckjit_last_error()))) goto oom;
-      } else if (str_list_add_unique(&valid_archs, o.archs.items[i]) != 0) {
-        goto oom;
-      }
-    }
-  } else if (info.arch[0]) {
-    if (str_list_add_unique(&pl.archs, info.arch) != 0 ||
-        str_list_add_unique(&valid_archs, info.arch) != 0)
-      goto oom;
-  }
+  for (size_t i = 0; i < o.archs.count; i++)
+    if (plan_add_arch(&pl, o.archs.items[i]) != 0) goto oom;
+  if (!o.archs.count && info.arch[0] && plan_add_arch(&pl, info.arch) != 0) goto oom;
 
   for (size_t i = 0; i < o.specs.count; i++)
     if (plan_spec(&pl, NULL, o.specs.items[i], NULL, 0) != 0) goto oom;
@@ -598,7 +620,7 @@ int main(int argc, char **argv) {
     json_begin_object(&w, NULL);
     json_string(&w, "cache_dir", info.cache_dir);
     json_begin_array(&w, "archs");
-    for (size_t i = 0; i < valid_archs.count; i++) json_string(&w, NULL, valid_archs.items[i]);
+    for (size_t i = 0; i < pl.valid_archs.count; i++) json_string(&w, NULL, pl.valid_archs.items[i]);
     json_end_array(&w);
     json_uint(&w, "jobs", s.plan.count);
     json_uint(&w, "workers", s.workers);
@@ -606,7 +628,7 @@ int main(int argc, char **argv) {
     s.json = &w;
   } else if (!o.quiet) {
     printf("prewarming %zu kernel%s (%zu arch%s) into %s with %zu worker%s\n", s.plan.count,
-           s.plan.count == 1 ? "" : "s", valid_archs.count, valid_archs.count == 1 ? "" : "s",
+           s.plan.count == 1 ? "" : "s", pl.valid_archs.count, pl.valid_archs.count == 1 ? "" : "s",
            info.cache_dir, s.workers, s.workers == 1 ? "" : "s");
     fflush(stdout);
   }
@@ -664,7 +686,7 @@ out:
   str_list_free(&pl.archs);
   prewarm_plan_free(&s.plan);
   str_list_free(&s.failure_lines);
-  str_list_free(&valid_archs);
+  str_list_free(&pl.valid_archs);
   str_list_free(&o.specs);
   str_list_free(&o.archs);
   str_list_free(&o.manifests);

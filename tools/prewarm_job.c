@@ -147,14 +147,18 @@ void prewarm_run_job(const prewarm_job *job, prewarm_result *out) {
   ckjit_status st = ckjit_compile_spec(prewarm_job_spec(job), job->arch, &res);
   double t1 = wall_clock_ms();
   out->status = (int)st;
+  /* CKJIT_ERROR_CACHE: compiled (or found in memory) but the entry did not
+   * reach the disk; the result is filled as on success. */
+  out->not_stored = st == CKJIT_ERROR_CACHE && res.key[0];
   if (st != CKJIT_SUCCESS) {
     out->ms = t1 - t0;
     const char *err = ckjit_last_error();
     copy_str(out->error, sizeof out->error,
              err && *err ? err : "(the library gave no error message)");
-    return;
+    if (!out->not_stored) return;
   }
   out->cached = res.cached != 0;
+  out->stored = res.stored != 0;
   out->ms = res.ms > 0 ? res.ms : t1 - t0;
   out->code_size = res.code_size;
   res.key[sizeof res.key - 1] = '\0';
@@ -180,6 +184,7 @@ void prewarm_summary_add(prewarm_summary *s, const prewarm_result *r) {
     s->failed++;
     if (r->signal) s->crashed++;
     if (r->timed_out) s->timed_out++;
+    if (r->not_stored) s->not_stored++;
   } else if (r->cached) {
     s->cached++;
   } else {
@@ -258,6 +263,10 @@ void prewarm_print_summary(FILE *out, const prewarm_summary *s) {
   if (s->crashed || s->timed_out)
     fprintf(out, "%zu worker crash%s, %zu time-out%s\n", s->crashed, s->crashed == 1 ? "" : "es",
             s->timed_out, s->timed_out == 1 ? "" : "s");
+  if (s->not_stored)
+    fprintf(out, "not stored in the disk cache: %zu (built, but the disk is full or read-only or "
+                 "something is in the way: see the errors; counted as failed)\n",
+            s->not_stored);
   if (s->duplicates)
     fprintf(out, "%zu duplicate%s compiled once\n", s->duplicates,
             s->duplicates == 1 ? "" : "s");
@@ -285,7 +294,13 @@ void prewarm_json_result(json_writer *w, const prewarm_job *job, const prewarm_r
     json_string(w, "error", r->error);
     if (r->signal) json_int(w, "signal", r->signal);
     if (r->timed_out) json_bool(w, "timed_out", 1);
+    if (r->not_stored) {
+      json_string(w, "key", r->key);
+      json_string(w, "kernel", r->kernel);
+      json_uint(w, "code_size", r->code_size);
+    }
   }
+  json_bool(w, "stored", r->stored);
   json_end_object(w);
 }
 
@@ -297,6 +312,7 @@ void prewarm_json_summary(json_writer *w, const char *key, const prewarm_summary
   json_uint(w, "failed", s->failed);
   json_uint(w, "crashed", s->crashed);
   json_uint(w, "timed_out", s->timed_out);
+  json_uint(w, "not_stored", s->not_stored);
   json_uint(w, "duplicates", s->duplicates);
   json_uint(w, "no_kernel", s->no_kernel);
   json_uint(w, "workers", s->workers);

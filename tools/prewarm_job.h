@@ -34,6 +34,10 @@ typedef struct prewarm_result {
   char error[4096];   /* ckjit_last_error() on failure (truncated) */
   int signal;         /* the signal that killed the worker running it, or 0 */
   int timed_out;      /* 1: killed after the per-job time limit */
+  int stored;         /* 1: the entry is in the disk cache (ckjit_compile_result.stored) */
+  int not_stored;     /* 1: built (key, code_size and kernel are set) but its entry is not in
+                         the disk cache (CKJIT_ERROR_CACHE): a failure, as prewarm exists to
+                         fill the cache */
 } prewarm_result;
 
 typedef struct prewarm_plan {
@@ -52,6 +56,7 @@ typedef struct prewarm_plan {
 typedef struct prewarm_summary {
   size_t total, compiled, cached, failed;
   size_t crashed, timed_out; /* failures of those kinds (counted in failed too) */
+  size_t not_stored;         /* failures: built but not in the disk cache (in failed too) */
   size_t duplicates;         /* pairs given more than once, compiled once; set by the caller */
   size_t no_kernel;          /* default pairs skipped: no kernel for the arch; set by the caller */
   size_t workers;            /* worker processes used; 0: in this process; set by the caller */
