@@ -11,12 +11,15 @@
  *   end      8  0
  *            8  number of records
  *
- * Entries verify themselves, so the archive adds no checksum: import
- * decodes every record with ckjit__entry_decode, requires the header key to
- * equal the record's key, and writes it through ckjit__disk_store.  A bad
- * record is reported and skipped; a damaged framing (bad magic or version,
- * a length out of range, truncation, a wrong record count) stops the import
- * there. */
+ * Entries verify themselves, so the archive adds no checksum.  Import is
+ * all or nothing: it first reads the whole archive and checks its framing
+ * (magic, version, lengths, the end marker's count, no trailing bytes) and
+ * every record (it passes ckjit__entry_accept_bytes, the library's rule for
+ * an entry's bytes and payload, and its header key equals the record's
+ * key); only an archive that passes is read again and
+ * stored through ckjit__disk_store.  A damaged archive, or one with a
+ * single bad record, stores nothing; a store that fails midway removes
+ * the entries the import had created. */
 #ifndef CKJIT_CACHE_ARCHIVE_H
 #define CKJIT_CACHE_ARCHIVE_H
 
@@ -36,8 +39,9 @@ typedef void (*ckjit_archive_cb)(void *ctx, const char *key_hex, const ckjit_ent
 
 typedef struct ckjit_archive_summary {
   uint64_t ok;     /* entries exported / imported */
-  uint64_t bad;    /* entries that failed verification (skipped) */
-  uint64_t failed; /* import: verified entries the store refused */
+  uint64_t bad;    /* entries that failed verification (left out of an export; an
+                      import refuses the whole archive) */
+  uint64_t failed; /* import: verified entries the store refused (at most 1) */
   uint64_t bytes;  /* entry bytes exported / imported */
   char error[2600]; /* a fatal error (I/O, framing), "" when none */
 } ckjit_archive_summary;
@@ -48,11 +52,15 @@ typedef struct ckjit_archive_summary {
 int ckjit__archive_export(const char *dir, FILE *out, ckjit_archive_cb cb, void *ctx,
                           ckjit_archive_summary *s);
 
-/* Reads an archive from `in` and stores every verified entry into `c`.
- * Returns 0 when every record was imported, 1 when some were bad or could
- * not be stored, -1 on a fatal error (what was imported before it stays):
- * damaged framing, or a store failure that turned the cache's writes off
- * (a full or read-only disk). */
+/* Reads an archive from `in` and stores all its entries into `c`, or none.
+ * `in` is read twice: rewound when it can seek, else copied into an
+ * unlinked temporary file in c->dir while it is checked (memory holds one
+ * record at a time).  `cb` reports every bad record (pass 1), then every
+ * stored entry and a failed store (pass 2).  Returns 0 when every record
+ * was imported; 1 when the framing is sound but some records are bad
+ * (s->bad of them; nothing stored); -1 on damaged framing, an I/O error or
+ * a failed store (nothing stored, or what the import had stored removed
+ * again; s->error says which).  s->ok is what stays imported. */
 int ckjit__archive_import(ckjit_disk_cache *c, FILE *in, ckjit_archive_cb cb, void *ctx,
                           ckjit_archive_summary *s);
 

@@ -1,6 +1,15 @@
-/* Arch names are checked against tables before they reach a compiler:
+/* Arch names are checked before they reach a compiler, in two steps.
+ *
+ * Before the disk lookup, ckjit__arch_validate checks what costs nothing:
+ * the syntax, and for AMD a table of processors and features, because
  * Debian's hipRTC 5.2 aborts the whole process on targets it does not know
- * (gfx940, gfx942, gfx1100), so "let the compiler decide" is not safe. */
+ * (gfx940, gfx942, gfx1100), so "let the compiler decide" is not safe there.
+ *
+ * NVIDIA names are judged by the loaded NVRTC itself (ckjit__arch_check_nvrtc,
+ * with the list nvrtcGetSupportedArchs reports), right before a compile: a
+ * warm start must not load NVRTC, and it need not, since an arch that NVRTC
+ * cannot compile for never has a cache entry under that NVRTC's fingerprint
+ * (part of every key). */
 #include "arch.h"
 
 #include <stdio.h>
@@ -8,10 +17,6 @@
 #include <string.h>
 
 #include "error.h"
-
-/* NVIDIA compute capabilities (x10) NVRTC knows; NVRTC 13 dropped < 75. */
-static const int cuda_archs[] = {50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89,
-                                 90, 100, 101, 103, 110, 120, 121};
 
 /* AMD processors, the first HIP version (major*100+minor) whose hipRTC
  * compiles for them, and the target features they have (LLVM's AMDGPU
@@ -43,8 +48,10 @@ static int parse_cuda(const char *arch, int *cc, int *suffix) {
   return 0;
 }
 
-/* "gfxNNN[:feature(+|-)]*" with features sramecc and xnack, each at most once. */
-static int parse_hip(const char *arch, char *base, size_t len, int *features) {
+/* "gfxNNN[:feature(+|-)]*" with features sramecc and xnack, each at most
+ * once, in any order: `features` gets the features named, `enabled` those
+ * with '+'. */
+static int parse_hip(const char *arch, char *base, size_t len, int *features, int *enabled) {
   if (strncmp(arch, "gfx", 3)) return -1;
   const char *p = arch + 3;
   size_t n = 0;
@@ -53,7 +60,7 @@ static int parse_hip(const char *arch, char *base, size_t len, int *features) {
   memcpy(base, arch, 3 + n);
   base[3 + n] = '\0';
   p += n;
-  *features = 0;
+  *features = *enabled = 0;
   while (*p == ':') {
     p++;
     int f;
@@ -62,6 +69,7 @@ static int parse_hip(const char *arch, char *base, size_t len, int *features) {
     else return -1;
     if ((*features & f) || (*p != '+' && *p != '-')) return -1;
     *features |= f;
+    if (*p == '+') *enabled |= f;
     p++;
   }
   return *p ? -1 : 0;
@@ -69,11 +77,26 @@ static int parse_hip(const char *arch, char *base, size_t len, int *features) {
 
 ckjit_backend ckjit__arch_vendor(const char *arch) {
   char base[16];
-  int cc, suffix, features;
+  int cc, suffix, features, enabled;
   if (!arch || strlen(arch) >= CKJIT_ARCH_MAX) return CKJIT_BACKEND_AUTO;
   if (!parse_cuda(arch, &cc, &suffix)) return CKJIT_BACKEND_CUDA;
-  if (!parse_hip(arch, base, sizeof base, &features)) return CKJIT_BACKEND_HIP;
+  if (!parse_hip(arch, base, sizeof base, &features, &enabled)) return CKJIT_BACKEND_HIP;
   return CKJIT_BACKEND_AUTO;
+}
+
+/* LLVM's target-ID form: the processor, then its features sorted by name
+ * (sramecc before xnack).  Keys, entry metadata and records are made from
+ * it, so one target never gets two cache entries. */
+const char *ckjit__arch_canonical(const char *arch, char out[CKJIT_ARCH_MAX]) {
+  char base[16];
+  int features, enabled;
+  if (!arch || strlen(arch) >= CKJIT_ARCH_MAX ||
+      parse_hip(arch, base, sizeof base, &features, &enabled))
+    return arch; /* CUDA names have one spelling; a malformed one is refused as given */
+  snprintf(out, CKJIT_ARCH_MAX, "%s%s%s", base,
+           features & SRAMECC ? (enabled & SRAMECC ? ":sramecc+" : ":sramecc-") : "",
+           features & XNACK ? (enabled & XNACK ? ":xnack+" : ":xnack-") : "");
+  return out;
 }
 
 ckjit_status ckjit__arch_validate(const char *arch, int major, int minor) {
@@ -81,23 +104,14 @@ ckjit_status ckjit__arch_validate(const char *arch, int major, int minor) {
   if (strlen(arch) >= CKJIT_ARCH_MAX)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "arch: name too long (%zu characters)",
                        strlen(arch));
-  int cc, suffix, features;
+  int cc, suffix, features, enabled;
   char base[16];
-  if (!parse_cuda(arch, &cc, &suffix)) {
-    int known = 0;
-    for (size_t i = 0; i < sizeof cuda_archs / sizeof *cuda_archs; i++) known |= cuda_archs[i] == cc;
-    if (!known)
-      return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "arch '%s': unknown NVIDIA compute capability",
-                         arch);
-    if (major >= 13 && cc < 75)
-      return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
-                         "arch '%s': NVRTC %d.%d supports sm_75 and newer only", arch, major, minor);
-    if (suffix && cc < 90)
-      return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
-                         "arch '%s': the '%c' suffix exists for sm_90 and newer only", arch, suffix);
-    return CKJIT_SUCCESS;
-  }
-  if (!parse_hip(arch, base, sizeof base, &features)) {
+  /* Well formed is all that is asked of an NVIDIA name here; which ones are
+   * real targets is the loaded NVRTC's answer (ckjit__arch_check_nvrtc). */
+  if (!parse_cuda(arch, &cc, &suffix)) return CKJIT_SUCCESS;
+  if (!parse_hip(arch, base, sizeof base, &features, &enabled)) {
+    /* hipRTC has no query for its targets (none up to ROCm 6.x): the table
+     * above stands in for one. */
     int version = major * 100 + minor;
     for (size_t i = 0; i < sizeof hip_archs / sizeof *hip_archs; i++) {
       if (strcmp(hip_archs[i].name, base)) continue;
@@ -115,10 +129,53 @@ ckjit_status ckjit__arch_validate(const char *arch, int major, int minor) {
     }
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "arch '%s': unknown AMD processor '%s'", arch, base);
   }
+  if (!strncmp(arch, "sm_", 3))
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                       "arch '%s': not an NVIDIA arch name (sm_ and a compute capability of 2 or "
+                       "3 digits, optionally followed by 'a' or 'f': sm_90, sm_90a, sm_100f)",
+                       arch);
   return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                      "arch '%s': not an arch name (expected e.g. sm_90, sm_90a, gfx90a or "
                      "gfx90a:sramecc+:xnack-)",
                      arch);
+}
+
+/* "sm_75, sm_80, ..." into out. */
+static void format_ccs(const int *ccs, int n, char *out, size_t len) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; i < n && used + 1 < len; i++) {
+    int w = snprintf(out + used, len - used, "%ssm_%d", i ? ", " : "", ccs[i]);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+}
+
+ckjit_status ckjit__arch_check_nvrtc(const char *arch, const int *ccs, int n_ccs, int major,
+                                     int minor) {
+  int cc, suffix;
+  if (!arch || strlen(arch) >= CKJIT_ARCH_MAX || parse_cuda(arch, &cc, &suffix))
+    return ckjit__arch_validate(arch, major, minor);
+  int version = major * 100 + minor;
+  int listed = n_ccs <= 0; /* an NVRTC without the query (before 11.2): its compile decides */
+  for (int i = 0; i < n_ccs; i++) listed |= ccs[i] == cc;
+  /* The suffixes follow NVIDIA's naming rules, confirmed on NVRTC 13.0 by
+   * trial compiles (tests/test_arch.c redoes them with the NVRTC present):
+   * 'a' (arch-specific features, NVRTC 12.0+) on every listed sm_90 and
+   * newer, 'f' (family, NVRTC 12.9+) on every listed sm_100 and newer. */
+  const char *why = NULL;
+  if (!listed) why = "not a target of this NVRTC";
+  else if (suffix == 'a' && cc < 90) why = "the 'a' suffix exists for sm_90 and newer only";
+  else if (suffix == 'f' && cc < 100) why = "the 'f' suffix exists for sm_100 and newer only";
+  else if (suffix == 'a' && major > 0 && version < 1200) why = "the 'a' suffix needs NVRTC 12.0+";
+  else if (suffix == 'f' && major > 0 && version < 1209) why = "the 'f' suffix needs NVRTC 12.9+";
+  if (!why) return CKJIT_SUCCESS;
+  char list[CKJIT_ARCH_LIST_MAX] = "an unreported set (no nvrtcGetSupportedArchs before 11.2)";
+  if (n_ccs > 0) format_ccs(ccs, n_ccs, list, sizeof list);
+  return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                     "arch '%s': %s; NVRTC %d.%d compiles for %s, with an 'a' suffix from sm_90 "
+                     "and an 'f' suffix from sm_100 on (NVRTC 12.9+)",
+                     arch, why, major, minor, list);
 }
 
 int ckjit__arch_cuda_cc(const char *arch) {

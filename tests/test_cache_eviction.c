@@ -312,53 +312,7 @@ static void test_evict_leaves_foreign_items(void **state) {
   assert_true(tu_path_exists(misplaced));
 }
 
-static void test_parse_size(void **state) {
-  (void)state;
-  const struct {
-    const char *text;
-    uint64_t want;
-  } ok[] = {
-      {"0", 0},
-      {"1", 1},
-      {"1073741824", 1073741824ull},
-      {"64K", 64ull << 10},
-      {"64k", 64ull << 10},
-      {"512M", 512ull << 20},
-      {"2G", 2ull << 30},
-      {"2g", 2ull << 30},
-      {"1T", 1ull << 40},
-      {"1.5G", 3ull << 29},
-      {".5M", 1ull << 19},
-      {"10GB", 10ull << 30},
-      {"10GiB", 10ull << 30},
-      {"100B", 100},
-      {" 3M ", 3ull << 20},
-  };
-  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-    uint64_t v = 12345;
-    if (ckjit__parse_size(ok[i].text, &v) != 0 || v != ok[i].want)
-      print_error("parse_size(\"%s\") = %llu, want %llu\n", ok[i].text, (unsigned long long)v,
-                  (unsigned long long)ok[i].want);
-    assert_int_equal(ckjit__parse_size(ok[i].text, &v), 0);
-    assert_int_equal(v, ok[i].want);
-  }
-  const char *bad[] = {"", "G", "-1", "1X", "1GG", "1 G B", "one", "1.", "99999999999999999999",
-                       "9000000000T", "1e9", "0x10", "1Gi", "1iB"};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    uint64_t v;
-    if (ckjit__parse_size(bad[i], &v) == 0) print_error("parse_size(\"%s\") accepted\n", bad[i]);
-    assert_int_equal(ckjit__parse_size(bad[i], &v), -1);
-  }
-  assert_int_equal(ckjit__parse_size(NULL, &(uint64_t){0}), -1);
-  uint64_t v;
-  assert_int_equal(ckjit__parse_count("50000", &v), 0);
-  assert_int_equal(v, 50000);
-  assert_int_equal(ckjit__parse_count("0", &v), 0);
-  assert_int_equal(v, 0);
-  assert_int_equal(ckjit__parse_count("5K", &v), -1);
-  assert_int_equal(ckjit__parse_count("-5", &v), -1);
-  assert_int_equal(ckjit__parse_count("", &v), -1);
-}
+/* The size and count grammars are tested in test_settings.c. */
 
 static void test_env_limits(void **state) {
   fixture *f = *state;
@@ -433,7 +387,6 @@ int main(void) {
       T(test_stale_temp_files),
       T(test_evicted_while_open),
       T(test_evict_leaves_foreign_items),
-      cmocka_unit_test(test_parse_size),
       T(test_env_limits),
       T(test_runtime_reads_limits),
   };

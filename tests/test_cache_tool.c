@@ -1,7 +1,7 @@
 /* ckjit-cache end to end (its path is argv[1], given by meson): --help of
  * every command, usage errors, export -> clear -> import -> verify (files
- * and stdin/stdout), a damaged archive, prune by count and size in LRU
- * order, info with limits and layers, ls with last use. */
+ * and stdin/stdout), a damaged archive (refused whole), prune by count
+ * and size in LRU order, info with limits and layers, ls with last use. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -175,20 +175,24 @@ static void test_export_clear_import_verify(void **state) {
   expect_out(f, "\"error\": null");
   RUN_EXPECT(0, f, NULL, "--cache-dir", f->dir, "verify");
 
-  /* A damaged archive: the bad record is reported and skipped, exit 1, the
-   * rest imported and verified. */
+  /* An archive with a bad record: reported, and the whole archive refused
+   * (exit 1, nothing stored), from a file and from stdin. */
   d1[16 + 24 + 200] ^= 0x10; /* inside the first record's entry */
   assert_int_equal(tu_write_file(a1, d1, n1), 0);
   RUN_EXPECT(0, f, NULL, "--cache-dir", f->dir, "clear");
   RUN_EXPECT(1, f, NULL, "--cache-dir", f->dir, "--json", "import", a1);
-  expect_out(f, "\"ok\": 8");
+  expect_out(f, "\"ok\": 0");
   expect_out(f, "\"bad_count\": 1");
-  RUN_EXPECT(0, f, NULL, "--cache-dir", f->dir, "verify");
-  assert_int_equal(tc_count(f->dir, NULL), 8);
-  /* Truncated: exit 1 with an error. */
+  expect_out(f, "nothing was imported");
+  assert_int_equal(tc_count(f->dir, NULL), 0);
+  RUN_EXPECT(1, f, a1, "--cache-dir", f->dir, "--json", "import", "-");
+  expect_out(f, "nothing was imported");
+  assert_int_equal(tc_count(f->dir, NULL), 0);
+  /* Truncated: exit 1 with an error, nothing stored. */
   assert_int_equal(tu_write_file(a1, d1, n1 / 2), 0);
   RUN_EXPECT(1, f, NULL, "--cache-dir", f->dir, "--json", "import", a1);
   expect_out(f, "truncated");
+  assert_int_equal(tc_count(f->dir, NULL), 0);
   free(d1);
   /* Not there / not an archive. */
   char missing[CKJIT_PATH_MAX + 16];

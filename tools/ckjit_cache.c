@@ -22,6 +22,7 @@
 #include "cache/scan.h"
 #include "cache/settings.h"
 #include "cache_listing.h"
+#include "cache_repair.h"
 #include "ckjit/ckjit.h"
 #include "json_writer.h"
 
@@ -46,7 +47,7 @@ static void usage(FILE *out) {
       "  info         cache directory, read-only layers (CKJIT_CACHE_PATH), entries,\n"
       "               bytes, limits\n"
       "  ls           one line per entry: key, kernel, arch, size, age, last use\n"
-      "  verify       read and verify every entry; --fix deletes the bad ones\n"
+      "  verify       check every entry with the library's own rule; --fix repairs\n"
       "  prune        remove least recently used entries down to the limits\n"
       "  clear        remove every entry and leftover temporary file (nothing else)\n"
       "  export FILE  write every verified entry into one archive file (- = stdout)\n"
@@ -76,14 +77,24 @@ static const command_help helps[] = {
      "use (the entry file's mtime, which the library sets on every use).\n"},
     {"verify",
      "usage: ckjit-cache [options] verify [--fix]\n\n"
-     "Reads and verifies every entry (header, checksums, header key = file name,\n"
-     "right subdirectory) and prints the bad ones; exits 1 if there are any.\n"
-     "  --fix  delete the bad entries (never a file that is not the cache's own)\n"},
+     "Applies the library's own acceptance rule to every subdirectory and entry\n"
+     "(real directory or regular file, owner, no group/other write permission,\n"
+     "header, checksums, header key = file name, right subdirectory, a code object\n"
+     "for the entry's arch that defines its kernel) and prints the bad ones; exits\n"
+     "1 if there are any.  What it calls bad, the library refuses to load.\n"
+     "  --fix  repair them: remove anything bad at an entry's or a subdirectory's\n"
+     "         name (a directory there with its contents; a link itself, never its\n"
+     "         target), remove group/other write permission from a subdirectory\n"
+     "         (its good entries stay); never touches a name that is not the\n"
+     "         cache's own.  Exits 0 when nothing bad is left.\n"},
     {"prune",
      "usage: ckjit-cache [options] prune [--max-size N[K|M|G|T]] [--max-entries N]\n\n"
      "Removes entries, least recently used first, until the cache holds at most\n"
      "the limits (default: CKJIT_CACHE_MAX_SIZE, else 1G; CKJIT_CACHE_MAX_ENTRIES,\n"
      "else 50000; 0 = no limit), and temporary files left over for over an hour.\n"
+     "--max-size: digits (bytes), or a number with K, M, G or T (powers of 1024,\n"
+     "optionally followed by iB; a fraction only with a suffix): 1073741824, 512M,\n"
+     "1.5G, 2GiB.  --max-entries: digits.  Anything else exits 2 with the reason.\n"
      "Exits 1 when the cache is still over a limit (entries in use, removal errors).\n"},
     {"clear",
      "usage: ckjit-cache [options] clear\n\n"
@@ -96,10 +107,14 @@ static const command_help helps[] = {
      "left out (exit 1).  FILE is written to a temporary name and renamed.\n"},
     {"import",
      "usage: ckjit-cache [options] import FILE\n\n"
-     "Reads the archive FILE (- = stdin), verifies every entry (checksums, key) and\n"
-     "stores it into the writable cache like the library does (atomically).  Bad\n"
-     "entries are reported and skipped (exit 1).  Nothing is evicted meanwhile;\n"
-     "run 'prune' afterwards if the cache is over its limits.\n"
+     "Reads the archive FILE (- = stdin), verifies all of it (framing, every\n"
+     "entry's checksums and key) and only then stores its entries into the\n"
+     "writable cache like the library does (atomically): all or nothing.  A\n"
+     "damaged archive, or one with a bad entry (each is reported), stores nothing\n"
+     "and exits 1; so does a store that fails (what was stored is removed).\n"
+     "stdin is copied into an unlinked temporary file in the cache directory to\n"
+     "be read twice.  Nothing is evicted meanwhile; run 'prune' afterwards if the\n"
+     "cache is over its limits.\n"
      "A directory meant as a read-only layer for other users (CKJIT_CACHE_PATH)\n"
      "needs 'chmod -R go+rX,go-w DIR' afterwards (entries are written 0600).\n"},
 };
@@ -128,7 +143,10 @@ static int resolve_dir(const options *o, char *dir, size_t len) {
       fprintf(stderr, "ckjit-cache: --cache-dir must not be empty\n");
       return -1;
     }
-    snprintf(dir, len, "%s", o->cache_dir);
+    if (ckjit__disk_default_dir(o->cache_dir, dir, len) != 0) {
+      fprintf(stderr, "ckjit-cache: %s\n", ckjit_last_error());
+      return -1;
+    }
     return 0;
   }
   ckjit_device_info info;
@@ -142,9 +160,7 @@ static int resolve_dir(const options *o, char *dir, size_t len) {
     fprintf(stderr, "ckjit-cache: warning: ckjit_get_device_info failed (%s): %s\n",
             ckjit_status_string(st), ckjit_last_error());
   if (ckjit__disk_default_dir(NULL, dir, len) != 0) {
-    fprintf(stderr,
-            "ckjit-cache: no cache directory (set CKJIT_CACHE_DIR, XDG_CACHE_HOME or HOME, "
-            "or pass --cache-dir)\n");
+    fprintf(stderr, "ckjit-cache: %s\n", ckjit_last_error()); /* which setting, and why */
     return -1;
   }
   if (st == CKJIT_SUCCESS)
@@ -343,12 +359,6 @@ static int cmd_ls(const options *o, const char *dir) {
 }
 
 /* ---- verify --------------------------------------------------------------- */
-/* Whether --fix may delete a bad item: anything named like the cache's own
- * files that is not a directory (a symlink is removed, never its target). */
-static int fixable(const cache_item *it) {
-  return it->kind != CACHE_ITEM_FOREIGN && it->type != 'd';
-}
-
 static int cmd_verify(const options *o, const char *dir) {
   cache_listing l;
   char err[1200];
@@ -357,7 +367,7 @@ static int cmd_verify(const options *o, const char *dir) {
     return 1;
   }
   int64_t now = (int64_t)time(NULL);
-  size_t removed = 0, remove_failed = 0;
+  size_t removed = 0, repaired = 0, remove_failed = 0;
   json_writer w;
   if (o->json) {
     json_init(&w, stdout);
@@ -373,16 +383,11 @@ static int cmd_verify(const options *o, const char *dir) {
     const char *action = "kept";
     char action_buf[200];
     if (o->fix) {
-      if (!fixable(it)) {
-        action = "left alone (not a cache file)";
-      } else if (remove_item(dir, it) == 0) {
-        action = "removed";
-        removed++;
-      } else {
-        snprintf(action_buf, sizeof action_buf, "could not remove: %s", remove_error(errno));
-        action = action_buf;
-        remove_failed++;
-      }
+      cache_repair_result r = cache_repair_item(dir, it, action_buf, sizeof action_buf);
+      action = action_buf;
+      removed += r == CACHE_REPAIR_REMOVED;
+      repaired += r == CACHE_REPAIR_FIXED;
+      remove_failed += r == CACHE_REPAIR_FAILED;
     }
     if (o->json) {
       json_begin_object(&w, NULL);
@@ -402,6 +407,7 @@ static int cmd_verify(const options *o, const char *dir) {
     json_uint(&w, "ok", ok);
     json_uint(&w, "bad_count", l.bad);
     json_uint(&w, "removed", removed);
+    json_uint(&w, "repaired", repaired);
     json_uint(&w, "remove_failed", remove_failed);
     json_uint(&w, "temp_files", l.temps);
     json_end_object(&w);
@@ -409,14 +415,15 @@ static int cmd_verify(const options *o, const char *dir) {
   } else {
     printf("%zu entries checked: %zu ok, %zu bad item%s", l.entries, ok, l.bad,
            l.bad == 1 ? "" : "s");
-    if (o->fix) printf(", %zu removed", removed);
+    if (o->fix) printf(", %zu removed, %zu repaired in place", removed, repaired);
     printf(" (%s)\n", dir);
-    if (l.bad && !o->fix) printf("run 'ckjit-cache verify --fix' to delete the bad entries\n");
+    if (l.bad && !o->fix) printf("run 'ckjit-cache verify --fix' to repair them\n");
     if (l.temps)
       printf("%zu temporary file%s (writes in progress or left over; 'clear' removes them)\n",
              l.temps, l.temps == 1 ? "" : "s");
   }
-  size_t bad = l.bad;
+  /* --fix succeeds when nothing bad is left (a foreign name left alone is). */
+  size_t bad = o->fix ? l.bad - removed - repaired : l.bad;
   cache_listing_free(&l);
   return bad ? 1 : 0;
 }
@@ -503,13 +510,14 @@ static int cmd_clear(const options *o, const char *dir) {
 /* The limits: --max-size / --max-entries, else the library's (environment). */
 static int prune_limits(const options *o, uint64_t *max_bytes, uint64_t *max_entries) {
   ckjit__disk_env_limits(max_bytes, max_entries);
-  if (o->max_size && ckjit__parse_size(o->max_size, max_bytes) != 0) {
-    fprintf(stderr, "ckjit-cache: --max-size %s: expected bytes or a number with K, M, G or T\n",
-            o->max_size);
+  const char *why = "";
+  if (o->max_size && ckjit__parse_size(o->max_size, max_bytes, &why) != 0) {
+    fprintf(stderr, "ckjit-cache: --max-size %s: %s (expected %s)\n", o->max_size, why,
+            CKJIT_SIZE_GRAMMAR);
     return -1;
   }
-  if (o->max_entries && ckjit__parse_count(o->max_entries, max_entries) != 0) {
-    fprintf(stderr, "ckjit-cache: --max-entries %s: expected a number\n", o->max_entries);
+  if (o->max_entries && ckjit__parse_count(o->max_entries, max_entries, &why) != 0) {
+    fprintf(stderr, "ckjit-cache: --max-entries %s: %s\n", o->max_entries, why);
     return -1;
   }
   return 0;
@@ -718,12 +726,9 @@ static int cmd_import(const options *o, const char *dir) {
   } else {
     char size[32];
     cache_format_size(s.bytes, size, sizeof size);
-    if (rc < 0) fprintf(stderr, "ckjit-cache: %s: %s\n", o->file, s.error);
-    printf("imported %llu entr%s (%s) into %s", (unsigned long long)s.ok, s.ok == 1 ? "y" : "ies",
-           size, dir);
-    if (s.bad) printf("; %llu bad entr%s skipped", (unsigned long long)s.bad, s.bad == 1 ? "y" : "ies");
-    if (s.failed) printf("; %llu could not be stored", (unsigned long long)s.failed);
-    printf("\n");
+    if (rc != 0) fprintf(stderr, "ckjit-cache: %s: %s\n", o->file, s.error);
+    printf("imported %llu entr%s (%s) into %s\n", (unsigned long long)s.ok,
+           s.ok == 1 ? "y" : "ies", size, dir);
     if (over)
       printf("the cache is now over its limits; the library evicts the least recently used "
              "entries on its next store ('ckjit-cache prune' does it now)\n");
