@@ -69,6 +69,33 @@ typedef @DTYPE@ T;
 // the value to quantize) in f32 registers instead of recomputing it.
 #define KEEPS (OP == OP_SOFTMAX || IS_QUANT)
 
+// ---- softmax arithmetic ----------------------------------------------------
+// Softmax works on z = scale * h rounded to f32 (torch.softmax(x * scale) on
+// f32), and every exponent is z - max(z) with z computed the same way as the
+// max.  So the max element's exponent is exactly 0 and exp(0) = 1: a row of
+// one valid element gives exactly 1 (log-softmax exactly 0), and a row of n
+// equal values sums to exactly n (n <= 2^24), giving 1/n and -log(n) rounded
+// once.  Two things broke this: fmaf(h, scale, -max) (it subtracts the max
+// from the exact product, leaving the product's rounding error as the max
+// element's exponent: log-softmax of one element came out ~1e-8), and the
+// compilers contracting h * scale - max into that same fma on their own.
+CKJIT_INLINE float softmax_z(float h, float scale) {
+#if defined(CKJIT_NVIDIA)
+  return __fmul_rn(h, scale); // documented never to be contracted into an fma
+#else
+#pragma clang fp contract(off)
+  return h * scale;
+#endif
+}
+
+// e^d for the softmax (d <= 0): __expf, 2^(d * log2 e) on the special-function
+// unit, exactly 1 at d = 0.  Its error, 2 + 1.16|d| ulps (d * log2 e is rounded
+// first), is of the order of the u|d| that rounding d = z - max already costs,
+// and is large only in relative terms for the probabilities far below the
+// largest.  expf (2 ulps) made the softmax instruction-bound: bf16 at
+// 0.89-0.94 of the bandwidth on an H100 (bench/NOTES.md #80).
+CKJIT_INLINE float softmax_exp(float d) { return __expf(d); }
+
 #if QTYPE == Q_FP8_E4M3
 typedef unsigned char Y;
 #define QMAX 448.0f
@@ -114,8 +141,9 @@ template <int K> CKJIT_INLINE stat merge(stat x, stat y) {
   if (K == KIND_SOFTMAX) {
     r.a = ckjit_nan_max(x.a, y.a);
     // A part with max -inf holds no value (its sum is 0); skipping it avoids -inf - -inf.
-    float sx = x.a == -CKJIT_INF ? 0.0f : x.b * __expf(x.a - r.a);
-    float sy = y.a == -CKJIT_INF ? 0.0f : y.b * __expf(y.a - r.a);
+    // Equal maxima rescale by exactly exp(0) = 1, so sums of equal values stay exact.
+    float sx = x.a == -CKJIT_INF ? 0.0f : x.b * softmax_exp(x.a - r.a);
+    float sy = y.a == -CKJIT_INF ? 0.0f : y.b * softmax_exp(y.a - r.a);
     r.b = sx + sy;
   } else if (K == KIND_MOMENTS) {
     if (x.a == 0.0f) return y;
@@ -260,7 +288,9 @@ struct row_stats {
 // The value the op works on at column c (before the epilogue).
 CKJIT_INLINE float op_value(float h, long long c, const float *smooth, float alpha) {
 #if IS_SOFTMAX
-  return h * alpha;
+  (void)c;
+  (void)smooth;
+  return softmax_z(h, alpha);
 #elif OP == OP_SMOOTHQUANT
   return h * smooth[c];
 #else
@@ -275,7 +305,7 @@ CKJIT_INLINE float op_value(float h, long long c, const float *smooth, float alp
 // value before quantization).
 CKJIT_INLINE float op_output(float v, const row_stats &st, float w, float b) {
 #if OP == OP_SOFTMAX
-  return __expf(v - st.m) * st.inv_s;
+  return softmax_exp(v - st.m) * st.inv_s;
 #elif OP == OP_LOG_SOFTMAX
   return v - st.m - st.log_s;
 #elif OP == OP_LAYERNORM
@@ -316,7 +346,7 @@ template <class Val, class Ok> CKJIT_INLINE stat tile_stat(Val val, Ok ok) {
   each([&](int i, int k) { if (ok(i, k)) m = ckjit_nan_max(m, val(i, k)); });
   float sum = 0.0f;
   each([&](int i, int k) {
-    if (ok(i, k) && val(i, k) != -CKJIT_INF) sum += __expf(val(i, k) - m); // -inf - -inf
+    if (ok(i, k) && val(i, k) != -CKJIT_INF) sum += softmax_exp(val(i, k) - m); // -inf - -inf
   });
   s.a = m;
   s.b = sum;
@@ -591,7 +621,7 @@ ckjit_rownorm(const T *x, long long ld_x, const T *res, long long ld_res, T *sum
       m = group_max(m, smem);
       float sum = 0.0f;
       each([&](int i, int k) {
-        const float e = ok(i, k) ? __expf(fmaf(ckjit_to_float(tile_vec(i).v[k]), alpha, -m)) : 0.0f;
+        const float e = ok(i, k) ? softmax_exp(val(i, k) - m) : 0.0f;
 #if KEEPS
         f[i][k] = e;
 #endif
