@@ -158,17 +158,21 @@ static void emit_note(const char *section, const char *text) {
 }
 
 /* ---- child processes ---------------------------------------------------- */
-/* Runs this executable again with `args` (NULL-terminated, after argv[0]),
+/* Runs this executable again with the first `n_args` of `args` (after
+ * argv[0]; a NULL among them ends the list early, for optional flags),
  * with env_key=env_val set when env_key is non-NULL.  When `capture` is
  * non-NULL the child's stdout goes into it (keep it small: it must fit the
  * pipe buffer); otherwise the child shares our stdout.  Kills the child after
  * timeout_s.  Returns the exit status, or -1 when it could not run or died. */
-static int spawn_self(const char *const *args, const char *env_key, const char *env_val,
-                      char *capture, size_t cap_len, double timeout_s) {
+static int spawn_self(const char *const *args, size_t n_args, const char *env_key,
+                      const char *env_val, char *capture, size_t cap_len, double timeout_s) {
   const char *argv[16];
   int argc = 0;
   argv[argc++] = "bench_ckjit";
-  for (int i = 0; args[i] && argc < 15; i++) argv[argc++] = args[i];
+  /* Bounded by the caller's array size, not only by its NULL: GCC -O3 with
+   * ASan unrolls a NULL-only loop past the end of a 3-element array and
+   * fails the build with -Warray-bounds. */
+  for (size_t i = 0; i < n_args && args[i] && argc < 15; i++) argv[argc++] = args[i];
   argv[argc] = NULL;
 
   size_t n_env = 0;
@@ -420,7 +424,7 @@ static int section_first(bench *b) {
     for (int i = 0; i < runs; i++) {
       const char *args[] = {"--child-first-call", modes[m], NULL};
       char out[4096];
-      int rc = spawn_self(args, NULL, NULL, out, sizeof out, 60.0);
+      int rc = spawn_self(args, sizeof args / sizeof args[0], NULL, NULL, out, sizeof out, 60.0);
       double c = 0, s = 0, in = 0;
       unsigned long long h = 0, co = 0;
       int ok = 0;
@@ -473,7 +477,8 @@ static int section_cold(bench *b) {
     return -1;
   }
   const char *args[] = {"--child-cold-compile", g_quick ? "--quick" : NULL, NULL};
-  int rc = spawn_self(args, "CKJIT_CACHE_DIR", dir, NULL, 0, g_quick ? 60.0 : 150.0);
+  int rc = spawn_self(args, sizeof args / sizeof args[0], "CKJIT_CACHE_DIR", dir, NULL, 0,
+                      g_quick ? 60.0 : 150.0);
   rm_tree(dir);
   if (rc != 0) {
     msg("cold compile child failed (exit %d)", rc);

@@ -213,10 +213,10 @@ static ckjit_status reduce_check(const ckjit_spec *s) {
 
 /* ---- default (prewarm) sets ----------------------------------------------------- */
 const gemm_block_tile ckjit__gemm_block_tiles[MMA_TILES] = {
-    [MMA_LARGE] = {128, 128, 32, 2, 2, 4},
-    [MMA_SMALL] = {64, 128, 32, 2, 2, 4},
-    [MMA_DECODE] = {16, 64, 256, 1, 2, 4, 4},
-    [MMA_NARROW] = {64, 64, 32, 2, 2, 3},
+    [MMA_LARGE] = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 2, .stages = 4},
+    [MMA_SMALL] = {.bm = 64, .bn = 128, .bk = 32, .wm = 2, .wn = 2, .stages = 4},
+    [MMA_DECODE] = {.bm = 16, .bn = 64, .bk = 256, .wm = 1, .wn = 2, .stages = 4, .wk = 4},
+    [MMA_NARROW] = {.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 3},
 };
 
 /* gemm_mma: f16 and bf16 (output in the same type), every order pair, at
@@ -425,9 +425,9 @@ static ckjit_status tf32_check(const ckjit_spec *s) {
 }
 
 const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES] = {
-    [TF32_LARGE] = {256, 128, 32, 4, 2, 3},
-    [TF32_MID] = {128, 128, 32, 2, 2, 3},
-    [TF32_SMALL] = {64, 128, 32, 2, 2, 4},
+    [TF32_LARGE] = {.bm = 256, .bn = 128, .bk = 32, .wm = 4, .wn = 2, .stages = 3},
+    [TF32_MID] = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 2, .stages = 3},
+    [TF32_SMALL] = {.bm = 64, .bn = 128, .bk = 32, .wm = 2, .wn = 2, .stages = 4},
 };
 
 /* gemm_tf32: f32 in and out, every order pair, at each tile of the policy

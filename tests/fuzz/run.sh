@@ -5,7 +5,7 @@
 # timeout or failed check, and prints the reproducer.  Not part of the meson
 # build (it needs clang); the meson suite replays the seed corpus instead.
 #
-#   tests/fuzz/run.sh [SECONDS] [TARGET...]     (targets: entry manifest spec)
+#   tests/fuzz/run.sh [SECONDS] [TARGET...]     (targets: entry payload manifest spec size)
 #
 # Needs clang and libFuzzer (Debian 12: clang, libclang-rt-14-dev).  Works in
 # build-fuzz/ (ignored by git); new corpus inputs found by a run stay there.
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(entry manifest spec)
+[ ${#targets[@]} -gt 0 ] || targets=(entry payload manifest spec size)
 case "$seconds" in ''|*[!0-9]*) echo "fuzz: SECONDS must be a number" >&2; exit 2 ;; esac
 
 CC=${FUZZ_CC:-clang}
@@ -42,7 +42,7 @@ cflags="-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Iinclude -I."
 # The library (every source, for the spec parser and what it reaches),
 # instrumented for coverage and sanitized; built by meson with clang.
 need_lib=0
-for t in "${targets[@]}"; do [ "$t" = spec ] && need_lib=1; done
+for t in "${targets[@]}"; do [ "$t" = spec ] || [ "$t" = size ] && need_lib=1; done
 if [ $need_lib = 1 ]; then
   if [ ! -f "$out/lib/build.ninja" ]; then
     CC="$CC" meson setup "$out/lib" -Dbuildtype=debug -Db_sanitize=address,undefined \
@@ -65,6 +65,7 @@ status=0
 for t in "${targets[@]}"; do
   case "$t" in
     entry) build entry cache/entry.c cache/key.c ;;
+    payload) build payload cache/payload_check.c -lelf ;;
     manifest)
       if [ ! -f tools/manifest.c ]; then
         echo "fuzz: SKIP manifest: tools/manifest.c does not exist yet"
@@ -72,7 +73,8 @@ for t in "${targets[@]}"; do
       fi
       build manifest tools/manifest.c ;;
     spec) build spec "$out/lib/libckjit.a" ;;
-    *) echo "fuzz: unknown target '$t' (entry, manifest, spec)" >&2; exit 2 ;;
+    size) build size "$out/lib/libckjit.a" ;;
+    *) echo "fuzz: unknown target '$t' (entry, payload, manifest, spec, size)" >&2; exit 2 ;;
   esac
   corpus="$out/corpus/$t"
   mkdir -p "$corpus" "$out/artifacts"
