@@ -46,6 +46,12 @@ enum {
   CKJIT_MATRIX_MFMA_BF16 = 8u,  /* AMD MFMA bf16 (the _1k forms, gfx90a+) */
 };
 
+/* What ckjit_device.enter changed on the calling thread (see there). */
+typedef struct ckjit_device_scope {
+  int pushed;      /* CUDA: the device's context was pushed and must be popped */
+  int previous;    /* HIP: the caller's device, restored when != -1 */
+} ckjit_device_scope;
+
 typedef struct ckjit_device {
   ckjit_backend vendor;
   int ordinal;
@@ -55,8 +61,23 @@ typedef struct ckjit_device {
   long long l2_bytes;     /* last-level cache size (0: unknown) */
   int max_shared_bytes;   /* shared memory (LDS) one block may use, dynamic included */
   unsigned matrix_units;  /* CKJIT_MATRIX_* the GPU has (the GEMM pipelines' choice) */
-  /* Makes the device current on the calling thread (cheap when it already is). */
-  ckjit_status (*bind)(const struct ckjit_device *d);
+  /* Makes the device current on the calling thread for one ckjit call and
+   * records in `scope` what `leave` must restore: ckjit never leaves the
+   * caller's current context (CUDA) or device (HIP) changed.  With `stream`
+   * (its address; NULL when the call involves no stream), first checks that
+   * the stream belongs to this device: CKJIT_ERROR_INVALID_ARGUMENT, naming
+   * both devices, when it does not.  The default stream (NULL) is the
+   * current context's, or this device's when none is current. */
+  ckjit_status (*enter)(const struct ckjit_device *d, void *const *stream,
+                        struct ckjit_device_scope *scope);
+  void (*leave)(const struct ckjit_device *d, const struct ckjit_device_scope *scope);
+  /* CKJIT_ERROR_INVALID_ARGUMENT, naming both devices, when `ptr` is memory
+   * the driver knows to live on another device (managed and host memory are
+   * accepted); CKJIT_SUCCESS when it cannot tell.  NULL when the driver has
+   * no query for it. */
+  ckjit_status (*check_pointer)(const struct ckjit_device *d, const char *api, const char *name,
+                                const void *ptr);
+  int device_count;       /* devices of this vendor the process sees */
   ckjit_status (*module_load)(const struct ckjit_device *d, const void *code, size_t size,
                               void **module);
   void (*module_unload)(const struct ckjit_device *d, void *module);

@@ -28,6 +28,8 @@ static struct {
   int (*cubin)(nvrtc_program, char *);
   int (*destroy)(nvrtc_program *);
   const char *(*error_string)(int);
+  int (*num_supported_archs)(int *); /* optional: NVRTC 11.2+ */
+  int (*supported_archs)(int *);
 } nvrtc;
 
 /* Opens the first library of `names` that loads, for the lifetime of the process. */
@@ -61,6 +63,9 @@ static int cuda_options(const ckjit_compiler *c, const char *arch, char opts[][9
 static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
 static char nvrtc_path[512];
 static char nvrtc_error[512]; /* "" when NVRTC loaded */
+/* What the loaded NVRTC says of itself (its file name's version was a guess). */
+static int nvrtc_major, nvrtc_minor;
+static int nvrtc_archs[128], nvrtc_n_archs; /* compute capabilities x10; 0: not reported */
 
 static void nvrtc_load(void) {
   void *h = dlopen(nvrtc_path, RTLD_NOW | RTLD_LOCAL);
@@ -84,6 +89,14 @@ static void nvrtc_load(void) {
   SYM(destroy, "nvrtcDestroyProgram");
   SYM(error_string, "nvrtcGetErrorString");
 #undef SYM
+  nvrtc.version(&nvrtc_major, &nvrtc_minor);
+  *(void **)&nvrtc.num_supported_archs = dlsym(h, "nvrtcGetNumSupportedArchs");
+  *(void **)&nvrtc.supported_archs = dlsym(h, "nvrtcGetSupportedArchs");
+  int n = 0;
+  if (nvrtc.num_supported_archs && nvrtc.supported_archs && !nvrtc.num_supported_archs(&n) &&
+      n > 0 && n <= (int)(sizeof nvrtc_archs / sizeof *nvrtc_archs) &&
+      !nvrtc.supported_archs(nvrtc_archs))
+    nvrtc_n_archs = n;
 }
 
 static ckjit_status nvrtc_compile(const ckjit_compiler *c, const ckjit_compile_input *in,
@@ -91,6 +104,13 @@ static ckjit_status nvrtc_compile(const ckjit_compiler *c, const ckjit_compile_i
   (void)c;
   pthread_once(&nvrtc_once, nvrtc_load);
   if (nvrtc_error[0]) return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "%s", nvrtc_error);
+  /* The arch was only checked for its syntax before the disk lookup (which
+   * must not load NVRTC); now that NVRTC is loaded, it says which archs are
+   * real: "sm_101" or "sm_90f" are refused here, not by NVRTC's own
+   * "invalid value for --gpu-architecture". */
+  ckjit_status st = ckjit__arch_check_nvrtc(in->arch, nvrtc_archs, nvrtc_n_archs, nvrtc_major,
+                                            nvrtc_minor);
+  if (st) return st;
   nvrtc_program prog = NULL;
   int r = nvrtc.create(&prog, in->source, in->source_name, in->n_headers, in->header_sources,
                        in->header_names);
@@ -105,7 +125,6 @@ static ckjit_status nvrtc_compile(const ckjit_compiler *c, const ckjit_compile_i
     }
     free(text);
   }
-  ckjit_status st = CKJIT_SUCCESS;
   if (cr) {
     st = ckjit__fail(CKJIT_ERROR_COMPILE, "NVRTC: %s", nvrtc.error_string(cr));
   } else if (nvrtc.cubin_size(prog, &n) || n == 0) {
@@ -172,7 +191,12 @@ static struct {
   CUresult (*device_name)(char *, int, CUdevice);
   CUresult (*primary_retain)(CUcontext *, CUdevice);
   CUresult (*primary_release)(CUdevice);
-  CUresult (*ctx_set_current)(CUcontext);
+  CUresult (*ctx_get_current)(CUcontext *);
+  CUresult (*ctx_push)(CUcontext);
+  CUresult (*ctx_pop)(CUcontext *);
+  CUresult (*ctx_get_device)(CUdevice *);
+  CUresult (*stream_get_ctx)(void *, CUcontext *);
+  CUresult (*pointer_get_attributes)(unsigned, const int *, void **, CUdeviceptr);
   CUresult (*ctx_synchronize)(void);
   CUresult (*module_load_data)(void **, const void *);
   CUresult (*module_unload)(void *);
@@ -203,12 +227,12 @@ static struct {
 
 static CUcontext cuda_context; /* the device's primary context, retained while open */
 static CUdevice cuda_device;
-/* Bumped by every open, so a thread's memory of having bound the context
- * never outlives a shutdown and re-initialization. */
-static _Atomic unsigned cuda_generation;
-static _Thread_local unsigned bound_generation;
 
-enum { CUDA_ERROR_OUT_OF_MEMORY = 2, CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_NO_BINARY_FOR_GPU = 209 };
+enum {
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+};
 
 static ckjit_status cuda_fail(ckjit_status st, CUresult r, const char *what) {
   const char *name = "?", *text = "";
@@ -218,14 +242,101 @@ static ckjit_status cuda_fail(ckjit_status st, CUresult r, const char *what) {
   return ckjit__fail(st, "%s failed: %s (%d): %s", what, name ? name : "?", r, text ? text : "");
 }
 
-static ckjit_status cuda_bind(const ckjit_device *d) {
-  (void)d;
-  unsigned gen = atomic_load_explicit(&cuda_generation, memory_order_relaxed);
-  if (bound_generation == gen) return CKJIT_SUCCESS;
-  CUresult r = cu.ctx_set_current(cuda_context);
-  if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxSetCurrent");
-  bound_generation = gen;
+/* "device 1 (NVIDIA H100 80GB HBM3)" for the messages below. */
+static void describe_device(CUdevice dev, char *out, size_t len) {
+  char name[128] = "";
+  if (cu.device_name(name, (int)sizeof name, dev)) name[0] = '\0';
+  /* A CUdevice is its ordinal in every driver so far; cuDeviceGet is the
+   * documented mapping, and the ordinal is what users pass. */
+  snprintf(out, len, "CUDA device %d%s%s%s", (int)dev, name[0] ? " (" : "", name, name[0] ? ")" : "");
+}
+
+/* The device a foreign context runs on: made current for the one query,
+ * then popped (error path only). */
+static int context_device(CUcontext ctx, CUdevice *dev) {
+  CUcontext popped;
+  if (cu.ctx_push(ctx)) return -1;
+  CUresult r = cu.ctx_get_device(dev);
+  cu.ctx_pop(&popped);
+  return r ? -1 : 0;
+}
+
+static ckjit_status foreign_stream(const ckjit_device *d, const void *stream, CUcontext ctx) {
+  char ours[200], theirs[200];
+  describe_device(cuda_device, ours, sizeof ours);
+  CUdevice dev;
+  if (context_device(ctx, &dev))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "stream %p belongs to a CUDA context that cannot be queried, not to ckjit's "
+                       "%s", stream, ours);
+  describe_device(dev, theirs, sizeof theirs);
+  if (dev == cuda_device)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "stream %p belongs to another CUDA context of %s than the device's primary "
+                       "context, which ckjit's kernels are loaded into",
+                       stream, ours);
+  return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                     "stream %p%s belongs to %s, but ckjit runs on %s (CKJIT_DEVICE / "
+                     "ckjit_options.device = %d); one process serves one device for now",
+                     stream, stream ? "" : " (the default stream of the current context)", theirs,
+                     ours, d->ordinal);
+}
+
+/* Push and pop rather than cuCtxSetCurrent: the caller (PyTorch, a CUDA
+ * runtime program, another library) owns its thread's current context, and
+ * switching it under them sends their next calls to the wrong GPU.  When the
+ * caller's context is ckjit's already (the usual case: both use the
+ * device's primary context) this costs one cuCtxGetCurrent. */
+static ckjit_status cuda_enter(const ckjit_device *d, void *const *stream, ckjit_device_scope *scope) {
+  scope->pushed = 0;
+  scope->previous = -1;
+  CUcontext current = NULL, owner = NULL;
+  CUresult r = cu.ctx_get_current(&current);
+  if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxGetCurrent");
+  if (stream) {
+    /* NULL, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) name the
+     * current context's default stream; with no context current, ckjit's. */
+    uintptr_t handle = (uintptr_t)*stream;
+    if (handle <= 2) owner = current ? current : cuda_context;
+    else if ((r = cu.stream_get_ctx(*stream, &owner)))
+      return r == 400 /* CUDA_ERROR_INVALID_HANDLE */
+                 ? ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "stream %p is not a CUDA stream",
+                               *stream)
+                 : cuda_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "cuStreamGetCtx");
+    if (owner != cuda_context) return foreign_stream(d, *stream, owner);
+  }
+  if (current == cuda_context) return CKJIT_SUCCESS;
+  if ((r = cu.ctx_push(cuda_context))) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxPushCurrent");
+  scope->pushed = 1;
   return CKJIT_SUCCESS;
+}
+
+static void cuda_leave(const ckjit_device *d, const ckjit_device_scope *scope) {
+  (void)d;
+  CUcontext popped;
+  if (scope->pushed) cu.ctx_pop(&popped);
+}
+
+/* One driver query per pointer (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL and
+ * IS_MANAGED).  Memory the driver does not know (plain host memory, which
+ * some systems let kernels read) is not judged here. */
+static ckjit_status cuda_check_pointer(const ckjit_device *d, const char *api, const char *name,
+                                       const void *ptr) {
+  const int attrs[2] = {9 /* DEVICE_ORDINAL */, 8 /* IS_MANAGED */};
+  int ordinal = -1, managed = 0;
+  void *data[2] = {&ordinal, &managed};
+  if (cu.pointer_get_attributes(2, attrs, data, (CUdeviceptr)(uintptr_t)ptr) || managed ||
+      ordinal < 0 || ordinal == d->ordinal)
+    return CKJIT_SUCCESS;
+  char ours[200], theirs[200];
+  CUdevice other;
+  if (cu.device_get(&other, ordinal)) other = (CUdevice)ordinal;
+  describe_device(cuda_device, ours, sizeof ours);
+  describe_device(other, theirs, sizeof theirs);
+  return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                     "%s: %s (%p) is memory of %s, but ckjit runs on %s (CKJIT_DEVICE / "
+                     "ckjit_options.device = %d); one process serves one device for now",
+                     api, name, ptr, theirs, ours, d->ordinal);
 }
 
 /* Scratch memory comes from ckjit's own stream-ordered pool, which keeps
@@ -270,15 +381,16 @@ static void cuda_close(const ckjit_device *d) {
   cuda_pool = NULL;
   if (cu.primary_release) cu.primary_release(cuda_device);
   cuda_context = NULL;
-  atomic_fetch_add(&cuda_generation, 1);
 }
 
 static ckjit_status cuda_module_load(const ckjit_device *d, const void *code, size_t size,
                                      void **module) {
   (void)size;
-  ckjit_status st = cuda_bind(d);
+  ckjit_device_scope scope;
+  ckjit_status st = cuda_enter(d, NULL, &scope);
   if (st) return st;
   CUresult r = cu.module_load_data(module, code);
+  cuda_leave(d, &scope);
   if (r == CUDA_ERROR_NO_BINARY_FOR_GPU)
     return ckjit__fail(CKJIT_ERROR_LOAD, "cuModuleLoadData: the code object was not built for this "
                        "device (%s, %s)", d->name, d->arch);
@@ -286,7 +398,10 @@ static ckjit_status cuda_module_load(const ckjit_device *d, const void *code, si
 }
 
 static void cuda_module_unload(const ckjit_device *d, void *module) {
-  if (cuda_bind(d) == CKJIT_SUCCESS) cu.module_unload(module);
+  ckjit_device_scope scope;
+  if (cuda_enter(d, NULL, &scope)) return;
+  cu.module_unload(module);
+  cuda_leave(d, &scope);
 }
 
 static ckjit_status cuda_get_function(const ckjit_device *d, void *module, const char *name,
@@ -393,7 +508,12 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   SYM(device_name, "cuDeviceGetName");
   SYM(primary_retain, "cuDevicePrimaryCtxRetain");
   SYM(primary_release, "cuDevicePrimaryCtxRelease_v2");
-  SYM(ctx_set_current, "cuCtxSetCurrent");
+  SYM(ctx_get_current, "cuCtxGetCurrent");
+  SYM(ctx_push, "cuCtxPushCurrent_v2");
+  SYM(ctx_pop, "cuCtxPopCurrent_v2");
+  SYM(ctx_get_device, "cuCtxGetDevice");
+  SYM(stream_get_ctx, "cuStreamGetCtx");
+  SYM(pointer_get_attributes, "cuPointerGetAttributes");
   SYM(ctx_synchronize, "cuCtxSynchronize");
   SYM(module_load_data, "cuModuleLoadData");
   SYM(module_unload, "cuModuleUnload");
@@ -445,7 +565,6 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   if ((r = cu.primary_retain(&cuda_context, dev)))
     return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDevicePrimaryCtxRetain");
   cuda_device = dev;
-  atomic_fetch_add(&cuda_generation, 1);
   memset(out, 0, sizeof *out);
   out->vendor = CKJIT_BACKEND_CUDA;
   out->ordinal = ordinal;
@@ -456,7 +575,10 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   out->max_shared_bytes = optin > 48 * 1024 ? optin : 48 * 1024;
   out->matrix_units = (major >= 8 ? CKJIT_MATRIX_MMA_SYNC : 0u) |
                       (major == 9 && minor == 0 ? CKJIT_MATRIX_WGMMA : 0u);
-  out->bind = cuda_bind;
+  out->enter = cuda_enter;
+  out->leave = cuda_leave;
+  out->check_pointer = cuda_check_pointer;
+  out->device_count = count;
   out->module_load = cuda_module_load;
   out->module_unload = cuda_module_unload;
   out->get_function = cuda_get_function;

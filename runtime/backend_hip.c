@@ -39,6 +39,9 @@ static struct {
   hip_error (*init)(unsigned);
   hip_error (*device_count)(int *);
   hip_error (*set_device)(int);
+  hip_error (*get_device)(int *);
+  hip_error (*stream_get_device)(void *, int *);             /* optional (ROCm 6+) */
+  hip_error (*pointer_get_attribute)(void *, int, const void *); /* optional */
   hip_error (*device_attribute)(int *, int, int);
   hip_error (*device_properties)(void *, int);
   hip_error (*module_load_data)(void **, const void *);
@@ -201,9 +204,6 @@ ckjit_status ckjit__hip_compiler_find(ckjit_compiler *out) {
 }
 
 /* ---- HIP runtime ---------------------------------------------------------- */
-static _Atomic unsigned hip_generation; /* see cuda_generation */
-static _Thread_local unsigned bound_generation;
-static _Thread_local int bound_ordinal = -1;
 
 static ckjit_status hip_fail(ckjit_status st, hip_error r, const char *what) {
   if (r == 2 /* hipErrorOutOfMemory */) st = CKJIT_ERROR_OUT_OF_MEMORY;
@@ -211,32 +211,68 @@ static ckjit_status hip_fail(ckjit_status st, hip_error r, const char *what) {
                      hip.error_string ? hip.error_string(r) : "");
 }
 
-static ckjit_status hip_bind(const ckjit_device *d) {
-  unsigned gen = atomic_load_explicit(&hip_generation, memory_order_relaxed);
-  if (bound_ordinal == d->ordinal && bound_generation == gen) return CKJIT_SUCCESS;
-  hip_error r = hip.set_device(d->ordinal);
-  if (r) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipSetDevice");
-  bound_ordinal = d->ordinal;
-  bound_generation = gen;
+static ckjit_status foreign_device(const ckjit_device *d, const char *what, const void *p, int other) {
+  return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                     "%s %p belongs to HIP device %d, but ckjit runs on HIP device %d (%s; "
+                     "CKJIT_DEVICE / ckjit_options.device); one process serves one device for now",
+                     what, p, other, d->ordinal, d->name);
+}
+
+/* The HIP twin of cuda_enter: the caller's current device is switched for
+ * the call only and switched back in hip_leave. */
+static ckjit_status hip_enter(const ckjit_device *d, void *const *stream, ckjit_device_scope *scope) {
+  scope->pushed = 0;
+  scope->previous = -1;
+  int current = -1;
+  hip_error r = hip.get_device(&current);
+  if (r) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipGetDevice");
+  if (stream && (uintptr_t)*stream > 2 && hip.stream_get_device) {
+    int owner = -1;
+    if ((r = hip.stream_get_device(*stream, &owner)))
+      return hip_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "hipStreamGetDevice");
+    if (owner != d->ordinal) return foreign_device(d, "stream", *stream, owner);
+  }
+  if (current == d->ordinal) return CKJIT_SUCCESS;
+  if ((r = hip.set_device(d->ordinal))) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipSetDevice");
+  scope->previous = current;
   return CKJIT_SUCCESS;
 }
 
-static void hip_close(const ckjit_device *d) {
+static void hip_leave(const ckjit_device *d, const ckjit_device_scope *scope) {
   (void)d;
-  atomic_fetch_add(&hip_generation, 1);
+  if (scope->previous >= 0) hip.set_device(scope->previous);
 }
+
+static ckjit_status hip_check_pointer(const ckjit_device *d, const char *api, const char *name,
+                                      const void *ptr) {
+  int ordinal = -1, managed = 0;
+  if (hip.pointer_get_attribute(&managed, 8 /* HIP_POINTER_ATTRIBUTE_IS_MANAGED */, ptr) ||
+      managed || hip.pointer_get_attribute(&ordinal, 9 /* ..._DEVICE_ORDINAL */, ptr) ||
+      ordinal < 0 || ordinal == d->ordinal)
+    return CKJIT_SUCCESS;
+  char what[160];
+  snprintf(what, sizeof what, "%s: %s", api, name);
+  return foreign_device(d, what, ptr, ordinal);
+}
+
+static void hip_close(const ckjit_device *d) { (void)d; }
 
 static ckjit_status hip_module_load(const ckjit_device *d, const void *code, size_t size,
                                     void **module) {
   (void)size;
-  ckjit_status st = hip_bind(d);
+  ckjit_device_scope scope;
+  ckjit_status st = hip_enter(d, NULL, &scope);
   if (st) return st;
   hip_error r = hip.module_load_data(module, code);
+  hip_leave(d, &scope);
   return r ? hip_fail(CKJIT_ERROR_LOAD, r, "hipModuleLoadData") : CKJIT_SUCCESS;
 }
 
 static void hip_module_unload(const ckjit_device *d, void *module) {
-  if (hip_bind(d) == CKJIT_SUCCESS) hip.module_unload(module);
+  ckjit_device_scope scope;
+  if (hip_enter(d, NULL, &scope)) return;
+  hip.module_unload(module);
+  hip_leave(d, &scope);
 }
 
 static ckjit_status hip_get_function(const ckjit_device *d, void *module, const char *name,
@@ -318,6 +354,7 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   SYM(init, "hipInit");
   SYM(device_count, "hipGetDeviceCount");
   SYM(set_device, "hipSetDevice");
+  SYM(get_device, "hipGetDevice");
   SYM(device_attribute, "hipDeviceGetAttribute");
   SYM(module_load_data, "hipModuleLoadData");
   SYM(module_unload, "hipModuleUnload");
@@ -333,6 +370,8 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   SYM(error_string, "hipGetErrorString");
 #undef SYM
   /* Optional: only the split (multi-block-per-row) reductions need them. */
+  *(void **)&hip.stream_get_device = dlsym(h, "hipStreamGetDevice");
+  *(void **)&hip.pointer_get_attribute = dlsym(h, "hipPointerGetAttribute");
   *(void **)&hip.malloc_async = dlsym(h, "hipMallocAsync");
   *(void **)&hip.free_async = dlsym(h, "hipFreeAsync");
   if (!hip.free_async) hip.malloc_async = NULL;
@@ -350,7 +389,6 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   memset(out, 0, sizeof *out);
   out->vendor = CKJIT_BACKEND_HIP;
   out->ordinal = ordinal;
-  atomic_fetch_add(&hip_generation, 1);
   static unsigned char props[16384]; /* far larger than any hipDeviceProp_t */
   memset(props, 0, sizeof props);
   if ((r = hip.device_properties(props, ordinal)))
@@ -367,7 +405,10 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   ckjit__arch_base(out->arch, base, sizeof base);
   const int gfx908 = !strcmp(base, "gfx908"), later = !strcmp(base, "gfx90a") || !strncmp(base, "gfx94", 5);
   out->matrix_units = (gfx908 || later ? CKJIT_MATRIX_MFMA_F16 : 0u) | (later ? CKJIT_MATRIX_MFMA_BF16 : 0u);
-  out->bind = hip_bind;
+  out->enter = hip_enter;
+  out->leave = hip_leave;
+  out->check_pointer = hip.pointer_get_attribute ? hip_check_pointer : NULL;
+  out->device_count = count;
   out->module_load = hip_module_load;
   out->module_unload = hip_module_unload;
   out->get_function = hip_get_function;

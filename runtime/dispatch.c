@@ -98,17 +98,39 @@ ckjit_status ckjit__kernel_get(const ckjit_spec *spec, ckjit_runtime **rtp, ckji
 ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k, const unsigned grid[3],
                                   const unsigned block[3], unsigned shared_bytes, void *stream,
                                   void **args) {
-  ckjit_status st = rt->device.bind(&rt->device);
+  ckjit_device_scope scope;
+  ckjit_status st = rt->device.enter(&rt->device, &stream, &scope);
   if (st) return st;
-  return rt->device.launch(k->function, grid, block, shared_bytes, stream, args);
+  st = rt->device.launch(k->function, grid, block, shared_bytes, stream, args);
+  rt->device.leave(&rt->device, &scope);
+  return st;
 }
 
 ckjit_status ckjit__scratch_alloc(ckjit_runtime *rt, size_t bytes, void *stream, void **ptr) {
-  ckjit_status st = rt->device.bind(&rt->device);
-  return st ? st : rt->device.mem_alloc_async(ptr, bytes ? bytes : 1, stream);
+  ckjit_device_scope scope;
+  ckjit_status st = rt->device.enter(&rt->device, &stream, &scope);
+  if (st) return st;
+  st = rt->device.mem_alloc_async(ptr, bytes ? bytes : 1, stream);
+  rt->device.leave(&rt->device, &scope);
+  return st;
 }
 
 ckjit_status ckjit__scratch_free(ckjit_runtime *rt, void *ptr, void *stream) {
-  ckjit_status st = rt->device.bind(&rt->device);
-  return st ? st : rt->device.mem_free_async(ptr, stream);
+  ckjit_device_scope scope;
+  ckjit_status st = rt->device.enter(&rt->device, &stream, &scope);
+  if (st) return st;
+  st = rt->device.mem_free_async(ptr, stream);
+  rt->device.leave(&rt->device, &scope);
+  return st;
+}
+
+ckjit_status ckjit__check_pointers(const char *api, int n, const void *const *ptrs,
+                                   const char *const *names) {
+  ckjit_runtime *rt;
+  /* Without a device the op fails later with the reason, as before. */
+  if (ckjit__runtime_get(&rt) || !rt->check_pointers) return CKJIT_SUCCESS;
+  ckjit_status st;
+  for (int i = 0; i < n; i++)
+    if (ptrs[i] && (st = rt->device.check_pointer(&rt->device, api, names[i], ptrs[i]))) return st;
+  return CKJIT_SUCCESS;
 }

@@ -132,6 +132,9 @@ ckjit_status ckjit__elementwise(const char *api, int ew_op, ckjit_dtype dtype, i
   if ((st = ckjit__check_matrix(api, binary ? "a" : "x", a, rows, cols, ld_a, es))) return st;
   if (binary && (st = ckjit__check_matrix(api, "b", b, rows, cols, ld_b, es))) return st;
   if ((st = ckjit__check_matrix(api, "y", y, rows, cols, ld_y, es))) return st;
+  const void *const operands[] = {a, b, y};
+  static const char *const operand_names[] = {"x", "b", "y"};
+  if ((st = ckjit__check_pointers(api, 3, operands, operand_names))) return st;
   if (!binary) b = a, ld_b = ld_a;
 
   /* Contiguous tensors are one long row: no per-row tails. */

@@ -161,7 +161,9 @@ static ckjit_status check_desc(const char *api, const ckjit_gemm_desc *g) {
       (g->d0 && (st = check_operand(api, "d0", g->d0, m, n, g->ldd0, g->stride_d0, b, eo))) ||
       (g->d1 && (st = check_operand(api, "d1", g->d1, m, n, g->ldd1, g->stride_d1, b, eo))))
     return st;
-  return CKJIT_SUCCESS;
+  const void *const operands[] = {g->a, g->b, g->c, g->d, g->bias, g->d0, g->d1};
+  static const char *const operand_names[] = {"a", "b", "c", "d", "bias", "d0", "d1"};
+  return ckjit__check_pointers(api, 7, operands, operand_names);
 }
 
 /* ---- tile policy ------------------------------------------------------------------ */

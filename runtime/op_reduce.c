@@ -319,6 +319,9 @@ static ckjit_status validate(const char *api, ckjit_reduce_op op, ckjit_dtype dt
   if (y_dtype == CKJIT_I32 && xl->shape[dim] - 1 > INT32_MAX)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: dim %d has %lld elements: its indices "
                        "do not fit y_dtype i32 (use i64)", api, dim, (long long)xl->shape[dim]);
+  const void *const operands[] = {x, y};
+  static const char *const operand_names[] = {"x", "y"};
+  if ((st = ckjit__check_pointers(api, 2, operands, operand_names))) return st;
 
   /* Kept dims in y's (row-major) order, size-1 dims dropped, neighbours
    * merged where x walks them as one (the outer stride is the inner span). */

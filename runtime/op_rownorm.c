@@ -299,6 +299,14 @@ static ckjit_status launch_pass(ckjit_spec *spec, int pass, const rownorm_call *
 }
 
 static ckjit_status run(const rownorm_call *c) {
+  const void *const operands[] = {c->x,     c->res,      c->sum_out,  c->weight,   c->bias,
+                                  c->smooth, c->y,       c->mean_out, c->rstd_out, c->row_scale,
+                                  c->valid_cols};
+  static const char *const operand_names[] = {"x",        "residual", "sum_out", "weight",
+                                              "bias",     "smooth_scale", "y",   "mean_out",
+                                              "rstd_out", "row_scale", "valid_cols"};
+  ckjit_status st = ckjit__check_pointers(c->api, 11, operands, operand_names);
+  if (st) return st;
   size_t es = ckjit_dtype_size(c->dtype);
   int quant = is_quant(c->op);
   /* Vector width: every row pointer and stride, and the quantized output's
@@ -318,8 +326,7 @@ static ckjit_status run(const rownorm_call *c) {
   if (quant) vec = ckjit__pick_vec(1, (const void *const[]){c->y}, 1, &c->ld_y, c->rows > 1, vec);
 
   ckjit_runtime *rt;
-  ckjit_status st = ckjit__runtime_device(&rt);
-  if (st) return st;
+  if ((st = ckjit__runtime_device(&rt))) return st;
   rownorm_policy pol;
   pick_policy(c->op, c->rows, c->cols, vec, es, rt->device.multiprocessors, &pol);
 

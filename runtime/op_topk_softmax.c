@@ -159,6 +159,9 @@ ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int64_t exper
   if ((uintptr_t)x % es || (uintptr_t)weights % sizeof(float) || (uintptr_t)indices % is)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: x, weights and indices must be aligned to their element size", api);
+  const void *const operands[] = {x, weights, indices};
+  static const char *const operand_names[] = {"x", "weights", "indices"};
+  if ((st = ckjit__check_pointers(api, 3, operands, operand_names))) return st;
 
   topk_policy pol = pick_policy(dtype, tokens, experts, x, ld_x);
   ckjit_spec spec;

@@ -91,8 +91,10 @@ ckjit_status ckjit_transpose(ckjit_dtype dtype, int64_t batch, int64_t rows, int
       return st;
   }
 
-  const int tile = 64, threads = 256;
   const void *ptrs[2] = {in, out};
+  static const char *const operand_names[] = {"in", "out"};
+  if ((st = ckjit__check_pointers(api, 2, ptrs, operand_names))) return st;
+  const int tile = 64, threads = 256;
   int64_t strides[4] = {ld_in, ld_out, batch_stride_in, batch_stride_out};
   int vec = ckjit__pick_vec(es, ptrs, 2, strides, batch > 1 ? 4 : 2, 8);
   ckjit_spec spec;

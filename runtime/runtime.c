@@ -11,6 +11,7 @@
 
 #include "../cache/memory_cache.h"
 #include "../cache/settings.h"
+#include "build.h"
 #include "error.h"
 #include "log.h"
 
@@ -92,7 +93,9 @@ static ckjit_status initialize(const ckjit_options *opts) {
     CKJIT_INFO("no usable GPU (%s); compile-only mode", rt->device_error);
   }
 
-  if (arch && *arch) ckjit__copy_str(rt->arch, sizeof rt->arch, arch);
+  char canonical_arch[CKJIT_ARCH_MAX]; /* records and device info show the one spelling */
+  if (arch && *arch)
+    ckjit__copy_str(rt->arch, sizeof rt->arch, ckjit__arch_canonical(arch, canonical_arch));
   else if (rt->has_device) ckjit__copy_str(rt->arch, sizeof rt->arch, rt->device.arch);
   rt->backend = rt->arch[0] ? ckjit__arch_vendor(rt->arch) : want;
   if (rt->has_device && rt->arch[0] && !ckjit__arch_compatible(rt->arch, rt->device.arch))
@@ -111,11 +114,14 @@ static ckjit_status initialize(const ckjit_options *opts) {
 
   int disk = opts->disk_cache;
   if (disk < 0) disk = !env_flag("CKJIT_CACHE_DISABLE");
+  rt->disk_requested = disk != 0;
   if (disk) {
     char dir[CKJIT_PATH_MAX];
-    if (ckjit__disk_default_dir(opts->cache_dir, dir, sizeof dir)) {
-      CKJIT_WARN("no cache directory (set CKJIT_CACHE_DIR or HOME); using the in-memory cache only");
-    } else {
+    int quiet = ckjit__error_quiet(1); /* a warning, not this call's failure */
+    int no_dir = ckjit__disk_default_dir(opts->cache_dir, dir, sizeof dir);
+    if (no_dir) CKJIT_WARN("%s; using the in-memory cache only", ckjit__error_latest());
+    ckjit__error_quiet(quiet);
+    if (!no_dir) {
       ckjit__disk_open(&rt->disk, dir);
     }
     /* CKJIT_CACHE_MAX_SIZE, CKJIT_CACHE_MAX_ENTRIES, CKJIT_CACHE_PATH layers */
@@ -124,6 +130,15 @@ static ckjit_status initialize(const ckjit_options *opts) {
   }
   if ((env = getenv("CKJIT_DUMP_DIR")) && *env)
     ckjit__copy_str(rt->dump_dir, sizeof rt->dump_dir, env);
+  /* Operands on another GPU than ckjit's: one driver query per pointer per
+   * call, so by default only where another GPU exists for them to be on. */
+  int check = rt->has_device && rt->device.check_pointer && rt->device.device_count > 1;
+  if ((env = getenv("CKJIT_CHECK_POINTERS")) && *env && strcmp(env, "auto")) {
+    if (!strcmp(env, "0")) check = 0;
+    else if (!strcmp(env, "1")) check = rt->has_device && rt->device.check_pointer;
+    else CKJIT_WARN("CKJIT_CHECK_POINTERS=%s: expected 0, 1 or auto; using auto", env);
+  }
+  rt->check_pointers = check;
   return CKJIT_SUCCESS;
 }
 
@@ -184,6 +199,7 @@ void ckjit_shutdown(void) {
   pthread_mutex_lock(&init_lock);
   if (atomic_load(&initialized)) {
     ckjit__memcache_clear(runtime.has_device ? unload_kernel : NULL);
+    ckjit__build_forget();
     if (runtime.has_device) runtime.device.close(&runtime.device);
     atomic_store(&initialized, 0);
     memset(&runtime, 0, sizeof runtime);

@@ -15,7 +15,9 @@ typedef struct ckjit_runtime {
   char device_error[512];
   ckjit_disk_cache disk;
   int disk_enabled;
+  int disk_requested;            /* the disk cache was asked for (not turned off), usable or not */
   char dump_dir[CKJIT_PATH_MAX]; /* CKJIT_DUMP_DIR, "" when off */
+  int check_pointers;            /* operands' devices are checked (CKJIT_CHECK_POINTERS) */
 } ckjit_runtime;
 
 /* The initialized runtime (lazy, thread-safe).  Never NULL on success. */

@@ -82,14 +82,29 @@ int main(void) {
   instantiate_t instantiate = cuda ? (instantiate_t)dlsym(cuda, "cuGraphInstantiateWithFlags") : NULL;
   graph_launch_t launch = cuda ? (graph_launch_t)dlsym(cuda, "cuGraphLaunch") : NULL;
   stream_sync_t sync = cuda ? (stream_sync_t)dlsym(cuda, "cuStreamSynchronize") : NULL;
-  if (!stream_create || !begin || !end || !instantiate || !launch || !sync) {
+  typedef int (*get_t)(int *, int);
+  typedef int (*retain_t)(void **, int);
+  typedef int (*set_t)(void *);
+  get_t device_get = cuda ? (get_t)dlsym(cuda, "cuDeviceGet") : NULL;
+  retain_t retain = cuda ? (retain_t)dlsym(cuda, "cuDevicePrimaryCtxRetain") : NULL;
+  set_t set_current = cuda ? (set_t)dlsym(cuda, "cuCtxSetCurrent") : NULL;
+  if (!stream_create || !begin || !end || !instantiate || !launch || !sync || !device_get ||
+      !retain || !set_current) {
     printf("SKIP: this CUDA driver lacks the graph API\n");
     return SKIP_CODE;
   }
+  /* The stream is created in the device's primary context, which the test
+   * makes current itself: ckjit never leaves its context current. */
+  int dev;
+  void *ctx = NULL;
+  CHECK(device_get(&dev, info.device) == 0 && retain(&ctx, dev) == 0 && set_current(ctx) == 0,
+        "primary context");
 
   size_t bytes = sizeof(float) * ROWS * COLS;
   float *hx = malloc(bytes), *ht = malloc(bytes), *want = malloc(bytes);
-  void *x, *y, *z, *t, *stream = NULL, *graph = NULL, *exec = NULL;
+  /* NULL first: CHECK goes on after a failure, so a failed ckjit_malloc
+   * leaves the later ones unset and the cleanup frees them. */
+  void *x = NULL, *y = NULL, *z = NULL, *t = NULL, *stream = NULL, *graph = NULL, *exec = NULL;
   CHECK(ckjit_malloc(&x, bytes) == 0 && ckjit_malloc(&y, bytes) == 0 &&
             ckjit_malloc(&z, bytes) == 0 && ckjit_malloc(&t, bytes) == 0, "malloc");
   CHECK(stream_create(&stream, 0) == 0, "cuStreamCreate");

@@ -6,6 +6,16 @@
  * prints unless asked to (CKJIT_LOG).  Device pointers and streams are opaque
  * `void *`: a CUdeviceptr/CUstream on NVIDIA, a hip pointer/hipStream_t on
  * AMD; a NULL stream is the default stream.  Ops need no set-up call.
+ *
+ * Devices: a process's ckjit serves one GPU, CKJIT_DEVICE /
+ * ckjit_options.device (default 0).  A call never changes the calling
+ * thread's current CUDA context (HIP: current device); it pushes its own for
+ * the call and pops it.  A stream of another device or another context, and
+ * the default stream while another device's context is current, give
+ * CKJIT_ERROR_INVALID_ARGUMENT naming both devices, before anything runs; so
+ * does an operand in another device's memory when the process sees more than
+ * one GPU (CKJIT_CHECK_POINTERS: one driver query per operand per call). The
+ * NULL stream with no context current is ckjit's device's default stream.
  */
 #ifndef CKJIT_CKJIT_H
 #define CKJIT_CKJIT_H
@@ -138,7 +148,8 @@ CKJIT_API ckjit_status ckjit_free(void *ptr); /* NULL is a no-op */
 CKJIT_API ckjit_status ckjit_memcpy(void *dst, const void *src, size_t bytes,
                                     ckjit_copy_kind kind);
 CKJIT_API ckjit_status ckjit_memset(void *ptr, int value, size_t bytes);
-/* Waits for `stream`; NULL waits for the whole device. */
+/* Waits for `stream`; NULL waits for ckjit's whole device.  Memory helpers
+ * work on ckjit's device whatever context is current. */
 CKJIT_API ckjit_status ckjit_synchronize(void *stream);
 
 /* ---- statistics ---------------------------------------------------------- */
@@ -172,12 +183,16 @@ CKJIT_API ckjit_status ckjit_default_spec(size_t index, char *buf, size_t len);
 
 typedef struct ckjit_compile_result {
   int cached;           /* 1 when nothing was compiled for this call: the entry
-                           was in a disk cache, or another thread of this
-                           process was compiling it at the same time */
+                           was in a disk cache, this process had compiled it
+                           before, or another thread of this process was
+                           compiling it at the same time */
   double ms;            /* wall time of this request */
   size_t code_size;     /* bytes of the code object */
   char key[33];         /* cache key, 32 hex digits */
   char kernel[64];      /* kernel function name */
+  int stored;           /* 1 when the entry is in the disk cache: written by
+                           this call, or already there (the writable directory
+                           or a read-only layer); 0 with the disk cache off */
 } ckjit_compile_result;
 
 /* CKJIT_SUCCESS when `spec` has a kernel for `arch` ("sm_90", "gfx90a",
@@ -192,7 +207,17 @@ CKJIT_API ckjit_status ckjit_spec_has_kernel(const char *spec, const char *arch)
 
 /* Compiles `spec` for `arch` ("sm_90", "gfx90a", ...; NULL: the configured
  * arch) into the disk cache without a GPU.  Thread-safe; threads asking for
- * the same (spec, arch) at once share one compile.  `result` may be NULL. */
+ * the same (spec, arch) at once share one compile.  `result` may be NULL.
+ *
+ * A kernel is compiled at most once per process: the code object is kept in
+ * memory (bounded like the disk cache, least recently used out) whether or
+ * not it reached the disk, and a later call that misses the disk writes it
+ * there again instead of compiling.  CKJIT_ERROR_CACHE when the disk cache
+ * is on but the entry is not in it (full or read-only disk, an unusable
+ * directory, something else at the entry's path): the message says why, and
+ * `result` is filled as on success (stored = 0).  With the disk cache off
+ * (CKJIT_CACHE_DISABLE=1, ckjit_options.disk_cache = 0) it succeeds with
+ * stored = 0. */
 CKJIT_API ckjit_status ckjit_compile_spec(const char *spec, const char *arch,
                                           ckjit_compile_result *result);
 
@@ -316,9 +341,13 @@ typedef struct ckjit_softmax_params {
 CKJIT_API void ckjit_softmax_params_init(ckjit_softmax_params *p);
 
 /* y[r] = softmax(scale * x[r]) (or log-softmax) over the last dimension,
- * with max subtraction; f32 math.  `params` NULL: the defaults.  y may be x
- * (in place, same ld).  As in PyTorch, a row holding NaN or +inf, or only
- * -inf, among its valid columns comes out NaN. */
+ * with max subtraction; f32 math on z = scale * x rounded to f32 (as
+ * torch.softmax(x * scale) on f32).  A row with one valid column gives
+ * exactly 1 (log-softmax 0); n equal valid values give 1/n rounded to f32
+ * (log-softmax -log(n) within one f32 ulp), then rounded to the dtype.
+ * `params` NULL: the defaults.  y may be x (in place, same ld).  As in
+ * PyTorch, a row holding NaN or +inf, or only -inf, among its valid columns
+ * comes out NaN. */
 CKJIT_API ckjit_status ckjit_softmax(ckjit_dtype dtype, int64_t rows, int64_t cols,
                                      const void *x, int64_t ld_x, void *y, int64_t ld_y,
                                      const ckjit_softmax_params *params, void *stream);
