@@ -210,6 +210,10 @@ if ((BUILT == 0)); then
   # cores (the tests compile in one process), from the default set and the
   # specs earlier runs recorded (bench/gpu-test-specs.txt, refreshed from
   # this run's CKJIT_RECORD file in $OUT).
+  # The GPU tests use a private cache unless CKJIT_CACHE_DIR names one: point
+  # them and the prewarm at the same directory (kept in the build dir).
+  saved_cache_dir=${CKJIT_CACHE_DIR-}
+  export CKJIT_CACHE_DIR=${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}
   manifest=()
   [ -f bench/gpu-test-specs.txt ] && manifest=(--manifest bench/gpu-test-specs.txt)
   step prewarm 150 260 "$LOGS/prewarm.log" "$LOGS/prewarm.log" -- \
@@ -220,6 +224,7 @@ if ((BUILT == 0)); then
   export CKJIT_RECORD=$LOGS/gpu-test-specs.txt
   step test 300 200 "$LOGS/test.log" "$LOGS/test.log" -- meson test -C "$BUILD" --print-errorlogs "${test_args[@]}"
   unset CKJIT_RECORD
+  if [ -n "$saved_cache_dir" ]; then CKJIT_CACHE_DIR=$saved_cache_dir; else unset CKJIT_CACHE_DIR; fi
   sort -u "$LOGS/gpu-test-specs.txt" > "$OUT/gpu-test-specs.txt" 2> /dev/null
   cp "$BUILD/meson-logs/testlog.txt" "$LOGS/testlog.txt" 2> /dev/null
   cp "$BUILD/meson-logs/testlog.json" "$LOGS/testlog.json" 2> /dev/null
