@@ -64,10 +64,8 @@ typedef struct ckjit_device {
   /* Makes the device current on the calling thread for one ckjit call and
    * records in `scope` what `leave` must restore: ckjit never leaves the
    * caller's current context (CUDA) or device (HIP) changed.  With `stream`
-   * (its address; NULL when the call involves no stream), first checks that
-   * the stream belongs to this device: CKJIT_ERROR_INVALID_ARGUMENT, naming
-   * both devices, when it does not.  The default stream (NULL) is the
-   * current context's, or this device's when none is current. */
+   * (its address; NULL when the call involves no stream) and check_device
+   * set, first runs check_stream. */
   ckjit_status (*enter)(const struct ckjit_device *d, void *const *stream,
                         struct ckjit_device_scope *scope);
   void (*leave)(const struct ckjit_device *d, const struct ckjit_device_scope *scope);
@@ -77,7 +75,13 @@ typedef struct ckjit_device {
    * no query for it. */
   ckjit_status (*check_pointer)(const struct ckjit_device *d, const char *api, const char *name,
                                 const void *ptr);
+  /* CKJIT_ERROR_INVALID_ARGUMENT, naming both devices, when `stream` does
+   * not belong to this device's context.  The default stream (NULL) is the
+   * current context's, or this device's when none is current. */
+  ckjit_status (*check_stream)(const struct ckjit_device *d, void *stream);
   int device_count;       /* devices of this vendor the process sees */
+  int check_device;       /* streams and operands are checked on every call
+                             (CKJIT_DEVICE_CHECKS; set by the runtime) */
   ckjit_status (*module_load)(const struct ckjit_device *d, const void *code, size_t size,
                               void **module);
   void (*module_unload)(const struct ckjit_device *d, void *module);

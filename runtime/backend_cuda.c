@@ -282,29 +282,42 @@ static ckjit_status foreign_stream(const ckjit_device *d, const void *stream, CU
                      ours, d->ordinal);
 }
 
+/* The stream's owner against ckjit's context, `current` being the caller's
+ * current context (NULL, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2)
+ * name its default stream; with no context current, ckjit's). */
+static ckjit_status stream_owner_check(const ckjit_device *d, void *stream, CUcontext current) {
+  CUcontext owner = NULL;
+  if ((uintptr_t)stream <= 2) {
+    owner = current ? current : cuda_context;
+  } else {
+    CUresult r = cu.stream_get_ctx(stream, &owner);
+    if (r == 400 /* CUDA_ERROR_INVALID_HANDLE */)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "stream %p is not a CUDA stream", stream);
+    if (r) return cuda_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "cuStreamGetCtx");
+  }
+  return owner == cuda_context ? CKJIT_SUCCESS : foreign_stream(d, stream, owner);
+}
+
+static ckjit_status cuda_check_stream(const ckjit_device *d, void *stream) {
+  CUcontext current = NULL;
+  CUresult r = cu.ctx_get_current(&current);
+  return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxGetCurrent") : stream_owner_check(d, stream, current);
+}
+
 /* Push and pop rather than cuCtxSetCurrent: the caller (PyTorch, a CUDA
  * runtime program, another library) owns its thread's current context, and
  * switching it under them sends their next calls to the wrong GPU.  When the
  * caller's context is ckjit's already (the usual case: both use the
- * device's primary context) this costs one cuCtxGetCurrent. */
+ * device's primary context) this costs one cuCtxGetCurrent; the stream's
+ * owner is asked (cuStreamGetCtx) only where d->check_device says so. */
 static ckjit_status cuda_enter(const ckjit_device *d, void *const *stream, ckjit_device_scope *scope) {
   scope->pushed = 0;
   scope->previous = -1;
-  CUcontext current = NULL, owner = NULL;
+  CUcontext current = NULL;
   CUresult r = cu.ctx_get_current(&current);
   if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxGetCurrent");
-  if (stream) {
-    /* NULL, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) name the
-     * current context's default stream; with no context current, ckjit's. */
-    uintptr_t handle = (uintptr_t)*stream;
-    if (handle <= 2) owner = current ? current : cuda_context;
-    else if ((r = cu.stream_get_ctx(*stream, &owner)))
-      return r == 400 /* CUDA_ERROR_INVALID_HANDLE */
-                 ? ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "stream %p is not a CUDA stream",
-                               *stream)
-                 : cuda_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "cuStreamGetCtx");
-    if (owner != cuda_context) return foreign_stream(d, *stream, owner);
-  }
+  ckjit_status st;
+  if (stream && d->check_device && (st = stream_owner_check(d, *stream, current))) return st;
   if (current == cuda_context) return CKJIT_SUCCESS;
   if ((r = cu.ctx_push(cuda_context))) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxPushCurrent");
   scope->pushed = 1;
@@ -578,6 +591,7 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   out->enter = cuda_enter;
   out->leave = cuda_leave;
   out->check_pointer = cuda_check_pointer;
+  out->check_stream = cuda_check_stream;
   out->device_count = count;
   out->module_load = cuda_module_load;
   out->module_unload = cuda_module_unload;

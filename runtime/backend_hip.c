@@ -218,6 +218,14 @@ static ckjit_status foreign_device(const ckjit_device *d, const char *what, cons
                      what, p, other, d->ordinal, d->name);
 }
 
+static ckjit_status hip_check_stream(const ckjit_device *d, void *stream) {
+  int owner = -1;
+  if ((uintptr_t)stream <= 2 || !hip.stream_get_device) return CKJIT_SUCCESS;
+  hip_error r = hip.stream_get_device(stream, &owner);
+  if (r) return hip_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "hipStreamGetDevice");
+  return owner == d->ordinal ? CKJIT_SUCCESS : foreign_device(d, "stream", stream, owner);
+}
+
 /* The HIP twin of cuda_enter: the caller's current device is switched for
  * the call only and switched back in hip_leave. */
 static ckjit_status hip_enter(const ckjit_device *d, void *const *stream, ckjit_device_scope *scope) {
@@ -226,12 +234,8 @@ static ckjit_status hip_enter(const ckjit_device *d, void *const *stream, ckjit_
   int current = -1;
   hip_error r = hip.get_device(&current);
   if (r) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipGetDevice");
-  if (stream && (uintptr_t)*stream > 2 && hip.stream_get_device) {
-    int owner = -1;
-    if ((r = hip.stream_get_device(*stream, &owner)))
-      return hip_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "hipStreamGetDevice");
-    if (owner != d->ordinal) return foreign_device(d, "stream", *stream, owner);
-  }
+  ckjit_status st;
+  if (stream && d->check_device && (st = hip_check_stream(d, *stream))) return st;
   if (current == d->ordinal) return CKJIT_SUCCESS;
   if ((r = hip.set_device(d->ordinal))) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipSetDevice");
   scope->previous = current;
@@ -408,6 +412,7 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   out->enter = hip_enter;
   out->leave = hip_leave;
   out->check_pointer = hip.pointer_get_attribute ? hip_check_pointer : NULL;
+  out->check_stream = hip_check_stream;
   out->device_count = count;
   out->module_load = hip_module_load;
   out->module_unload = hip_module_unload;

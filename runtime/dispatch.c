@@ -103,6 +103,12 @@ ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k, cons
   if (st) return st;
   st = rt->device.launch(k->function, grid, block, shared_bytes, stream, args);
   rt->device.leave(&rt->device, &scope);
+  /* Unchecked (one GPU), a stream of another context fails in the driver
+   * with "invalid handle": say whose stream it is instead. */
+  if (st == CKJIT_ERROR_LAUNCH && !rt->device.check_device) {
+    ckjit_status why = rt->device.check_stream(&rt->device, stream);
+    if (why) st = why;
+  }
   return st;
 }
 

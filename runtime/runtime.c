@@ -130,15 +130,19 @@ static ckjit_status initialize(const ckjit_options *opts) {
   }
   if ((env = getenv("CKJIT_DUMP_DIR")) && *env)
     ckjit__copy_str(rt->dump_dir, sizeof rt->dump_dir, env);
-  /* Operands on another GPU than ckjit's: one driver query per pointer per
-   * call, so by default only where another GPU exists for them to be on. */
-  int check = rt->has_device && rt->device.check_pointer && rt->device.device_count > 1;
-  if ((env = getenv("CKJIT_CHECK_POINTERS")) && *env && strcmp(env, "auto")) {
+  /* Streams and operands of another GPU than ckjit's: a cuStreamGetCtx per
+   * launch and a driver query per operand, so by default only where another
+   * GPU exists for them to be on.  With one GPU a stream of another context
+   * still fails in the driver, and the launch failure is explained then
+   * (ckjit__kernel_launch). */
+  int check = rt->has_device && rt->device.device_count > 1;
+  if ((env = getenv("CKJIT_DEVICE_CHECKS")) && *env && strcmp(env, "auto")) {
     if (!strcmp(env, "0")) check = 0;
-    else if (!strcmp(env, "1")) check = rt->has_device && rt->device.check_pointer;
-    else CKJIT_WARN("CKJIT_CHECK_POINTERS=%s: expected 0, 1 or auto; using auto", env);
+    else if (!strcmp(env, "1")) check = rt->has_device;
+    else CKJIT_WARN("CKJIT_DEVICE_CHECKS=%s: expected 0, 1 or auto; using auto", env);
   }
-  rt->check_pointers = check;
+  rt->device.check_device = check;
+  rt->check_pointers = check && rt->device.check_pointer;
   return CKJIT_SUCCESS;
 }
 

@@ -13,8 +13,9 @@
  * the call and pops it.  A stream of another device or another context, and
  * the default stream while another device's context is current, give
  * CKJIT_ERROR_INVALID_ARGUMENT naming both devices, before anything runs; so
- * does an operand in another device's memory when the process sees more than
- * one GPU (CKJIT_CHECK_POINTERS: one driver query per operand per call). The
+ * does an operand in another device's memory.  These checks run when the
+ * process sees more than one GPU (CKJIT_DEVICE_CHECKS); with one, a stream
+ * of another context is refused by the driver's launch and then named. The
  * NULL stream with no context current is ckjit's device's default stream.
  */
 #ifndef CKJIT_CKJIT_H
