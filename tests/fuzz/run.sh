@@ -72,8 +72,8 @@ for t in "${targets[@]}"; do
         continue
       fi
       build manifest tools/manifest.c ;;
-    spec) build spec "$out/lib/libckjit.a" ;;
-    size) build size "$out/lib/libckjit.a" ;;
+    spec) build spec "$out/lib/libckjit.a" -lelf ;;
+    size) build size "$out/lib/libckjit.a" -lelf ;;
     *) echo "fuzz: unknown target '$t' (entry, payload, manifest, spec, size)" >&2; exit 2 ;;
   esac
   corpus="$out/corpus/$t"
