@@ -16,7 +16,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ckjit-bench-verify-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 cc -O2 -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root" "$root/bench/gen_cache_entries.c" \
-  "$root/cache/entry.c" "$root/cache/key.c" -lxxhash -o "$work/gen"
+  "$root/cache/entry.c" "$root/cache/key.c" "$root/cache/payload_check.c" -lxxhash -lelf -pthread \
+  -o "$work/gen"
 "$work/gen" "$work/cache" "$n" 42 >&2
 
 times=()

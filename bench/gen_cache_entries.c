@@ -1,5 +1,7 @@
-/* Fills a cache directory with N valid entries (random keys, random
- * payloads of 8-20 KB, the realistic size of a compiled kernel), laid out as
+/* Fills a cache directory with N valid entries (random keys, payloads of
+ * 8-20 KB, the realistic size of a compiled kernel: a minimal ELF object
+ * for the entry's arch defining its kernel, which the cache's payload check
+ * accepts, padded with random bytes), laid out as
  * the library lays them out: DIR/xx/<32 hex key>.ckjit, encoded with the
  * library's own encoder.  Used by bench/bench_verify.sh.
  *
@@ -14,6 +16,7 @@
 
 #include "cache/entry.h"
 #include "cache/key.h"
+#include "tests/elf_payload.h"
 
 static uint64_t rng(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -46,11 +49,7 @@ int main(int argc, char **argv) {
     snprintf(m.arch, sizeof m.arch, "%s", i % 2 ? "sm_90" : "gfx90a");
     snprintf(m.kernel, sizeof m.kernel, "%s", i % 3 ? "ckjit_elementwise" : "ckjit_transpose");
     size_t size = 8 * 1024 + (size_t)(rng(&s) % (12 * 1024 + 1));
-    for (size_t k = 0; k < size; k += 8) {
-      uint64_t v = rng(&s);
-      memcpy(payload + k, &v, size - k < 8 ? size - k : 8);
-    }
-    memcpy(payload, "\177ELF", 4);
+    size = ep_build(payload, size, m.arch, m.kernel, rng(&s));
     uint8_t *buf;
     size_t buf_size;
     if (ckjit__entry_encode(&m, payload, size, &buf, &buf_size)) return 1;
