@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runtime/error.h"
-#include "../runtime/log.h"
-#include "../runtime/stats.h"
+#include "../runtime/base/error.h"
+#include "../runtime/base/log.h"
+#include "../runtime/base/stats.h"
 #include "entry_accept.h"
 #include "eviction.h"
 #include "layout.h"

@@ -11,9 +11,9 @@
 
 #include "arch.h"
 #include "backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "library_path.h"
-#include "log.h"
+#include "base/log.h"
 
 /* ---- NVRTC --------------------------------------------------------------- */
 typedef struct nvrtc_program *nvrtc_program;

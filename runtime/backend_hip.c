@@ -3,7 +3,7 @@
  * hipModuleLaunchKernel).  Opened with dlopen; the few types used are
  * declared here.  hipDeviceProp_t changed layout between ROCm releases, so
  * it is never read by field offset (see hip_arch_name). */
-#include "buffer.h"
+#include "base/buffer.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,9 +15,9 @@
 #include "../cache/comgr_policy.h"
 #include "arch.h"
 #include "backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "library_path.h"
-#include "log.h"
+#include "base/log.h"
 
 typedef int hip_error;
 typedef struct hiprtc_program *hiprtc_program;

@@ -1,5 +1,5 @@
 /* spec -> specialized source -> key -> disk cache or compiler -> code object. */
-#include "buffer.h"
+#include "base/buffer.h"
 #include "build.h"
 
 #include <errno.h>
@@ -13,9 +13,10 @@
 #include "backend.h"
 #include "code_cache.h"
 #include "embedded.h"
-#include "error.h"
-#include "log.h"
-#include "stats.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/clock.h"
+#include "base/stats.h"
 
 #define MAX_OPTIONS 8
 

@@ -2,7 +2,7 @@
 #ifndef CKJIT_RUNTIME_BUILD_H
 #define CKJIT_RUNTIME_BUILD_H
 
-#include "buffer.h"
+#include "base/buffer.h"
 #include "runtime.h"
 #include "spec.h"
 #include "../cache/key.h"

@@ -7,10 +7,11 @@
 #include <string.h>
 
 #include "build.h"
-#include "error.h"
-#include "log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "record.h"
-#include "stats.h"
+#include "base/clock.h"
+#include "base/stats.h"
 
 static ckjit_status build_kernel(ckjit_runtime *rt, ckjit_kernel *k) {
   if (!ckjit__arch_compatible(rt->arch, rt->device.arch))

@@ -2,7 +2,7 @@
 #ifndef CKJIT_RUNTIME_DISPATCH_H
 #define CKJIT_RUNTIME_DISPATCH_H
 
-#include "../cache/memory_cache.h"
+#include "kernel_table.h"
 #include "runtime.h"
 
 /* Returns the loaded kernel of `spec`, building it on first use (single

@@ -1,6 +1,6 @@
 /* Lazy, thread-safe initialization from options and environment, device
  * discovery, ckjit_init / ckjit_shutdown and ckjit_get_device_info. */
-#include "buffer.h"
+#include "base/buffer.h"
 #include "runtime.h"
 
 #include <pthread.h>
@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cache/memory_cache.h"
+#include "kernel_table.h"
 #include "../cache/settings.h"
 #include "build.h"
-#include "error.h"
-#include "log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 static ckjit_runtime runtime;
 static _Atomic int initialized; /* acquire-read on the hot path */

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cache/memory_cache.h"
+#include "runtime/kernel_table.h"
 #include "runtime/spec.h"
 
 static ckjit_spec make_spec(uint32_t family, int32_t a, int32_t b) {

@@ -4,13 +4,13 @@
  * atomic pointers; entries are only ever prepended (under a mutex) and are
  * freed at shutdown.  A new entry starts PENDING and is built by the thread
  * that inserted it (single flight); other threads wait on the entry. */
-#ifndef CKJIT_CACHE_MEMORY_CACHE_H
-#define CKJIT_CACHE_MEMORY_CACHE_H
+#ifndef CKJIT_RUNTIME_KERNEL_TABLE_H
+#define CKJIT_RUNTIME_KERNEL_TABLE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include "../runtime/spec.h"
+#include "spec.h"
 
 enum { CKJIT_ENTRY_PENDING = 0, CKJIT_ENTRY_READY = 1, CKJIT_ENTRY_FAILED = 2 };
 

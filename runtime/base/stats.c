@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 
 #include "ckjit/ckjit.h"
 
@@ -26,12 +25,6 @@ void ckjit__stat_add_load_ms(double ms) {
   pthread_mutex_lock(&ms_lock);
   load_ms += ms;
   pthread_mutex_unlock(&ms_lock);
-}
-
-double ckjit__now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 void ckjit_get_stats(ckjit_stats *s) {

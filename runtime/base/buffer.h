@@ -1,6 +1,6 @@
 /* A growable byte buffer (source text, code objects, logs). */
-#ifndef CKJIT_RUNTIME_BUFFER_H
-#define CKJIT_RUNTIME_BUFFER_H
+#ifndef CKJIT_RUNTIME_BASE_BUFFER_H
+#define CKJIT_RUNTIME_BASE_BUFFER_H
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
 /* Process-wide counters behind ckjit_get_stats(). */
-#ifndef CKJIT_RUNTIME_STATS_H
-#define CKJIT_RUNTIME_STATS_H
+#ifndef CKJIT_RUNTIME_BASE_STATS_H
+#define CKJIT_RUNTIME_BASE_STATS_H
 
 #include <stdint.h>
 
@@ -14,8 +14,5 @@ typedef enum ckjit_counter {
 void ckjit__stat_add(ckjit_counter c, uint64_t n);
 void ckjit__stat_add_compile_ms(double ms);
 void ckjit__stat_add_load_ms(double ms);
-
-/* Monotonic wall clock in milliseconds. */
-double ckjit__now_ms(void);
 
 #endif

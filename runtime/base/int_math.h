@@ -1,6 +1,6 @@
 /* Small integer helpers shared by the op front-ends' tile policies. */
-#ifndef CKJIT_RUNTIME_INT_MATH_H
-#define CKJIT_RUNTIME_INT_MATH_H
+#ifndef CKJIT_RUNTIME_BASE_INT_MATH_H
+#define CKJIT_RUNTIME_BASE_INT_MATH_H
 
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
 /* Error reporting: every failure sets a thread-local status + message. */
-#ifndef CKJIT_RUNTIME_ERROR_H
-#define CKJIT_RUNTIME_ERROR_H
+#ifndef CKJIT_RUNTIME_BASE_ERROR_H
+#define CKJIT_RUNTIME_BASE_ERROR_H
 
 #include "ckjit/ckjit.h"
 

@@ -1,4 +1,4 @@
-#include "memory_cache.h"
+#include "kernel_table.h"
 
 #include <stdlib.h>
 #include <string.h>

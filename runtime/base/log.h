@@ -1,6 +1,6 @@
 /* Logging to stderr, controlled by CKJIT_LOG (default: warnings only). */
-#ifndef CKJIT_RUNTIME_LOG_H
-#define CKJIT_RUNTIME_LOG_H
+#ifndef CKJIT_RUNTIME_BASE_LOG_H
+#define CKJIT_RUNTIME_BASE_LOG_H
 
 #include "error.h"
 
