@@ -308,16 +308,21 @@ static ckjit_status cuda_check_stream(const ckjit_device *d, void *stream) {
  * runtime program, another library) owns its thread's current context, and
  * switching it under them sends their next calls to the wrong GPU.  When the
  * caller's context is ckjit's already (the usual case: both use the
- * device's primary context) this costs one cuCtxGetCurrent; the stream's
- * owner is asked (cuStreamGetCtx) only where d->check_device says so. */
+ * device's primary context) this costs one cuCtxGetCurrent; another
+ * stream's owner is asked (cuStreamGetCtx) only where d->check_device says
+ * so. */
 static ckjit_status cuda_enter(const ckjit_device *d, void *const *stream, ckjit_device_scope *scope) {
   scope->pushed = 0;
   scope->previous = -1;
   CUcontext current = NULL;
   CUresult r = cu.ctx_get_current(&current);
   if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxGetCurrent");
+  /* The default stream's owner is known without asking the driver: always
+   * checked (after a push it would silently mean ckjit's own). */
   ckjit_status st;
-  if (stream && d->check_device && (st = stream_owner_check(d, *stream, current))) return st;
+  if (stream && ((uintptr_t)*stream <= 2 || d->check_device) &&
+      (st = stream_owner_check(d, *stream, current)))
+    return st;
   if (current == cuda_context) return CKJIT_SUCCESS;
   if ((r = cu.ctx_push(cuda_context))) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxPushCurrent");
   scope->pushed = 1;

@@ -234,6 +234,9 @@ static ckjit_status hip_enter(const ckjit_device *d, void *const *stream, ckjit_
   int current = -1;
   hip_error r = hip.get_device(&current);
   if (r) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipGetDevice");
+  /* The default stream is the current device's: known without a query. */
+  if (stream && (uintptr_t)*stream <= 2 && current != d->ordinal)
+    return foreign_device(d, "the default stream", *stream, current);
   ckjit_status st;
   if (stream && d->check_device && (st = hip_check_stream(d, *stream))) return st;
   if (current == d->ordinal) return CKJIT_SUCCESS;
