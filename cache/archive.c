@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../runtime/base/error.h"
+#include "../base/error.h"
 #include "entry_accept.h"
 #include "scan.h"
 

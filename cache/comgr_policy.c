@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "../runtime/base/log.h"
+#include "../base/log.h"
 
 static void apply(void) {
   const char *v = getenv("AMD_COMGR_CACHE");

@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runtime/base/error.h"
-#include "../runtime/base/log.h"
-#include "../runtime/base/stats.h"
+#include "../base/error.h"
+#include "../base/log.h"
+#include "../base/stats.h"
 #include "entry_accept.h"
 #include "eviction.h"
 #include "layout.h"

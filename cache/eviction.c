@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../runtime/base/log.h"
+#include "../base/log.h"
 #include "layout.h"
 #include "scan.h"
 

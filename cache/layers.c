@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../runtime/base/log.h"
+#include "../base/log.h"
 
 int ckjit__layer_check(const char *dir, char *why, size_t len) {
   struct stat st;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/base/log.h"
+#include "../base/log.h"
 #include "layers.h"
 
 /* Everything here is integer arithmetic: a size is a count of bytes, and a

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/error.h"
+#include "../base/error.h"
 
 /* AMD processors, the first HIP version (major*100+minor) whose hipRTC
  * compiles for them, and the target features they have (LLVM's AMDGPU

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include "ckjit/ckjit.h"
-#include "base/buffer.h"
+#include "../base/buffer.h"
 
 typedef struct ckjit_compile_input {
   const char *arch; /* validated against the compiler's identity already */

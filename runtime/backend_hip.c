@@ -3,7 +3,7 @@
  * hipModuleLaunchKernel).  Opened with dlopen; the few types used are
  * declared here.  hipDeviceProp_t changed layout between ROCm releases, so
  * it is never read by field offset (see hip_arch_name). */
-#include "base/buffer.h"
+#include "../base/buffer.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,9 +15,9 @@
 #include "../cache/comgr_policy.h"
 #include "arch.h"
 #include "backend.h"
-#include "base/error.h"
+#include "../base/error.h"
 #include "library_path.h"
-#include "base/log.h"
+#include "../base/log.h"
 
 typedef int hip_error;
 typedef struct hiprtc_program *hiprtc_program;
@@ -67,12 +67,8 @@ static char hip_library_path[64];
 static void *open_hip(void) {
   static const char *const names[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5",
                                       "libamdhip64.so.7", NULL};
-  if (hip_library) return hip_library;
-  for (const char *const *n = names; *n; n++)
-    if ((hip_library = dlopen(*n, RTLD_NOW | RTLD_LOCAL))) {
-      ckjit__copy_str(hip_library_path, sizeof hip_library_path, *n);
-      break;
-    }
+  if (!hip_library)
+    hip_library = ckjit__library_open_first(names, hip_library_path, sizeof hip_library_path);
   return hip_library;
 }
 

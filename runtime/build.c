@@ -1,5 +1,5 @@
 /* spec -> specialized source -> key -> disk cache or compiler -> code object. */
-#include "base/buffer.h"
+#include "../base/buffer.h"
 #include "build.h"
 
 #include <errno.h>
@@ -13,10 +13,10 @@
 #include "backend.h"
 #include "code_cache.h"
 #include "embedded.h"
-#include "base/error.h"
-#include "base/log.h"
-#include "base/clock.h"
-#include "base/stats.h"
+#include "../base/error.h"
+#include "../base/log.h"
+#include "../base/clock.h"
+#include "../base/stats.h"
 
 #define MAX_OPTIONS 8
 
@@ -80,8 +80,6 @@ static void append_offending_lines(const char *log, const char *source_name, con
     }
   }
 }
-
-void ckjit__build_forget(void) { ckjit__code_cache_clear(); }
 
 /* Writes the entry of a code object this process holds into the writable
  * disk cache; sets out->stored, or out->store_error when the disk cache is

@@ -2,7 +2,7 @@
 #ifndef CKJIT_RUNTIME_BUILD_H
 #define CKJIT_RUNTIME_BUILD_H
 
-#include "base/buffer.h"
+#include "../base/buffer.h"
 #include "runtime.h"
 #include "spec.h"
 #include "../cache/key.h"
@@ -23,8 +23,5 @@ typedef struct ckjit_build_result {
  * on disk; a failed store is not the build's failure (see `stored`). */
 ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
                           ckjit_build_result *out);
-
-/* Forgets this process's code objects and store failures (ckjit_shutdown). */
-void ckjit__build_forget(void);
 
 #endif

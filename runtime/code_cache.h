@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "../cache/key.h"
-#include "base/buffer.h"
+#include "../base/buffer.h"
 
 typedef enum ckjit_code_claim {
   CKJIT_CODE_HIT,   /* *code holds a copy of the code object (caller frees) */

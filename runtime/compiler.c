@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "base/error.h"
+#include "../base/error.h"
 
 static struct {
   int tried;

@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "build.h"
-#include "base/error.h"
-#include "base/log.h"
+#include "../base/error.h"
+#include "../base/log.h"
 #include "record.h"
-#include "base/clock.h"
-#include "base/stats.h"
+#include "../base/clock.h"
+#include "../base/stats.h"
 
 static ckjit_status build_kernel(ckjit_runtime *rt, ckjit_kernel *k) {
   if (!ckjit__arch_compatible(rt->arch, rt->device.arch))
@@ -135,7 +135,8 @@ ckjit_status ckjit__check_pointers(const char *api, int n, const void *const *pt
                                    const char *const *names) {
   ckjit_runtime *rt;
   /* Without a device the op fails later with the reason, as before. */
-  if (ckjit__runtime_get(&rt) || !rt->check_pointers) return CKJIT_SUCCESS;
+  if (ckjit__runtime_get(&rt) || !rt->device.check_device || !rt->device.check_pointer)
+    return CKJIT_SUCCESS;
   ckjit_status st;
   for (int i = 0; i < n; i++)
     if (ptrs[i] && (st = rt->device.check_pointer(&rt->device, api, names[i], ptrs[i]))) return st;

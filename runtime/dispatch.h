@@ -23,8 +23,8 @@ ckjit_status ckjit__scratch_free(ckjit_runtime *rt, void *ptr, void *stream);
 
 /* Refuses, with CKJIT_ERROR_INVALID_ARGUMENT naming both devices, an operand
  * that is memory of another GPU than ckjit's (ptrs[i] may be NULL: an unused
- * operand).  One driver query per pointer, made only when rt->check_pointers
- * is on (CKJIT_DEVICE_CHECKS; by default when the process sees more than
+ * operand).  One driver query per pointer, made only when the device's
+ * check_device is on (CKJIT_DEVICE_CHECKS; by default when the process sees more than
  * one GPU: with one, no pointer can belong to another). */
 ckjit_status ckjit__check_pointers(const char *api, int n, const void *const *ptrs,
                                    const char *const *names);

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "arch.h"
-#include "base/error.h"
+#include "../base/error.h"
 #include "gemm.h"
-#include "base/int_math.h"
+#include "../base/int_math.h"
 
 static const char *const order_names[] = {"row", "col", NULL};
 /* The kernels want "is K the contiguous dimension": A row-major, B column-major. */

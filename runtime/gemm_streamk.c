@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "gemm.h"
-#include "base/int_math.h"
+#include "../base/int_math.h"
 
 /* Stream-K over `tiles` tiles of `iters` K steps on up to `sms` blocks:
  * all but the last full wave of tiles stay whole (data-parallel); the

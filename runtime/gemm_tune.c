@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "gemm.h"
-#include "base/log.h"
+#include "../base/log.h"
 
 enum { MAX_CLASSES = 512, CLASS_LEN = 128 };
 

@@ -1,12 +1,13 @@
 #include "library_path.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/buffer.h"
+#include "../base/buffer.h"
 
 static const char *const system_dirs[] = {
     "/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
@@ -67,4 +68,14 @@ void ckjit__library_version(const char *path, int *major, int *minor) {
   char *end;
   *major = (int)strtol(so + 4, &end, 10);
   if (*end == '.') *minor = (int)strtol(end + 1, NULL, 10);
+}
+
+void *ckjit__library_open_first(const char *const *names, char *path, size_t len) {
+  for (; *names; names++) {
+    void *h = dlopen(*names, RTLD_NOW | RTLD_LOCAL);
+    if (!h) continue;
+    if (path) ckjit__copy_str(path, len, *names);
+    return h;
+  }
+  return NULL;
 }

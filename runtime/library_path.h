@@ -24,4 +24,9 @@ void ckjit__library_identity(const char *path, char *out, size_t len);
  * -> 13, 0).  Both 0 when the name carries no version. */
 void ckjit__library_version(const char *path, int *major, int *minor);
 
+/* dlopens the first of `names` (NULL-terminated) that loads, for the life
+ * of the process, and writes its name into `path` (may be NULL).  NULL
+ * when none loads. */
+void *ckjit__library_open_first(const char *const *names, char *path, size_t len);
+
 #endif

@@ -2,7 +2,7 @@
  * Each runs with ckjit's device made current for the call only (see
  * ckjit_device.enter): the caller's current context is left as it was. */
 #include "ckjit/ckjit.h"
-#include "base/error.h"
+#include "../base/error.h"
 #include "runtime.h"
 
 /* The runtime with its device entered; `stream` as for ckjit_device.enter. */

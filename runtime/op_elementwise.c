@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "dispatch.h"
-#include "base/error.h"
-#include "base/int_math.h"
+#include "../base/error.h"
+#include "../base/int_math.h"
 #include "spec.h"
 
 enum { P_DTYPE, P_OP, P_EPILOGUE, P_VEC, P_THREADS, P_UNROLL, P_COUNT };

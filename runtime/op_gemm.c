@@ -8,9 +8,9 @@
 #include <time.h>
 
 #include "dispatch.h"
-#include "base/error.h"
+#include "../base/error.h"
 #include "gemm.h"
-#include "base/int_math.h"
+#include "../base/int_math.h"
 #include "op_elementwise.h"
 
 /* The kernels' gemm_problem and gemm_groups (kernel_src/gemm_common.h),

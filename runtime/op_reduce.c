@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "dispatch.h"
-#include "base/error.h"
-#include "base/int_math.h"
+#include "../base/error.h"
+#include "../base/int_math.h"
 #include "op_elementwise.h"
 #include "runtime.h"
 #include "spec.h"

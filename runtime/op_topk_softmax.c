@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "dispatch.h"
-#include "base/error.h"
-#include "base/int_math.h"
+#include "../base/error.h"
+#include "../base/int_math.h"
 #include "op_elementwise.h"
 #include "spec.h"
 

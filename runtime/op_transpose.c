@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "dispatch.h"
-#include "base/error.h"
+#include "../base/error.h"
 #include "op_elementwise.h"
 #include "spec.h"
 

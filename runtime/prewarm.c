@@ -1,5 +1,5 @@
 /* Ahead-of-time compilation and access to kernels by spec text. */
-#include "base/buffer.h"
+#include "../base/buffer.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,10 +8,10 @@
 #include "arch.h"
 #include "build.h"
 #include "dispatch.h"
-#include "base/error.h"
+#include "../base/error.h"
 #include "spec.h"
-#include "base/clock.h"
-#include "base/stats.h"
+#include "../base/clock.h"
+#include "../base/stats.h"
 
 /* The i-th default spec across all families, in family order. */
 static int default_spec_at(size_t index, ckjit_spec *out) {

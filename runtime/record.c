@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "arch.h"
-#include "base/buffer.h"
-#include "base/log.h"
+#include "../base/buffer.h"
+#include "../base/log.h"
 
 #ifndef PIPE_BUF
 #define PIPE_BUF 4096

@@ -1,6 +1,6 @@
 /* Lazy, thread-safe initialization from options and environment, device
  * discovery, ckjit_init / ckjit_shutdown and ckjit_get_device_info. */
-#include "base/buffer.h"
+#include "../base/buffer.h"
 #include "runtime.h"
 
 #include <pthread.h>
@@ -11,9 +11,9 @@
 
 #include "kernel_table.h"
 #include "../cache/settings.h"
-#include "build.h"
-#include "base/error.h"
-#include "base/log.h"
+#include "code_cache.h"
+#include "../base/error.h"
+#include "../base/log.h"
 
 static ckjit_runtime runtime;
 static _Atomic int initialized; /* acquire-read on the hot path */
@@ -142,7 +142,6 @@ static ckjit_status initialize(const ckjit_options *opts) {
     else CKJIT_WARN("CKJIT_DEVICE_CHECKS=%s: expected 0, 1 or auto; using auto", env);
   }
   rt->device.check_device = check;
-  rt->check_pointers = check && rt->device.check_pointer;
   return CKJIT_SUCCESS;
 }
 
@@ -203,7 +202,7 @@ void ckjit_shutdown(void) {
   pthread_mutex_lock(&init_lock);
   if (atomic_load(&initialized)) {
     ckjit__memcache_clear(runtime.has_device ? unload_kernel : NULL);
-    ckjit__build_forget();
+    ckjit__code_cache_clear();
     if (runtime.has_device) runtime.device.close(&runtime.device);
     atomic_store(&initialized, 0);
     memset(&runtime, 0, sizeof runtime);

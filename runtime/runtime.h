@@ -17,7 +17,6 @@ typedef struct ckjit_runtime {
   int disk_enabled;
   int disk_requested;            /* the disk cache was asked for (not turned off), usable or not */
   char dump_dir[CKJIT_PATH_MAX]; /* CKJIT_DUMP_DIR, "" when off */
-  int check_pointers;            /* operands' devices are checked (CKJIT_DEVICE_CHECKS) */
 } ckjit_runtime;
 
 /* The initialized runtime (lazy, thread-safe).  Never NULL on success. */

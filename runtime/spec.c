@@ -1,5 +1,5 @@
 /* Spec tuple <-> text, validation, and template rendering. */
-#include "base/buffer.h"
+#include "../base/buffer.h"
 #include "spec.h"
 
 #include <ctype.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "embedded.h"
-#include "base/error.h"
+#include "../base/error.h"
 #include "template.h"
 
 static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {

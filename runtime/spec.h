@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "base/buffer.h"
+#include "../base/buffer.h"
 #include "ckjit/ckjit.h"
 
 #define CKJIT_MAX_PARAMS 20

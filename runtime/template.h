@@ -2,7 +2,7 @@
 #ifndef CKJIT_RUNTIME_TEMPLATE_H
 #define CKJIT_RUNTIME_TEMPLATE_H
 
-#include "base/buffer.h"
+#include "../base/buffer.h"
 #include "ckjit/ckjit.h"
 
 typedef struct ckjit_subst {

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The layers include only downwards: runtime/base/ -> cache/ -> runtime/.
+"""The layers include only downwards: base/ -> cache/ -> runtime/.
 
-runtime/base/ (log, error, stats, clock, buffers, integer math) may include
+base/ (log, error, stats, clock, buffers, integer math) may include
 only itself, include/ (the public API) and system headers; cache/ may also
-include runtime/base/.  Each quoted or angled #include of a file in
-runtime/base/ or cache/ is resolved the way the compiler does (the including
+include base/.  Each quoted or angled #include of a file in
+base/ or cache/ is resolved the way the compiler does (the including
 file's folder, then -Iinclude -I.); one that lands anywhere else in the
 project (runtime/, tools/, kernel_src/, tests/, ...) fails the test, printed
 as file:line: text.  A self-check first runs the scan on a made-up tree with
@@ -23,8 +23,8 @@ SEARCH_DIRS = ('include', '.')  # the build's include_directories('include', '.'
 
 # layer folder -> the project folders its files may include (besides system headers)
 LAYERS = {
-    'runtime/base': ('runtime/base', 'include'),
-    'cache': ('cache', 'runtime/base', 'include'),
+    'base': ('base', 'include'),
+    'cache': ('cache', 'base', 'include'),
 }
 
 
@@ -84,9 +84,9 @@ def self_check():
     files = {
         'include/ckjit/ckjit.h': '',
         'runtime/spec.h': '',
-        'runtime/base/log.h': '#include "ckjit/ckjit.h"\n#include <stdio.h>\n',
-        'runtime/base/bad.c': '#include "log.h"\n  #  include "../spec.h"\n',
-        'cache/ok.c': '#include "../runtime/base/log.h"\n#include "runtime/base/log.h"\n'
+        'base/log.h': '#include "ckjit/ckjit.h"\n#include <stdio.h>\n',
+        'base/bad.c': '#include "log.h"\n  #  include "../runtime/spec.h"\n',
+        'cache/ok.c': '#include "../base/log.h"\n#include "base/log.h"\n'
                       '#include <xxhash.h>\n#include "ok.h"\n',
         'cache/ok.h': '',
         'cache/bad.h': '#include "runtime/spec.h"\n',
@@ -98,7 +98,7 @@ def self_check():
                 fh.write(text)
         violations, problems, _ = scan(root)
     got = sorted(v.split(':')[0] + ':' + v.split(':')[1] for v in violations)
-    want = ['cache/bad.h:1', 'runtime/base/bad.c:2']
+    want = ['base/bad.c:2', 'cache/bad.h:1']
     if got != want or problems:
         print('layering: SELF-CHECK FAILED: expected violations %s, got %s %s'
               % (want, violations, problems))

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ckjit/ckjit.h"
-#include "runtime/base/buffer.h"
+#include "base/buffer.h"
 #include "runtime/spec.h"
 #include "test_util.h"
 

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "runtime/base/buffer.h"
+#include "base/buffer.h"
 #include "runtime/template.h"
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))

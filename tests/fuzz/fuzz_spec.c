@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ckjit/ckjit.h"
-#include "runtime/base/buffer.h"
+#include "base/buffer.h"
 #include "runtime/spec.h"
 
 #define CHECK(cond)                                                           \
