@@ -273,7 +273,7 @@ int ckjit__disk_load(ckjit_disk_cache *c, const ckjit_key *key, void **payload, 
                      ckjit_entry_meta *meta) {
   int hit = 0;
   if (c->usable)
-    hit = load_from(c->dir, 0, key, __atomic_load_n(&c->writable, __ATOMIC_RELAXED), payload,
+    hit = load_from(c->dir, 0, key, c->writable, payload,
                     size, meta);
   for (int i = 0; !hit && i < c->n_layers; i++)
     hit = load_from(c->layers[i], 1, key, 0, payload, size, meta);
@@ -379,7 +379,7 @@ static int store_once(const char *root, const char *hex, const uint8_t *buf, siz
 
 ckjit_status ckjit__disk_store(ckjit_disk_cache *c, const ckjit_entry_meta *meta,
                                const void *payload, size_t size) {
-  if (!c->usable || !__atomic_load_n(&c->writable, __ATOMIC_RELAXED))
+  if (!c->usable || !c->writable)
     return ckjit__fail(CKJIT_ERROR_CACHE, "cache: disk cache not writable");
   char hex[33], path[CKJIT_ENTRY_PATH_MAX];
   ckjit__key_hex(&meta->key, hex);

@@ -16,43 +16,40 @@ static int trusted(uid_t uid, uid_t root_owner) {
   return uid == root_owner || uid == 0 || uid == geteuid();
 }
 
-ckjit_refusal ckjit__subdir_check(const struct stat *st, uid_t root_owner, const char **why) {
+/* Type, owner and mode: the part of the rule a subdirectory and an entry
+ * file share (their messages differ only by naming the subdirectory). */
+static ckjit_refusal node_check(const struct stat *st, uid_t root_owner, int is_subdir,
+                                const char **why) {
   if (S_ISLNK(st->st_mode)) {
-    *why = "subdirectory is a symbolic link (never followed)";
+    *why = is_subdir ? "subdirectory is a symbolic link (never followed)"
+                     : "symbolic link (never followed)";
     return CKJIT_REFUSAL_TYPE;
   }
-  if (!S_ISDIR(st->st_mode)) {
-    *why = "subdirectory is not a directory";
+  if (is_subdir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode)) {
+    *why = is_subdir ? "subdirectory is not a directory"
+           : S_ISDIR(st->st_mode) ? "a directory, not a regular file"
+                                  : "not a regular file";
     return CKJIT_REFUSAL_TYPE;
   }
   if (!trusted(st->st_uid, root_owner)) {
-    *why = "subdirectory owned by another user than the cache directory's";
+    *why = is_subdir ? "subdirectory owned by another user than the cache directory's"
+                     : "owned by another user than the cache directory's";
     return CKJIT_REFUSAL_OWNER;
   }
   if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-    *why = "subdirectory writable by group or others";
+    *why = is_subdir ? "subdirectory writable by group or others" : "writable by group or others";
     return CKJIT_REFUSAL_MODE;
   }
   return CKJIT_REFUSAL_NONE;
 }
 
+ckjit_refusal ckjit__subdir_check(const struct stat *st, uid_t root_owner, const char **why) {
+  return node_check(st, root_owner, 1, why);
+}
+
 ckjit_refusal ckjit__entry_file_check(const struct stat *st, uid_t root_owner, const char **why) {
-  if (S_ISLNK(st->st_mode)) {
-    *why = "symbolic link (never followed)";
-    return CKJIT_REFUSAL_TYPE;
-  }
-  if (!S_ISREG(st->st_mode)) {
-    *why = S_ISDIR(st->st_mode) ? "a directory, not a regular file" : "not a regular file";
-    return CKJIT_REFUSAL_TYPE;
-  }
-  if (!trusted(st->st_uid, root_owner)) {
-    *why = "owned by another user than the cache directory's";
-    return CKJIT_REFUSAL_OWNER;
-  }
-  if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-    *why = "writable by group or others";
-    return CKJIT_REFUSAL_MODE;
-  }
+  ckjit_refusal r = node_check(st, root_owner, 0, why);
+  if (r) return r;
   if ((uint64_t)st->st_size > CKJIT_ENTRY_MAX_FILE) {
     *why = "file too large for an entry";
     return CKJIT_REFUSAL_CONTENT;

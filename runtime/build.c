@@ -98,7 +98,6 @@ static void store_entry(ckjit_runtime *rt, const ckjit_spec *spec, const char *a
                "there is no cache directory (see the warning logged when ckjit initialized)");
     return;
   }
-  int writable = __atomic_load_n(&rt->disk.writable, __ATOMIC_RELAXED);
   ckjit_entry_meta meta;
   memset(&meta, 0, sizeof meta);
   meta.key = out->key;
@@ -111,7 +110,7 @@ static void store_entry(ckjit_runtime *rt, const ckjit_spec *spec, const char *a
   ckjit_status st = ckjit__disk_store(&rt->disk, &meta, out->code.data, out->code.size);
   if (st == CKJIT_SUCCESS) {
     out->stored = 1;
-  } else if (!writable) {
+  } else if (!rt->disk.writable) {
     snprintf(out->store_error, sizeof out->store_error,
              "the cache directory %s is read-only (see the warning logged when ckjit "
              "initialized)",

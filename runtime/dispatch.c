@@ -96,6 +96,15 @@ ckjit_status ckjit__kernel_get(const ckjit_spec *spec, ckjit_runtime **rtp, ckji
   return get_slow(rt, spec, hash, out);
 }
 
+/* Unchecked (one GPU), a stream of another context fails in the driver
+ * ("invalid handle" and the like): say whose stream it is instead.  Run
+ * after leaving, so that the default stream means the caller's. */
+static ckjit_status explain_stream_failure(ckjit_runtime *rt, ckjit_status st, void *stream) {
+  if (st == CKJIT_SUCCESS || st == CKJIT_ERROR_OUT_OF_MEMORY || rt->device.check_device) return st;
+  ckjit_status why = rt->device.check_stream(&rt->device, stream);
+  return why ? why : st;
+}
+
 ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k, const unsigned grid[3],
                                   const unsigned block[3], unsigned shared_bytes, void *stream,
                                   void **args) {
@@ -104,13 +113,7 @@ ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k, cons
   if (st) return st;
   st = rt->device.launch(k->function, grid, block, shared_bytes, stream, args);
   rt->device.leave(&rt->device, &scope);
-  /* Unchecked (one GPU), a stream of another context fails in the driver
-   * with "invalid handle": say whose stream it is instead. */
-  if (st == CKJIT_ERROR_LAUNCH && !rt->device.check_device) {
-    ckjit_status why = rt->device.check_stream(&rt->device, stream);
-    if (why) st = why;
-  }
-  return st;
+  return explain_stream_failure(rt, st, stream);
 }
 
 ckjit_status ckjit__scratch_alloc(ckjit_runtime *rt, size_t bytes, void *stream, void **ptr) {
@@ -119,7 +122,7 @@ ckjit_status ckjit__scratch_alloc(ckjit_runtime *rt, size_t bytes, void *stream,
   if (st) return st;
   st = rt->device.mem_alloc_async(ptr, bytes ? bytes : 1, stream);
   rt->device.leave(&rt->device, &scope);
-  return st;
+  return explain_stream_failure(rt, st, stream);
 }
 
 ckjit_status ckjit__scratch_free(ckjit_runtime *rt, void *ptr, void *stream) {
@@ -128,7 +131,7 @@ ckjit_status ckjit__scratch_free(ckjit_runtime *rt, void *ptr, void *stream) {
   if (st) return st;
   st = rt->device.mem_free_async(ptr, stream);
   rt->device.leave(&rt->device, &scope);
-  return st;
+  return explain_stream_failure(rt, st, stream);
 }
 
 ckjit_status ckjit__check_pointers(const char *api, int n, const void *const *ptrs,
