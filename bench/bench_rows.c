@@ -643,56 +643,7 @@ done:
   return rc;
 }
 
-/* Device, context and stream for measuring (ckjit initializes; the bench
- * uses the context it made current).  NULL stream on failure (reported). */
-static CUstream open_stream(const row_case *c) {
-  void *probe = NULL;
-  ckjit_status st = ckjit_malloc(&probe, 256);
-  if (st != CKJIT_SUCCESS) {
-    if (c) emit_case_error(c, ckjit_status_string(st), ckjit_last_error());
-    else msg("ckjit_malloc (device init): %s: %s", ckjit_status_string(st), ckjit_last_error());
-    return NULL;
-  }
-  ckjit_free(probe);
-  ckjit_device_info info;
-  if (ckjit_get_device_info(&info) != CKJIT_SUCCESS || !info.has_device ||
-      info.backend != CKJIT_BACKEND_CUDA) {
-    const char *e = "needs a CUDA device";
-    if (c) emit_case_error(c, "NO_CUDA_DEVICE", e);
-    else msg("%s", e);
-    return NULL;
-  }
-  bench_use_context(info.device);
-  CUstream s = NULL;
-  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  return s;
-}
-
-/* Child: measures case `index` in this fresh process. */
-static int child_case(const row_case *c) {
-  g_case = c;
-  CUstream s = open_stream(c);
-  if (!s) return 1;
-  int rc = run_case(c, s);
-  cuStreamDestroy(s);
-  return rc == RC_UNSUPPORTED ? 0 : rc; /* the parent reads the record's status */
-}
-
-/* ---- children ------------------------------------------------------------------ */
-/* Runs `bench_rows --child-case INDEX [--quick]` (bench_run_child in
- * bench_util.h), forwarding its stdout lines to ours.  Sets *recorded when a
- * line was the case's record (kind "rows") and *unsupported when that record
- * says CKJIT_ERROR_UNSUPPORTED.  Returns the exit status, -1 when it died
- * from a signal (*sig), -2 when it timed out (then killed), -3 when it could
- * not be started. */
-static int run_child(int index, double timeout_s, int *recorded, int *unsupported, int *sig) {
-  char idx[16];
-  snprintf(idx, sizeof idx, "%d", index);
-  const char *argv[] = {"bench_rows", "--child-case", idx, g_quick ? "--quick" : NULL, NULL};
-  return bench_run_child(argv, "rows", timeout_s, recorded, unsupported, sig);
-}
-
-/* Case k of main's all[], for bench_run_cases (run_child takes k too). */
+/* Case k of main's all[], for bench_run_cases and bench_child_case. */
 static const row_case *g_all;
 static int run_index(int k, CUstream stream) { return run_case(&g_all[k], stream); }
 static void emit_index_error(int k, const char *status, const char *error) {
@@ -743,9 +694,11 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  if (child >= 0) {
+  if (child >= 0) { /* a child: measures case `child` in this fresh process */
     if (child >= n_all) return 1;
-    return child_case(&all[child]);
+    g_all = all;
+    g_case = &all[child]; /* a CUDA error while setting up is the case's record */
+    return bench_child_case(child, run_index, emit_index_error);
   }
   if (budget < 0) budget = g_quick ? 90 : 150;
 
@@ -778,25 +731,12 @@ int main(int argc, char **argv) {
   }
 
   char cache_dir[64];
-  snprintf(cache_dir, sizeof cache_dir, "/tmp/ckjit-bench-rows-XXXXXX");
-  if (!mkdtemp(cache_dir)) {
-    msg("mkdtemp: %s", strerror(errno));
-    return 1;
-  }
-  setenv("CKJIT_CACHE_DIR", cache_dir, 1); /* children inherit it */
+  if (bench_private_cache_dir(cache_dir, sizeof cache_dir, "bench-rows") != 0) return 1;
 
   /* The device record; then the parent lets go of the GPU (children make
    * their own contexts). */
   ckjit_device_info info;
-  ckjit_status st = ckjit_get_device_info(&info);
-  if (st != CKJIT_SUCCESS || !info.has_device || info.backend != CKJIT_BACKEND_CUDA) {
-    if (st != CKJIT_SUCCESS) msg("ckjit_get_device_info: %s: %s", ckjit_status_string(st),
-                                 ckjit_last_error());
-    msg("needs a CUDA device (has_device %d, backend %d): nothing measured",
-        st == CKJIT_SUCCESS ? info.has_device : 0, st == CKJIT_SUCCESS ? (int)info.backend : -1);
-    rm_tree(cache_dir);
-    return 1;
-  }
+  if (bench_cuda_device(&info, cache_dir) != 0) return 1;
   int driver = 0;
   cuDriverGetVersion(&driver);
   jrec r;
@@ -816,21 +756,19 @@ int main(int argc, char **argv) {
   msg("device %s (%s), %d cases, budget %.0f s, cache %s", info.name, info.arch, n_sel, budget,
       cache_dir);
 
-  CUstream stream = NULL;
-  if (in_process) {
-    stream = open_stream(NULL);
-    if (!stream) {
-      rm_tree(cache_dir);
-      return 1;
-    }
-  } else {
-    ckjit_shutdown(); /* releases the primary context */
-  }
   g_all = all;
-  const bench_cases cases = {n_sel, sel, budget, g_quick ? 45 : 60, stream, run_index, run_child,
-                             emit_index_error, index_label, emit_note};
-  const int status = bench_run_cases(&cases);
-  if (stream) cuStreamDestroy(stream);
-  rm_tree(cache_dir);
-  return status;
+  bench_cases cases = {
+      .n = n_sel,
+      .sel = sel,
+      .budget = budget,
+      .child_timeout = g_quick ? 45 : 60,
+      .run = run_index,
+      .emit_error = emit_index_error,
+      .label = index_label,
+      .note = emit_note,
+      .name = "bench_rows",
+      .kind = "rows",
+      .child_args = {g_quick ? "--quick" : NULL},
+  };
+  return bench_run_all(&cases, in_process, cache_dir);
 }

@@ -2,8 +2,11 @@
  * bench_util.h: what the CUDA benchmarks (bench_ckjit.c, bench_rows.c,
  * bench_gemm.c) share: stderr messages, the JSON-lines record writer, median,
  * the host random inputs and bf16/f16 conversions, the CU() check, timing
- * with CUDA events, the one-process-per-case runner and removing the private
- * cache directory.
+ * with CUDA events, and for the benchmarks that run one process per case
+ * (bench_rows, bench_gemm) everything around the cases: the private cache
+ * directory, the CUDA device check, the measuring stream, the child process
+ * of a case (its command line, running it, forwarding its records) and the
+ * case loop.
  *
  * Header only (static functions: each benchmark is one translation unit).
  * Before including it define BENCH_NAME, the program name that prefixes
@@ -411,14 +414,36 @@ typedef struct bench_cases {
   double budget;        /* seconds for all of them; later cases get a "SKIPPED" record */
   double child_timeout; /* seconds per child process (at most what is left + 20) */
   CUstream stream;      /* the bench stream to run in process; NULL: a child per case */
-  /* In process: 0, RC_MISMATCH, RC_UNSUPPORTED or another failure. */
+  /* Measures a case in this process (in process, or a child's one case):
+   * 0, RC_MISMATCH, RC_UNSUPPORTED or another failure. */
   int (*run)(int i, CUstream stream);
-  /* A child process: as bench_run_child. */
-  int (*run_child)(int i, double timeout_s, int *recorded, int *unsupported, int *sig);
   void (*emit_error)(int i, const char *status, const char *error); /* the case's record */
   void (*label)(int i, char *buf, size_t len); /* the case in the list of unsupported ones */
   void (*note)(const char *text);              /* a note record */
+  /* A child per case runs `name --child-case INDEX` and the non-NULL
+   * child_args, and its record of the case has the kind `kind`
+   * (bench_run_case_child). */
+  const char *name;
+  const char *kind;
+  const char *child_args[4];
 } bench_cases;
+
+/* Runs case `index` in a child process (bench_run_child, with b's command
+ * line for it); returns as bench_run_child does. */
+static inline int bench_run_case_child(const bench_cases *b, int index, double timeout_s,
+                                       int *recorded, int *unsupported, int *sig) {
+  char idx[16];
+  snprintf(idx, sizeof idx, "%d", index);
+  const char *argv[4 + sizeof b->child_args / sizeof b->child_args[0]];
+  int n = 0;
+  argv[n++] = b->name;
+  argv[n++] = "--child-case";
+  argv[n++] = idx;
+  for (size_t i = 0; i < sizeof b->child_args / sizeof b->child_args[0]; i++)
+    if (b->child_args[i]) argv[n++] = b->child_args[i];
+  argv[n] = NULL;
+  return bench_run_child(argv, b->kind, timeout_s, recorded, unsupported, sig);
+}
 
 /* Appends `item` to the ", "-separated `list` unless it is already there. */
 static inline void bench_list_add(char *list, size_t cap, const char *item) {
@@ -455,7 +480,7 @@ static inline int bench_run_cases(const bench_cases *b) {
       is_unsupported = rc == RC_UNSUPPORTED;
     } else {
       const double timeout = fmin(b->child_timeout, left + 20);
-      rc = b->run_child(b->sel[i], timeout, &recorded, &is_unsupported, &sig);
+      rc = bench_run_case_child(b, b->sel[i], timeout, &recorded, &is_unsupported, &sig);
       if (!recorded) {
         char e[200];
         if (rc == -2) snprintf(e, sizeof e, "the case's process timed out after %.0f s", timeout);
@@ -510,6 +535,102 @@ static inline int bench_rm_entry(const char *path, const struct stat *sb, int ty
 /* Removes a directory tree (the run's private CKJIT_CACHE_DIR). */
 static inline void rm_tree(const char *dir) {
   if (dir && dir[0]) nftw(dir, bench_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- device, stream and process set-up (bench_rows, bench_gemm) -------------------- */
+/* Makes the run's private cache directory /tmp/ckjit-TAG-XXXXXX (`dir`
+ * holds at least 64 bytes) and sets CKJIT_CACHE_DIR to it, which the
+ * children inherit.  0, or -1 (reported). */
+static inline int bench_private_cache_dir(char *dir, size_t len, const char *tag) {
+  snprintf(dir, len, "/tmp/ckjit-%s-XXXXXX", tag);
+  if (!mkdtemp(dir)) {
+    msg("mkdtemp: %s", strerror(errno));
+    return -1;
+  }
+  setenv("CKJIT_CACHE_DIR", dir, 1); /* children inherit it */
+  return 0;
+}
+
+/* ckjit's device, into *info.  0 when it is a CUDA device; else -1, with
+ * the reason reported and the private `cache_dir` removed (nothing is
+ * measured). */
+static inline int bench_cuda_device(ckjit_device_info *info, const char *cache_dir) {
+  ckjit_status st = ckjit_get_device_info(info);
+  if (st != CKJIT_SUCCESS || !info->has_device || info->backend != CKJIT_BACKEND_CUDA) {
+    if (st != CKJIT_SUCCESS) msg("ckjit_get_device_info: %s: %s", ckjit_status_string(st),
+                                 ckjit_last_error());
+    msg("needs a CUDA device (has_device %d, backend %d): nothing measured",
+        st == CKJIT_SUCCESS ? info->has_device : 0, st == CKJIT_SUCCESS ? (int)info->backend : -1);
+    rm_tree(cache_dir);
+    return -1;
+  }
+  return 0;
+}
+
+/* Device, context and stream for measuring (ckjit initializes; the bench
+ * uses the context it made current).  NULL stream on failure, reported as
+ * case `index`'s record through emit_error (a child measuring that case),
+ * or as a message when index < 0 (the parent, in process). */
+static inline CUstream bench_open_stream(int index,
+                                         void (*emit_error)(int i, const char *status,
+                                                            const char *error)) {
+  void *probe = NULL;
+  ckjit_status st = ckjit_malloc(&probe, 256);
+  if (st != CKJIT_SUCCESS) {
+    if (index >= 0) emit_error(index, ckjit_status_string(st), ckjit_last_error());
+    else msg("ckjit_malloc (device init): %s: %s", ckjit_status_string(st), ckjit_last_error());
+    return NULL;
+  }
+  ckjit_free(probe);
+  ckjit_device_info info;
+  if (ckjit_get_device_info(&info) != CKJIT_SUCCESS || !info.has_device ||
+      info.backend != CKJIT_BACKEND_CUDA) {
+    const char *e = "needs a CUDA device";
+    if (index >= 0) emit_error(index, "NO_CUDA_DEVICE", e);
+    else msg("%s", e);
+    return NULL;
+  }
+  bench_use_context(info.device);
+  CUstream s = NULL;
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  return s;
+}
+
+/* A child (`--child-case INDEX`): measures case `index` in this fresh
+ * process with run(index, stream).  The includer makes the case its
+ * current one first, so that a CUDA error (CU()) while the stream is set up
+ * is reported as the case's record.  Returns the exit status: the case's
+ * result, 0 for an unsupported one (the parent reads the record's status). */
+static inline int bench_child_case(int index, int (*run)(int i, CUstream stream),
+                                   void (*emit_error)(int i, const char *status,
+                                                      const char *error)) {
+  CUstream s = bench_open_stream(index, emit_error);
+  if (!s) return 1;
+  int rc = run(index, s);
+  cuStreamDestroy(s);
+  return rc == RC_UNSUPPORTED ? 0 : rc;
+}
+
+/* The parent, once the device record is out: runs b's cases in this
+ * process on a stream of its own (`in_process`), or each in a child after
+ * ckjit_shutdown() has let go of the GPU (the children make their own
+ * contexts); then removes the private `cache_dir`.  Returns the exit status
+ * (bench_run_cases). */
+static inline int bench_run_all(bench_cases *b, int in_process, const char *cache_dir) {
+  b->stream = NULL;
+  if (in_process) {
+    b->stream = bench_open_stream(-1, NULL);
+    if (!b->stream) {
+      rm_tree(cache_dir);
+      return 1;
+    }
+  } else {
+    ckjit_shutdown(); /* releases the primary context */
+  }
+  const int status = bench_run_cases(b);
+  if (b->stream) cuStreamDestroy(b->stream);
+  rm_tree(cache_dir);
+  return status;
 }
 
 #endif /* CKJIT_BENCH_UTIL_H */

@@ -16,7 +16,7 @@
 
 #include "cache/entry.h"
 #include "cache/key.h"
-#include "tests/elf_payload.h"
+#include "tests/common/elf_payload.h"
 
 static uint64_t rng(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);

@@ -1,7 +1,7 @@
 /*
  * sweep_rownorm: times the fused rownorm kernel under every tile policy that
  * fits a shape (threads, row_threads, items), launched by hand through
- * ckjit_get_function, to choose the policy in runtime/op_rownorm.c from
+ * ckjit_get_function, to choose the policy in runtime/ops/rownorm/rownorm_policy.c from
  * measurements.  One JSON object per line on stdout.
  *
  * usage: sweep_rownorm [ROWSxCOLS ...]   (default: the issue's fused shapes)

@@ -1,8 +1,9 @@
 /* Crash- and race-safe disk cache.
  *
  * Writers never expose a partial entry: they write a private temporary file
- * in the entry's directory, fsync it and rename() it over the final name, so
- * a reader sees either no entry or a whole one.  Two writers of one key
+ * in the entry's directory, fsync it and rename() it over the final name
+ * (ckjit__file_write_at, cache/atomic_file.c, the one file writer), so a
+ * reader sees either no entry or a whole one.  Two writers of one key
  * write identical bytes, so whichever rename lands last is fine.  Readers
  * verify everything (cache/entry.c) and treat any doubt as a miss.  Nothing
  * here takes a lock: eviction (cache/eviction.c) only unlinks, and a reader
@@ -21,6 +22,7 @@
 #include "../base/error.h"
 #include "../base/log.h"
 #include "../base/stats.h"
+#include "atomic_file.h"
 #include "entry_accept.h"
 #include "eviction.h"
 #include "layout.h"
@@ -61,20 +63,6 @@ int ckjit__disk_default_dir(const char *override, char *out, size_t len) {
   return -1;
 }
 
-/* mkdir -p with mode 0700 for every directory it creates. */
-static int make_dirs(const char *dir) {
-  char path[CKJIT_ENTRY_PATH_MAX];
-  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return -1;
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(path, 0700) && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(path, 0700) && errno != EEXIST) return -1;
-  return 0;
-}
-
 void ckjit__disk_open(ckjit_disk_cache *c, const char *dir) {
   memset(c, 0, sizeof *c);
   c->max_bytes = CKJIT_DISK_DEFAULT_MAX_BYTES;
@@ -84,7 +72,7 @@ void ckjit__disk_open(ckjit_disk_cache *c, const char *dir) {
     c->dir[0] = '\0';
     return;
   }
-  if (make_dirs(c->dir)) {
+  if (ckjit__file_make_dir(c->dir, 0700, 1)) {
     CKJIT_WARN("cannot create cache directory %s (%s); using the in-memory cache only", c->dir,
                strerror(errno));
     return;
@@ -282,20 +270,6 @@ int ckjit__disk_load(ckjit_disk_cache *c, const ckjit_key *key, void **payload, 
   return hit;
 }
 
-static int write_all(int fd, const uint8_t *buf, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = write(fd, buf + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = EIO;
-      return -1;
-    }
-    done += (size_t)n;
-  }
-  return 0;
-}
-
 /* Errors that every store into the directory will meet, as opposed to ones
  * that belong to one entry's name (EISDIR: a directory planted there; ELOOP,
  * ENOTDIR: a symlink or file in place of its subdirectory; EACCES: a
@@ -338,10 +312,11 @@ static ckjit_status store_failed(ckjit_disk_cache *c, const char *what, const ch
 }
 
 /* One attempt at writing `buf` as the entry `hex`: 0, or the errno of the
- * step that failed (*what names it; *why, when set, says more than errno). */
+ * step that failed (*what names it; *why, when set, says more than errno).
+ * The write itself is the one atomic writer's (cache/atomic_file.h). */
 static int store_once(const char *root, const char *hex, const uint8_t *buf, size_t n,
                       const char **what, const char **why) {
-  char name[48], tmp[128], tmp_path[CKJIT_ENTRY_PATH_MAX];
+  char name[48], tmp[128], sub_path[CKJIT_ENTRY_PATH_MAX];
   snprintf(name, sizeof name, "%s.ckjit", hex);
   *what = "open the directory of";
   *why = NULL;
@@ -354,25 +329,10 @@ static int store_once(const char *root, const char *hex, const uint8_t *buf, siz
   if (dir < 0) return err ? err : EACCES;
   *why = NULL;
   ckjit__cache_temp_name(hex, tmp, sizeof tmp);
-  snprintf(tmp_path, sizeof tmp_path, "%s/%.2s/%s", root, hex, tmp);
-  *what = "create a temporary file for";
-  err = fault("open-temp", tmp_path);
-  int fd = -1;
-  if (!err && (fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
-    err = errno;
-  if (err) {
-    close(dir);
-    return err;
-  }
-  *what = "write";
-  size_t half = n / 2;
-  if (write_all(fd, buf, half)) err = errno;
-  if (!err) err = fault("write", tmp_path);
-  if (!err && write_all(fd, buf + half, n - half)) err = errno;
-  if (!err && !(err = fault("fsync", tmp_path)) && fsync(fd)) err = errno;
-  if (close(fd) && !err) err = errno;
-  if (!err && !(err = fault("rename", tmp_path)) && renameat(dir, tmp, dir, name)) err = errno;
-  if (err) unlinkat(dir, tmp, 0);
+  snprintf(sub_path, sizeof sub_path, "%s/%.2s", root, hex);
+  ckjit_file_error e;
+  err = ckjit__file_write_at(dir, sub_path, name, tmp, buf, n, 0600, CKJIT_FILE_SYNC, fault, &e);
+  if (err) *what = e.step;
   close(dir);
   return err;
 }

@@ -78,7 +78,8 @@ void ckjit__disk_entry_path(const ckjit_disk_cache *c, const ckjit_key *key, cha
 int ckjit__disk_load(ckjit_disk_cache *c, const ckjit_key *key, void **payload, size_t *size,
                      ckjit_entry_meta *meta);
 
-/* Stores an entry atomically (temp file, fsync, rename) into the writable
+/* Stores an entry atomically (temp file, fsync, rename: the one file writer,
+ * ckjit__file_write_at of cache/atomic_file.h) into the writable
  * directory, then evicts least-recently-used entries when the directory may
  * be over its bounds (cache/eviction.h).  The payload must pass the rule
  * every reader applies (cache/entry_accept.h, cache/payload_check.h).
@@ -102,8 +103,9 @@ int ckjit__disk_read_entry(const char *root, const ckjit_key *key, int touch, ui
                            const char **why);
 
 /* ---- Test hook ------------------------------------------------------------
- * When set, ckjit__disk_store calls it before each step of a store with the
- * step's name and the path of the store's temporary file
+ * When set, ckjit__disk_store calls it (through the writer's hook,
+ * ckjit_file_hook of cache/atomic_file.h) before each step of a store with
+ * the step's name and the path of the store's temporary file
  * ("<dir>/xx/.tmp-<32 hex key>-<pid>-<tid>-<n>", so a hook can pick a key):
  *
  *   "open-temp"  before creating the temporary file

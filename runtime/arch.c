@@ -160,7 +160,7 @@ ckjit_status ckjit__arch_check_nvrtc(const char *arch, const int *ccs, int n_ccs
   int listed = n_ccs <= 0; /* an NVRTC without the query (before 11.2): its compile decides */
   for (int i = 0; i < n_ccs; i++) listed |= ccs[i] == cc;
   /* The suffixes follow NVIDIA's naming rules, confirmed on NVRTC 13.0 by
-   * trial compiles (tests/test_arch.c redoes them with the NVRTC present):
+   * trial compiles (tests/unit/test_arch.c redoes them with the NVRTC present):
    * 'a' (arch-specific features, NVRTC 12.0+) on every listed sm_90 and
    * newer, 'f' (family, NVRTC 12.9+) on every listed sm_100 and newer. */
   const char *why = NULL;

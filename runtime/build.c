@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "../cache/atomic_file.h"
 #include "../cache/entry.h"
 #include "arch.h"
 #include "backend.h"
@@ -20,23 +20,24 @@
 
 #define MAX_OPTIONS 8
 
+/* Dumps are debugging output: written whole through the one file writer
+ * (a reader, or another process dumping the same kernel, never sees half a
+ * file), not synced to disk; a failure costs a warning and nothing else. */
 static void dump_file(const char *dir, const char *name, const char *ext, const char *text) {
   char path[CKJIT_PATH_MAX + 256];
   snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    CKJIT_WARN("CKJIT_DUMP_DIR: cannot write %s: %s", path, strerror(errno));
-    return;
-  }
-  fputs(text, f);
-  fclose(f);
+  ckjit_file_error e;
+  const int quiet = ckjit__error_quiet(1);
+  if (ckjit__file_write(path, text, strlen(text), 0666, 0, &e) != CKJIT_SUCCESS)
+    CKJIT_WARN("CKJIT_DUMP_DIR: cannot write %s: %s", path, strerror(e.err));
+  ckjit__error_quiet(quiet);
 }
 
 /* Writes the specialized source, its options and the compile log. */
 static void dump(const ckjit_runtime *rt, const char *kernel, const char *hex, const char *source,
                  char opts[][96], int n_opts, const char *log) {
   if (!rt->dump_dir[0]) return;
-  if (mkdir(rt->dump_dir, 0700) && errno != EEXIST) {
+  if (ckjit__file_make_dir(rt->dump_dir, 0700, 0)) {
     CKJIT_WARN("CKJIT_DUMP_DIR: cannot create %s: %s", rt->dump_dir, strerror(errno));
     return;
   }

@@ -42,8 +42,8 @@ static int cuda_options(const ckjit_compiler *c, const char *arch, char opts[][9
    * shared with every CUDA program's PTX JIT) whenever the driver is loaded.
    * ckjit's disk cache is the one source of truth (as AMD_COMGR_CACHE=0 on the
    * AMD side): a second copy there evicts other programs' entries, survives
-   * `ckjit-cache clear` and CKJIT_CACHE_DISABLE=1, and made cold compiles
-   * measure 20 ms instead of 600. */
+   * `ckjit-cache clear` and CKJIT_CACHE_DISABLE=1, and made cold-compile
+   * timings report cache hits (bench/NOTES.md #70). */
   if (c->major > 12 || (c->major == 12 && c->minor >= 9)) snprintf(opts[n++], 96, "--no-cache");
   return n;
 }

@@ -10,10 +10,12 @@
  * lock-free lookup; no allocation, lock, disk access or source hashing. */
 ckjit_status ckjit__kernel_get(const ckjit_spec *spec, ckjit_runtime **rt, ckjit_kernel **out);
 
-/* Launches on `stream` without synchronizing. */
+/* Launches on `stream` without synchronizing.  `args` is the kernel's
+ * argument struct from kernel_src/abi/ (its bytes are the parameter list). */
 ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k,
                                   const unsigned grid[3], const unsigned block[3],
-                                  unsigned shared_bytes, void *stream, void **args);
+                                  unsigned shared_bytes, void *stream, const void *args,
+                                  size_t args_size);
 
 /* Stream-ordered scratch memory for multi-kernel ops (split reductions):
  * allocated and freed in `stream` order, so no synchronization is needed

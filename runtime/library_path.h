@@ -1,7 +1,7 @@
 /* Finding vendor libraries without loading them.
  *
- * Loading NVRTC or hipRTC costs 5-15 ms, far more than a warm start may
- * take, yet the cache key needs the compiler's identity.  So ckjit resolves
+ * Loading NVRTC or hipRTC costs far more than a warm start may take
+ * (bench/NOTES.md #3), yet the cache key needs the compiler's identity.  So ckjit resolves
  * the library file itself, takes its identity from the file (name, size,
  * mtime), and dlopens exactly that file later, only on a cache miss. */
 #ifndef CKJIT_RUNTIME_LIBRARY_PATH_H

@@ -3,17 +3,17 @@
 #include "record.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "arch.h"
 #include "../base/buffer.h"
+#include "../base/error.h"
 #include "../base/log.h"
+#include "../cache/atomic_file.h"
 
 #ifndef PIPE_BUF
 #define PIPE_BUF 4096
@@ -84,25 +84,17 @@ int ckjit__record(const ckjit_spec *spec, const char *arch) {
     rc = -1;
     goto out;
   }
-  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    warn_once(path, "cannot open", errno);
-    rc = -1;
-    goto out;
-  }
-  /* One write of the whole line: with O_APPEND, concurrent appenders never
-   * interleave inside it.  A partial write is not retried (the rest would
-   * no longer be atomic). */
-  ssize_t w;
-  do w = write(fd, line, (size_t)n);
-  while (w < 0 && errno == EINTR);
-  int write_err = w < 0 ? errno : 0;
-  if (close(fd) != 0 && w == n) {
-    write_err = errno;
-    w = -1;
-  }
-  if (w != n) {
-    warn_once(path, w < 0 ? "cannot write" : "short write", write_err);
+  /* One O_APPEND write of the whole line (cache/atomic_file.h): concurrent
+   * appenders never interleave inside it. */
+  ckjit_file_error e;
+  const int quiet = ckjit__error_quiet(1); /* best effort: the op succeeded */
+  ckjit_status st = ckjit__file_append(path, line, (size_t)n, 0644, 0, &e);
+  ckjit__error_quiet(quiet);
+  if (st != CKJIT_SUCCESS) {
+    const char *what = !strcmp(e.step, "open") ? "cannot open"
+                       : e.err                   ? "cannot write"
+                                                 : "short write";
+    warn_once(path, what, e.err);
     rc = -1;
     goto out;
   }

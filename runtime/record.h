@@ -11,7 +11,9 @@
  * specialization always gives the same line.  `ckjit-prewarm --manifest
  * FILE` replays such a file (tools/manifest.h).
  *
- * Many processes may append to one file at once: it is opened with
+ * Many processes may append to one file at once: each line goes out
+ * through the one file writer's append (cache/atomic_file.h,
+ * ckjit__file_append): the file is opened with
  * O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC (mode 0644, less the umask) for each
  * line and every line goes out in one write() of less than PIPE_BUF bytes,
  * so lines never interleave; nothing is locked.  Each (spec, arch) is

@@ -1,4 +1,4 @@
-/* Spec tuple <-> text, validation, and template rendering. */
+/* Spec tuple <-> text, validation, and rendering of the kernel source. */
 #include "../base/buffer.h"
 #include "spec.h"
 
@@ -9,7 +9,7 @@
 
 #include "embedded.h"
 #include "../base/error.h"
-#include "template.h"
+#include "abi/dtypes.h"
 
 static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_ELEMENTWISE] = &ckjit__family_elementwise,
@@ -25,8 +25,8 @@ static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_GEMM_TF32] = &ckjit__family_gemm_tf32,
 };
 
-const char *const ckjit__dtype_names[] = {"f32", "f16", "bf16", NULL};
-const char *const ckjit__dtype_tokens[] = {"float", "ckjit_half", "ckjit_bf16"};
+const char *const ckjit__dtype_names[] = {CKJIT_FLOAT_DTYPES(CKJIT_TYPE_NAME) NULL};
+const char *const ckjit__dtype_types[] = {CKJIT_FLOAT_DTYPES(CKJIT_TYPE_CXX) NULL};
 
 int32_t ckjit__dtype_param_value(ckjit_dtype dtype) {
   return dtype == CKJIT_F32 ? 0 : dtype == CKJIT_F16 ? 1 : 2;
@@ -160,29 +160,62 @@ ckjit_status ckjit__spec_format(const ckjit_spec *spec, char *buf, size_t len) {
   return CKJIT_SUCCESS;
 }
 
+#define PARAMETERS_LINE "\n// @PARAMETERS@\n"
+
+/* The #define of parameter `p` with value `v` (see ckjit_param_desc). */
+static int render_param(ckjit_buffer *out, const ckjit_param_desc *p, int32_t v) {
+  char macro[48], line[160];
+  if (p->macro) {
+    ckjit__copy_str(macro, sizeof macro, p->macro);
+  } else {
+    size_t k = 0;
+    for (; p->name[k] && k < sizeof macro - 1; k++) macro[k] = (char)toupper((unsigned char)p->name[k]);
+    macro[k] = '\0';
+  }
+  int bad = 0;
+  if (p->symbols) {
+    for (int i = 0; p->symbols[i]; i++) {
+      snprintf(line, sizeof line, "#define %s %d\n", p->symbols[i], i);
+      bad |= ckjit__buf_append_str(out, line);
+    }
+    snprintf(line, sizeof line, "#define %s %s\n", macro, p->symbols[v]);
+  } else if (p->types) {
+    snprintf(line, sizeof line, "#define %s %s\n", macro, p->types[v]);
+  } else {
+    snprintf(line, sizeof line, "#define %s %d\n", macro, (int)v);
+  }
+  return bad | ckjit__buf_append_str(out, line);
+}
+
 ckjit_status ckjit__spec_render(const ckjit_spec *spec, ckjit_buffer *source) {
-  ckjit_status st = ckjit__spec_check(spec);
+  char text[CKJIT_SPEC_TEXT_MAX];
+  ckjit_status st = ckjit__spec_format(spec, text, sizeof text);
   if (st) return st;
   const ckjit_family *fam = ckjit__family_get(spec->family);
   const ckjit_embedded_file *file = ckjit__embedded_find(fam->source);
   if (!file) return ckjit__fail(CKJIT_ERROR_INTERNAL, "kernel source %s not embedded", fam->source);
-  char names[CKJIT_MAX_PARAMS][32], values[CKJIT_MAX_PARAMS][64];
-  ckjit_subst subst[CKJIT_MAX_PARAMS];
-  for (int i = 0; i < fam->n_params; i++) {
-    const ckjit_param_desc *p = &fam->params[i];
-    size_t k = 0;
-    for (; p->name[k] && k < sizeof names[i] - 1; k++) names[i][k] = (char)toupper((unsigned char)p->name[k]);
-    names[i][k] = '\0';
-    if (p->names)
-      ckjit__copy_str(values[i], sizeof values[i], (p->tokens ? p->tokens : p->names)[spec->value[i]]);
-    else
-      snprintf(values[i], sizeof values[i], "%d", spec->value[i]);
-    subst[i].name = names[i];
-    subst[i].value = values[i];
+  /* The block replaces the template's one PARAMETERS_LINE, after its
+   * includes: macros defined before them would rewrite the headers' own
+   * identifiers (a template parameter named VEC, say). */
+  const char *slot = strstr(file->data, PARAMETERS_LINE);
+  if (!slot || strstr(slot + 1, PARAMETERS_LINE))
+    return ckjit__fail(CKJIT_ERROR_INTERNAL, "kernel source %s needs exactly one line '%.*s'",
+                       fam->source, (int)strlen(PARAMETERS_LINE) - 2, PARAMETERS_LINE + 1);
+  ckjit_buffer out = {0};
+  int bad = ckjit__buf_append(&out, file->data, (size_t)(slot - file->data) + 1);
+  bad |= ckjit__buf_append_str(&out, "// ");
+  bad |= ckjit__buf_append_str(&out, text);
+  bad |= ckjit__buf_append_str(&out, " (written by the spec renderer)\n");
+  for (int i = 0; i < fam->n_params; i++) bad |= render_param(&out, &fam->params[i], spec->value[i]);
+  const char *rest = slot + strlen(PARAMETERS_LINE) - 1;
+  bad |= ckjit__buf_append(&out, rest, file->size - (size_t)(rest - file->data));
+  if (bad) {
+    ckjit__buf_free(&out);
+    return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "rendering %s: out of memory", fam->source);
   }
-  st = ckjit__template_render(file->data, subst, fam->n_params, source);
-  if (st) ckjit__error_append(" (in %s)", fam->source);
-  return st;
+  ckjit__buf_free(source);
+  *source = out;
+  return CKJIT_SUCCESS;
 }
 
 ckjit_status ckjit__spec_targets(const ckjit_spec *spec, const char *arch) {

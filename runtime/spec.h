@@ -11,7 +11,9 @@
 #include "../base/buffer.h"
 #include "ckjit/ckjit.h"
 
-#define CKJIT_MAX_PARAMS 20
+/* Attention and FP8 GEMM need more than the 20 the GEMM mma family filled;
+ * `given` masks in spec.c are 32 bits wide. */
+#define CKJIT_MAX_PARAMS 32
 #define CKJIT_SPEC_TEXT_MAX 256
 
 typedef enum ckjit_family_id {
@@ -34,13 +36,38 @@ typedef struct ckjit_spec {
   int32_t value[CKJIT_MAX_PARAMS]; /* in the family's parameter order; unused = 0 */
 } ckjit_spec;
 
+/* A parameter is an integer, an enumeration or a type.  The spec renderer
+ * writes one #define per parameter in front of the kernel template:
+ *   integer  #define MACRO 128
+ *   type     #define MACRO ckjit_half                (the value's C++ type)
+ *   enum     #define CONSTANT i  for each value i, then  #define MACRO CONSTANT
+ * MACRO is the name upper-cased unless `macro` gives it.  Enumerations come
+ * from X-macro lists of (CONSTANT, name) in kernel_src/abi/ (see abi.h), the
+ * one definition of their values, names and constants. */
 typedef struct ckjit_param_desc {
-  const char *name;          /* key in the text form; its placeholder is @NAME@ upper-cased */
-  const char *const *names;  /* enum parameter: value names, NULL-terminated; NULL: integer */
-  const char *const *tokens; /* enum parameter: source text per value; NULL: the names */
-  int32_t min, max;          /* integer parameter: inclusive range */
-  int32_t def;               /* default value (index for an enum) */
+  const char *name;           /* key in the text form */
+  const char *macro;          /* its macro in the kernel source; NULL: the name upper-cased */
+  const char *const *names;   /* enum and type: value names, NULL-terminated; NULL: integer */
+  const char *const *symbols; /* enum: each value's constant */
+  const char *const *types;   /* type: each value's C++ type */
+  int32_t min, max;           /* integer: inclusive range */
+  int32_t def;                /* default value (index for an enum or a type) */
 } ckjit_param_desc;
+
+#define CKJIT_INT_PARAM(NAME, MIN, MAX, DEF) {.name = (NAME), .min = (MIN), .max = (MAX), .def = (DEF)}
+/* For an X-macro list of (CONSTANT, name): */
+#define CKJIT_ENUM_CONSTANT(constant, name) constant,
+#define CKJIT_ENUM_NAME(constant, name) #name,
+#define CKJIT_ENUM_SYMBOL(constant, name) #constant,
+/* static tables PREFIX_names and PREFIX_symbols of LIST, for CKJIT_ENUM_PARAM. */
+#define CKJIT_ENUM_TABLES(PREFIX, LIST)                                      \
+  static const char *const PREFIX##_names[] = {LIST(CKJIT_ENUM_NAME) NULL}; \
+  static const char *const PREFIX##_symbols[] = {LIST(CKJIT_ENUM_SYMBOL) NULL};
+/* For an X-macro list of (C++ type, name), e.g. CKJIT_FLOAT_DTYPES: */
+#define CKJIT_TYPE_NAME(type, name) #name,
+#define CKJIT_TYPE_CXX(type, name) #type,
+#define CKJIT_ENUM_PARAM(NAME, PREFIX, DEF) \
+  {.name = (NAME), .names = PREFIX##_names, .symbols = PREFIX##_symbols, .def = (DEF)}
 
 typedef struct ckjit_family {
   const char *name;   /* "elementwise" */
@@ -63,10 +90,13 @@ typedef struct ckjit_family {
   const char *targets_text;
 } ckjit_family;
 
-/* The dtype parameter every family shares: f32, f16, bf16 (value 0, 1, 2). */
+/* The dtype parameter every family shares: f32, f16, bf16 (value 0, 1, 2;
+ * CKJIT_FLOAT_DTYPES in kernel_src/abi/dtypes.h). */
 extern const char *const ckjit__dtype_names[];
-extern const char *const ckjit__dtype_tokens[];
-#define CKJIT_DTYPE_PARAM {"dtype", ckjit__dtype_names, ckjit__dtype_tokens, 0, 0, 0}
+extern const char *const ckjit__dtype_types[];
+#define CKJIT_DTYPE_PARAM_NAMED(NAME, DEF) \
+  {.name = (NAME), .names = ckjit__dtype_names, .types = ckjit__dtype_types, .def = (DEF)}
+#define CKJIT_DTYPE_PARAM CKJIT_DTYPE_PARAM_NAMED("dtype", 0)
 int32_t ckjit__dtype_param_value(ckjit_dtype dtype); /* for f32, f16 or bf16 only */
 size_t ckjit__dtype_param_size(int32_t value);        /* element bytes */
 
@@ -75,12 +105,14 @@ size_t ckjit__dtype_param_size(int32_t value);        /* element bytes */
  * returns it. */
 ckjit_status ckjit__spec_targets(const ckjit_spec *spec, const char *arch);
 
-extern const ckjit_family ckjit__family_elementwise; /* runtime/op_elementwise.c */
-extern const ckjit_family ckjit__family_transpose;   /* runtime/op_transpose.c */
-extern const ckjit_family ckjit__family_reduce;      /* runtime/op_reduce.c */
-extern const ckjit_family ckjit__family_rownorm;     /* runtime/op_rownorm.c */
-extern const ckjit_family ckjit__family_topk_softmax; /* runtime/op_topk_softmax.c */
-extern const ckjit_family ckjit__family_gemm_mma;     /* runtime/gemm_family.c */
+/* The families' descriptors, each in runtime/ops/<family>/<family>_family.c
+ * (the GEMM ones in runtime/ops/gemm/). */
+extern const ckjit_family ckjit__family_elementwise;
+extern const ckjit_family ckjit__family_transpose;
+extern const ckjit_family ckjit__family_reduce;
+extern const ckjit_family ckjit__family_rownorm;
+extern const ckjit_family ckjit__family_topk_softmax;
+extern const ckjit_family ckjit__family_gemm_mma;
 extern const ckjit_family ckjit__family_gemm_simt;
 extern const ckjit_family ckjit__family_gemm_reduce;
 extern const ckjit_family ckjit__family_gemm_wgmma;

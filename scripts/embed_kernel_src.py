@@ -3,6 +3,8 @@
 
 usage: embed_kernel_src.py OUTPUT.c FILE...
 Files keep their order on the command line, so the output is deterministic.
+Each is named by its path below kernel_src/ ("abi/abi.h"), the name the
+kernel sources #include it by.
 """
 import os
 import sys
@@ -42,11 +44,25 @@ def main() -> int:
         if b'\0' in data:
             sys.exit(f'{path}: contains a NUL byte')
         parts.append(f'static const char file_{i}[] =\n{c_string(data)};\n')
-        table.append(f'  {{"{os.path.basename(path)}", file_{i}, {len(data)}u}},')
+        parts_of_path = os.path.normpath(path).split(os.sep)
+        if 'kernel_src' not in parts_of_path:
+            sys.exit(f'{path}: not under kernel_src/')
+        name = '/'.join(parts_of_path[len(parts_of_path) - parts_of_path[::-1].index('kernel_src'):])
+        table.append(f'  {{"{name}", file_{i}, {len(data)}u}},')
     parts.append('const ckjit_embedded_file ckjit__embedded_files[] = {')
     parts.extend(table)
     parts.append('};')
     parts.append(f'const size_t ckjit__embedded_count = {len(inputs)};')
+    # Every header, in command-line order: passed to each compile and hashed
+    # into every cache key.
+    headers = [(i, row.split('"')[1]) for i, row in enumerate(table) if row.split('"')[1].endswith('.h')]
+    parts.append('const char *const ckjit__embedded_header_names[] = {')
+    parts.extend(f'  "{name}",' for _, name in headers)
+    parts.append('  0};')
+    parts.append('const char *const ckjit__embedded_header_sources[] = {')
+    parts.extend(f'  file_{i},' for i, _ in headers)
+    parts.append('  0};')
+    parts.append(f'const int ckjit__embedded_header_count = {len(headers)};')
     with open(output, 'w') as f:
         f.write('\n'.join(parts) + '\n')
     return 0

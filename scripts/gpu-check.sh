@@ -43,54 +43,9 @@ SUMMARY=()   # one line per step
 NOTES=()     # anything worth knowing
 FAILED=0
 
-export PATH=/opt/torch/.venv/bin:$PATH
-[ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
-
-# ---- carried Debian packages ----------------------------------------------
-DEPS_ROOT=$ROOT/.deps/root
-DEPS_LIB=$DEPS_ROOT/usr/lib/x86_64-linux-gnu
-if [ -d "$DEPS_ROOT/usr" ]; then
-  # The .pc files name /usr (cmocka.pc even without ${prefix}): rewrite them
-  # to point into .deps/root.
-  PCDIR=$ROOT/.deps/pkgconfig-rewritten   # stable: meson may re-read it on a rebuild
-  rm -rf "$PCDIR"
-  mkdir -p "$PCDIR"
-  for pc in "$DEPS_LIB"/pkgconfig/*.pc "$DEPS_ROOT"/usr/share/pkgconfig/*.pc; do
-    [ -f "$pc" ] || continue
-    sed -E "s#(^|[=[:space:]]|-[LI])/usr(/|[[:space:]]|\$)#\\1$DEPS_ROOT/usr\\2#g" "$pc" \
-      > "$PCDIR/$(basename "$pc")"
-  done
-  export PKG_CONFIG_PATH="$PCDIR${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-  export CPATH="$DEPS_ROOT/usr/include${CPATH:+:$CPATH}"
-  export LIBRARY_PATH="$DEPS_LIB${LIBRARY_PATH:+:$LIBRARY_PATH}"
-  export LD_LIBRARY_PATH="$DEPS_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  NOTES+=("using carried packages from .deps/root ($(ls "$PCDIR" | tr '\n' ' '))")
-else
-  NOTES+=("no .deps/root: relying on system xxhash/cmocka (run scripts/fetch-deps.sh and carry .deps)")
-fi
-if ! command -v pkg-config > /dev/null 2>&1; then
-  if command -v pkgconf > /dev/null 2>&1; then
-    PKG_CONFIG=$(command -v pkgconf)
-    export PKG_CONFIG
-  elif [ -f "$DEPS_ROOT/usr/bin/pkgconf" ]; then
-    chmod +x "$DEPS_ROOT/usr/bin/pkgconf" 2> /dev/null
-    if "$DEPS_ROOT/usr/bin/pkgconf" --version > /dev/null 2>&1; then
-      export PKG_CONFIG=$DEPS_ROOT/usr/bin/pkgconf   # meson reads PKG_CONFIG
-      NOTES+=("no pkg-config on the machine: using the carried pkgconf")
-    fi
-  fi
-  [ -n "${PKG_CONFIG:-}" ] || NOTES+=("no pkg-config at all: meson falls back to find_library")
-fi
-# The runtime compiler must be loadable by libckjit.
-if ! ldconfig -p 2> /dev/null | grep -q 'libnvrtc\.so'; then
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-    if ls "$d"/libnvrtc.so* > /dev/null 2>&1; then
-      export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
-      NOTES+=("libnvrtc is not in the ld.so cache: added $d to LD_LIBRARY_PATH")
-      break
-    fi
-  done
-fi
+# Carried Debian packages, pkg-config, NVRTC on the library path: NOTES+=(...)
+# says what was used.
+source scripts/gpu-env.sh
 
 # ---- steps -----------------------------------------------------------------
 # step NAME LIMIT RESERVE STDOUT STDERR -- COMMAND...

@@ -35,6 +35,10 @@ compiled and stays on disk.  Only the built tools are used.
   --input FILE       with --compare: take the current fingerprints from FILE
                      instead of compiling
   --keep DIR         keep the cache and the dumps in DIR (must not exist)
+  --family LIST      only the pairs of these kernel families (comma-separated)
+  --code-only        with --compare: count only code differences (and pairs on
+                     one side only); pairs whose rendered source alone differs
+                     are summed up in one line (-v lists them)
 
 Exit status: 0 success (and, with --compare, no difference), 1 a difference or
 a pair that failed to compile, 2 usage or tool errors, or a comparison in
@@ -99,7 +103,11 @@ def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
-def list_pairs(prewarm, archs, env):
+def family_of(spec):
+    return spec.split(":", 1)[0]
+
+
+def list_pairs(prewarm, archs, env, families=None):
     r = subprocess.run([prewarm, "--all", "--list", "--arch", archs], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
@@ -108,11 +116,12 @@ def list_pairs(prewarm, archs, env):
     for line in r.stdout.splitlines():
         if line.strip():
             arch, spec = line.split(None, 1)
-            pairs.append((arch, spec.strip()))
+            if families is None or family_of(spec.strip()) in families:
+                pairs.append((arch, spec.strip()))
     return pairs
 
 
-def fingerprint(build_dir, archs, jobs, keep):
+def fingerprint(build_dir, archs, jobs, keep, families=None):
     prewarm = os.path.join(build_dir, "tools", "ckjit-prewarm")
     if not os.access(prewarm, os.X_OK):
         die("%s: not found or not executable (pass the build directory)" % prewarm)
@@ -136,11 +145,16 @@ def fingerprint(build_dir, archs, jobs, keep):
     try:
         cache, dump = os.path.join(work, "cache"), os.path.join(work, "dump")
         env["CKJIT_DUMP_DIR"] = dump
-        pairs = list_pairs(prewarm, archs, env)
+        pairs = list_pairs(prewarm, archs, env, families)
         t0 = time.monotonic()
-        r = subprocess.run([prewarm, "--all", "--arch", archs, "--cache-dir", cache,
-                            "-j", str(jobs), "--json"], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        what = ["--all", "--arch", archs]
+        if families is not None:  # only the listed pairs, as records in a manifest
+            manifest = os.path.join(work, "pairs.manifest")
+            with open(manifest, "w") as f:
+                f.writelines("ckjit-spec 1 %s %s\n" % p for p in pairs)
+            what = ["--manifest", manifest]
+        r = subprocess.run([prewarm] + what + ["--cache-dir", cache, "-j", str(jobs), "--json"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wall = time.monotonic() - t0
         try:
             report = json.loads(r.stdout)
@@ -228,8 +242,9 @@ def load(path):
     return rows
 
 
-def compare(base, cur, base_name):
-    """Prints the comparison; returns the number of differences."""
+def compare(base, cur, base_name, code_only=False, verbose=False):
+    """Prints the comparison; returns the number of differences (with
+    code_only, of differences in code or pairs on one side only)."""
     both = sorted(set(base) & set(cur))
     only_base = sorted(set(base) - set(cur))
     only_cur = sorted(set(cur) - set(base))
@@ -238,10 +253,19 @@ def compare(base, cur, base_name):
     same_src = [p for p in checked if base[p][0] == cur[p][0]]
     same_code = [p for p in checked if base[p][1:] == cur[p][1:]]
     differ = [p for p in checked if base[p] != cur[p]]
+    if code_only:
+        source_only = [p for p in differ if base[p][1:] == cur[p][1:]]
+        differ = [p for p in differ if base[p][1:] != cur[p][1:]]
     print("compared with %s: %d pairs in both, %d checked, %d skipped (no compiler on one side)"
           % (base_name, len(both), len(checked), len(skipped)))
     print("  source identical: %d / %d" % (len(same_src), len(checked)))
     print("  code identical:   %d / %d" % (len(same_code), len(checked)))
+    if code_only and source_only:
+        print("  source differs, code identical: %d pairs%s" % (
+            len(source_only), "" if verbose else " (-v lists them)"))
+        if verbose:
+            for p in source_only:
+                print("  DIFFERS source: %s %s" % p)
     for p in differ:
         what = [w for w, i in (("source", 0), ("code", 1)) if base[p][i] != cur[p][i]]
         extra = ""
@@ -276,7 +300,15 @@ def main():
     ap.add_argument("--arch", default="sm_90,gfx90a", help="arch list (default sm_90,gfx90a)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--keep", metavar="DIR", help="keep the cache and dumps in DIR")
+    ap.add_argument("--family", metavar="LIST",
+                    help="only these kernel families (comma-separated, e.g. rownorm,reduce)")
+    ap.add_argument("--code-only", action="store_true",
+                    help="with --compare: a pair whose source differs but whose code is "
+                         "identical is not a difference (a source-text refactor)")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="with --code-only: list the pairs whose source alone differs")
     a = ap.parse_args()
+    families = set(a.family.split(",")) if a.family else None
     if a.input and not a.compare:
         die("--input needs --compare")
     if a.input and a.build_dir:
@@ -287,8 +319,10 @@ def main():
     failures = []
     if a.input:
         rows = load(a.input)
+        if families:
+            rows = {p: v for p, v in rows.items() if family_of(p[1]) in families}
     else:
-        rows, failures = fingerprint(a.build_dir, a.arch, a.jobs, a.keep)
+        rows, failures = fingerprint(a.build_dir, a.arch, a.jobs, a.keep, families)
         text = format_rows(rows)
         if a.output:
             tmp = a.output + ".tmp"
@@ -299,7 +333,10 @@ def main():
             sys.stdout.write(text)
     status = 1 if failures else 0
     if a.compare:
-        n = compare(load(a.compare), rows, a.compare)
+        base = load(a.compare)
+        if families:
+            base = {p: v for p, v in base.items() if family_of(p[1]) in families}
+        n = compare(base, rows, a.compare, a.code_only, a.verbose)
         if n < 0:
             status = 2
         elif n > 0:

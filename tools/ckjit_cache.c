@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cache/archive.h"
+#include "cache/atomic_file.h"
 #include "cache/disk_cache.h"
 #include "cache/eviction.h"
 #include "cache/layers.h"
@@ -625,22 +626,14 @@ static int cmd_export(const options *o, const char *dir) {
     fprintf(stderr, "ckjit-cache: %s: no cache directory there\n", dir);
     return 1;
   }
-  char tmp[CKJIT_PATH_MAX + 32];
+  ckjit_file_stream file;
   FILE *out = stdout;
   if (!to_stdout) {
-    if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", o->file) >= (int)sizeof tmp) {
-      fprintf(stderr, "ckjit-cache: %s: path too long\n", o->file);
+    if (ckjit__file_stream_open(&file, o->file, 0600)) {
+      fprintf(stderr, "ckjit-cache: %s\n", ckjit_last_error());
       return 1;
     }
-    int fd = mkstemp(tmp);
-    if (fd < 0 || !(out = fdopen(fd, "wb"))) {
-      fprintf(stderr, "ckjit-cache: cannot create %s: %s\n", tmp, strerror(errno));
-      if (fd >= 0) {
-        close(fd);
-        unlink(tmp);
-      }
-      return 1;
-    }
+    out = file.file;
   }
   json_writer w;
   archive_ctx ctx = {o, NULL, "exported"};
@@ -648,19 +641,12 @@ static int cmd_export(const options *o, const char *dir) {
   ckjit_archive_summary s;
   int rc = ckjit__archive_export(dir, out, archive_report, &ctx, &s);
   if (!to_stdout) {
-    if (fsync(fileno(out)) != 0 && rc >= 0) {
-      snprintf(s.error, sizeof s.error, "cannot write %s: %s", tmp, strerror(errno));
+    if (rc < 0) {
+      ckjit__file_stream_abort(&file);
+    } else if (ckjit__file_stream_commit(&file, CKJIT_FILE_SYNC)) {
+      snprintf(s.error, sizeof s.error, "%s", ckjit_last_error());
       rc = -1;
     }
-    if (fclose(out) != 0 && rc >= 0) {
-      snprintf(s.error, sizeof s.error, "cannot write %s: %s", tmp, strerror(errno));
-      rc = -1;
-    }
-    if (rc >= 0 && rename(tmp, o->file) != 0) {
-      snprintf(s.error, sizeof s.error, "cannot rename %s to %s: %s", tmp, o->file, strerror(errno));
-      rc = -1;
-    }
-    if (rc < 0) unlink(tmp);
   }
   if (o->json) {
     json_end_array(&w);

@@ -22,7 +22,7 @@
  * data that follows (a symbol index, then 32-bit values), for the other
  * formats (EIFMT_NVAL 1, EIFMT_BVAL 2, EIFMT_HVAL 3) the word is the value.
  * Checked against ptxas -v (NVRTC -Xptxas -v) for NVRTC 13.0 cubins for
- * sm_75, sm_80, sm_89, sm_90, sm_90a and sm_100 (tests/test_inspect_tool.c
+ * sm_75, sm_80, sm_89, sm_90, sm_90a and sm_100 (tests/tools/test_inspect_tool.c
  * repeats the check for sm_90).  Spill bytes are not recorded in a cubin:
  * they are 0 when the stack frame is 0, else unknown (-1); the frame is the
  * upper bound of what spills use.

@@ -1,0 +1,65 @@
+// Hopper warpgroup MMA (wgmma, sm_90a) wrappers: the shared-memory matrix
+// descriptor, the fence / commit / wait of the asynchronous groups, and
+// one m64 x N x one-K-step instruction per type and N.  Include only where
+// __CUDA_ARCH_FEAT_SM90_ALL is defined (NVRTC's sm_90a): the instructions
+// exist nowhere else.
+#pragma once
+#include "core/prelude.h"
+#if defined(CKJIT_NVIDIA)
+
+// Shared-memory matrix descriptor, 128-byte swizzle: start address, the
+// byte distance between 64-column panels (lbo; M/N-contiguous operands) and
+// between groups of eight 128-byte rows (sbo).
+CKJIT_INLINE ckjit_u64 wgmma_smem_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (ckjit_u64)((addr & 0x3ffff) >> 4) | (ckjit_u64)(lbo >> 4) << 16 |
+         (ckjit_u64)(sbo >> 4) << 32 | 1ull << 62;
+}
+
+CKJIT_INLINE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+CKJIT_INLINE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> CKJIT_INLINE void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// One wgmma, m64 x N x one K step, into the accumulator d[N / 2] of each
+// thread.  The PTX operands are the accumulators %0 .., then the two
+// descriptors and (16-bit types) the transposes: their lists are spelled out
+// per N, and one macro writes each type's function.  tf32 reads K-major
+// operands only, so it has no transposes.
+#define WG_ACC4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define WG_ACC16(i) WG_ACC4(i), WG_ACC4(i + 4), WG_ACC4(i + 8), WG_ACC4(i + 12)
+#define WG_ACC_64 WG_ACC16(0), WG_ACC16(16)
+#define WG_ACC_128 WG_ACC_64, WG_ACC16(32), WG_ACC16(48)
+#define WG_ACC_256 WG_ACC_128, WG_ACC16(64), WG_ACC16(80), WG_ACC16(96), WG_ACC16(112)
+#define WG_OPS_64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33"
+#define WG_OPS_128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65"
+#define WG_OPS_256 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129"
+#define WG_TRANS_64 ", %34, %35"
+#define WG_TRANS_128 ", %66, %67"
+#define WG_TRANS_256 ", %130, %131"
+
+#define WGMMA_16BIT(T, N)                                                                         \
+  template <int TRANS_A, int TRANS_B>                                                             \
+  CKJIT_INLINE void wgmma_##T##_n##N(float (&d)[N / 2], ckjit_u64 desc_a, ckjit_u64 desc_b) {     \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #T "." #T " " WG_OPS_##N       \
+                 ", 1, 1, 1" WG_TRANS_##N ";"                                                    \
+                 : WG_ACC_##N                                                                     \
+                 : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));                         \
+  }
+#define WGMMA_TF32(N)                                                                             \
+  CKJIT_INLINE void wgmma_tf32_n##N(float (&d)[N / 2], ckjit_u64 desc_a, ckjit_u64 desc_b) {      \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " WG_OPS_##N ", 1, 1, 1;" \
+                 : WG_ACC_##N                                                                     \
+                 : "l"(desc_a), "l"(desc_b));                                                     \
+  }
+WGMMA_16BIT(bf16, 64)
+WGMMA_16BIT(f16, 64)
+WGMMA_16BIT(bf16, 128)
+WGMMA_16BIT(f16, 128)
+WGMMA_16BIT(bf16, 256)
+WGMMA_16BIT(f16, 256)
+WGMMA_TF32(64)
+WGMMA_TF32(128)
+WGMMA_TF32(256)
+
+#endif

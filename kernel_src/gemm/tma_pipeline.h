@@ -1,0 +1,99 @@
+// GEMM on wgmma with TMA >= 1 (gemm/wgmma.cu): the warp-specialized
+// pipeline.  A producer thread fills the STAGES shared-memory buffers with
+// the tensor memory accelerator (zero-filled past the edges); the consumer
+// warpgroups run wgmma on each as it fills and hand it back, through a
+// `full` and an `empty` mbarrier per stage.
+//
+// Needs TA, BM, BN, BK, STAGES, CONSUMERS, A_KCONTIG, B_KCONTIG, TMA,
+// STREAMK (and gemm/wgmma_tile.h, gemm/persistent_units.h).
+#pragma once
+#include "core/mbarrier.h"
+#include "core/ptx.h"
+#include "core/tma.h"
+#include "core/wgmma.h"
+#include "gemm/persistent_units.h"
+#include "gemm/wgmma_tile.h"
+#if TMA == 2
+#include "gemm/tma_store_epilogue.h"
+#endif
+
+// Both roles walk the block's units (gemm/persistent_units.h); `it`
+// counts K steps across them, so stage and phase continue, and the
+// producer loads the next tile while the consumers store this one.
+
+// The producer (one thread): fills stage after stage with the K steps of
+// this block's units, waiting for each stage to be handed back.
+CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ckjit_u64 *empty) {
+  unsigned it = 0; // K steps so far, across units: the stage and its phase
+  work w;
+  for (long long u = 0; unit_of(x, u, w); u++) {
+    TILE_CONTEXT(w.tile);
+    const int kt1 = w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK);
+    for (int kt = w.kt0; kt < kt1; kt++, it++) {
+      const int s = it % STAGES;
+      if (it >= STAGES) mbar_wait(smem_addr(&empty[s]), (it / STAGES - 1) & 1);
+      const unsigned bar = smem_addr(&full[s]);
+      const unsigned sa = base + (unsigned)(s * STAGE_BYTES), sb = sa + A_BYTES;
+      const int k = (int)(t.k0 + (long long)kt * BK), b = (int)t.batch;
+      mbar_expect(bar, STAGE_BYTES);
+#if A_KCONTIG
+      tma_load(sa, &map_a, k, (int)t.m0, b, bar);
+#else
+#pragma unroll
+      for (int q = 0; q < BM / 64; q++) tma_load(sa + q * BK * 128, &map_a, (int)t.m0 + 64 * q, k, b, bar);
+#endif
+#if B_KCONTIG
+      tma_load(sb, &map_b, k, (int)t.n0, b, bar);
+#else
+#pragma unroll
+      for (int q = 0; q < BN / 64; q++) tma_load(sb + q * BK * 128, &map_b, (int)t.n0 + 64 * q, k, b, bar);
+#endif
+    }
+  }
+}
+
+// The consumer warpgroups (two, one for 64-row tiles): wgmma over each
+// stage as it fills, hand it back, then the unit's epilogue.
+CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u64 *full, ckjit_u64 *empty) {
+  const int cw = threadIdx.x / 128 - 1; // consumer warpgroup 0 or 1
+  if (cw >= CONSUMERS) return;
+  const bool leader = threadIdx.x % 128 == 0;
+  unsigned it = 0; // as the producer's
+  unsigned chunks = 0; // TMA-store boxes so far (store_acc_tma)
+  work w;
+  for (long long u = 0; unit_of(x, u, w); u++) {
+    TILE_CONTEXT(w.tile);
+    (void)map_a, (void)map_b;
+    const int steps = (w.kt1 >= 0 ? w.kt1 : (int)((t.k1 - t.k0 + BK - 1) / BK)) - w.kt0;
+    float acc[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
+    for (int kt = 0; kt < steps; kt++, it++) {
+      const int s = it % STAGES;
+      mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
+      const unsigned sa = base + (unsigned)(s * STAGE_BYTES);
+      wgmma_fence();
+      step(acc, sa, sa + A_BYTES, cw);
+      wgmma_commit();
+      wgmma_wait<1>(); // step it - 1 is done: hand its stage back
+      if (kt > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+    }
+    wgmma_wait<0>();
+    if (steps > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+#if STREAMK // its code only where it can run: smaller kernels, faster compiles
+    if (w.slot >= 0) {
+      store_acc_slot(p, t, acc, cw, w.slot);
+      continue;
+    }
+#endif
+#if TMA == 2
+    store_acc_tma(p, t, acc, cw, TILE_MAP_D, reinterpret_cast<unsigned char *>(smem + STAGES * STAGE_ELEMS),
+                  base + STAGES * STAGE_BYTES, chunks);
+#else
+    store_acc(p, t, acc, cw);
+#endif
+  }
+#if TMA == 2
+  if (threadIdx.x == 128) tma_store_wait_read<0>(); // the buffer must outlive the stores
+#endif
+}
