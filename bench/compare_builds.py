@@ -2,7 +2,8 @@
 """Before/after timing of two builds of ckjit on one GPU, case by case.
 
 usage: compare_builds.py --base BUILD --new BUILD [--bench rows,gemm]
-                         [--rounds N] [--budget S] [--quick] [-o FILE.jsonl]
+                         [--rounds N] [--budget S] [--quick] [--only TEXT]...
+                         [--same-bench] [-o FILE.jsonl]
 
 For a refactor that must not change performance (issue 16): both builds'
 bench_rows and bench_gemm measure every case in a fresh child process
@@ -54,9 +55,12 @@ def list_cases(binary, quick):
     return [line.split("  (")[0].strip() for line in r.stdout.splitlines() if line.strip()]
 
 
-def run_child(binary, index, cache_dir, quick, timeout):
+def run_child(binary, index, cache_dir, quick, timeout, lib_dir=None):
     """The value records of one child run: [(metric, unit, value, status)]."""
     env = dict(os.environ, CKJIT_CACHE_DIR=cache_dir)
+    if lib_dir:  # this libckjit.so before the binary's own (its RUNPATH)
+        env["LD_LIBRARY_PATH"] = lib_dir + (":" + env["LD_LIBRARY_PATH"]
+                                            if env.get("LD_LIBRARY_PATH") else "")
     args = [binary, "--child-case", str(index)] + (["--quick"] if quick else [])
     try:
         r = subprocess.run(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -89,7 +93,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="timed runs per side (default 3)")
     ap.add_argument("--budget", type=float, default=1e9, help="stop starting rounds after S seconds")
     ap.add_argument("--quick", action="store_true", help="pass --quick to the benches")
+    ap.add_argument("--only", action="append", default=[],
+                    help="only cases whose name contains this (repeatable)")
     ap.add_argument("--timeout", type=float, default=90, help="per child run (default 90 s)")
+    ap.add_argument("--same-bench", action="store_true",
+                    help="run the base build's bench binaries for both sides, each with its "
+                         "own libckjit.so (LD_LIBRARY_PATH): only the library differs")
     ap.add_argument("-o", "--output", help="write one JSON record per case here")
     a = ap.parse_args()
     t0 = time.time()
@@ -97,6 +106,10 @@ def main():
     results = []  # (bench, metric, unit, base values, new values, statuses)
     for bench in [b for b in a.bench.split(",") if b]:
         sides = {"base": bench_path(a.base, bench), "new": bench_path(a.new, bench)}
+        libs = {"base": None, "new": None}
+        if a.same_bench:
+            sides["new"] = sides["base"]
+            libs = {"base": os.path.abspath(a.base), "new": os.path.abspath(a.new)}
         cases = {s: list_cases(b, a.quick) for s, b in sides.items()}
         if cases["base"] != cases["new"]:
             die("bench_%s lists different cases in the two builds" % bench)
@@ -105,18 +118,20 @@ def main():
             os.makedirs(d, exist_ok=True)
         per_case = []
         for i, name in enumerate(cases["base"]):
+            if a.only and not any(o in name for o in a.only):
+                continue
             values = {"base": [], "new": []}
             bad = set()
             unit = None
             metric = name
             for s in ("base", "new"):  # warm-up: compiles into the side's cache
-                run_child(sides[s], i, caches[s], a.quick, a.timeout * 4)
+                run_child(sides[s], i, caches[s], a.quick, a.timeout * 4, libs[s])
             for rnd in range(a.rounds):
                 if time.time() - t0 > a.budget:
                     break
                 order = ("base", "new") if rnd % 2 == 0 else ("new", "base")
                 for s in order:
-                    recs = run_child(sides[s], i, caches[s], a.quick, a.timeout)
+                    recs = run_child(sides[s], i, caches[s], a.quick, a.timeout, libs[s])
                     m, u, v, st = recs[0]
                     if st != "ok":
                         bad.add("%s: %s" % (s, st))

@@ -87,10 +87,8 @@ typedef struct ckjit_device {
   void (*module_unload)(const struct ckjit_device *d, void *module);
   ckjit_status (*get_function)(const struct ckjit_device *d, void *module, const char *name,
                                void **function);
-  /* `args`: the kernel's parameters as one buffer of `args_size` bytes laid
-   * out as the kernel's parameter list (a kernel_src/abi/ struct). */
   ckjit_status (*launch)(void *function, const unsigned grid[3], const unsigned block[3],
-                         unsigned shared_bytes, void *stream, const void *args, size_t args_size);
+                         unsigned shared_bytes, void *stream, void **args);
   ckjit_status (*mem_alloc)(void **ptr, size_t bytes);
   ckjit_status (*mem_free)(void *ptr);
   /* Stream-ordered scratch memory (cuMemAllocAsync / hipMallocAsync): the

@@ -287,13 +287,9 @@ static ckjit_status cuda_tensor_map_encode(void *map, ckjit_dtype dtype, int ran
 }
 
 static ckjit_status cuda_launch(void *function, const unsigned grid[3], const unsigned block[3],
-                                unsigned shared_bytes, void *stream, const void *args,
-                                size_t args_size) {
-  /* CU_LAUNCH_PARAM_BUFFER_POINTER (1), CU_LAUNCH_PARAM_BUFFER_SIZE (2),
-   * CU_LAUNCH_PARAM_END (0) */
-  void *extra[] = {(void *)1, (void *)args, (void *)2, &args_size, (void *)0};
+                                unsigned shared_bytes, void *stream, void **args) {
   CUresult r = cu.launch(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                         shared_bytes, stream, NULL, extra);
+                         shared_bytes, stream, args, NULL);
   return r ? cuda_fail(CKJIT_ERROR_LAUNCH, r, "cuLaunchKernel") : CKJIT_SUCCESS;
 }
 

@@ -286,13 +286,9 @@ static ckjit_status hip_get_function(const ckjit_device *d, void *module, const 
 }
 
 static ckjit_status hip_launch(void *function, const unsigned grid[3], const unsigned block[3],
-                               unsigned shared_bytes, void *stream, const void *args,
-                               size_t args_size) {
-  /* HIP_LAUNCH_PARAM_BUFFER_POINTER (1), HIP_LAUNCH_PARAM_BUFFER_SIZE (2),
-   * HIP_LAUNCH_PARAM_END (3) */
-  void *extra[] = {(void *)1, (void *)args, (void *)2, &args_size, (void *)3};
+                               unsigned shared_bytes, void *stream, void **args) {
   hip_error r = hip.launch(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                           shared_bytes, stream, NULL, extra);
+                           shared_bytes, stream, args, NULL);
   return r ? hip_fail(CKJIT_ERROR_LAUNCH, r, "hipModuleLaunchKernel") : CKJIT_SUCCESS;
 }
 

@@ -107,11 +107,13 @@ static ckjit_status explain_stream_failure(ckjit_runtime *rt, ckjit_status st, v
 
 ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k, const unsigned grid[3],
                                   const unsigned block[3], unsigned shared_bytes, void *stream,
-                                  const void *args, size_t args_size) {
+                                  const void *args, const ckjit_abi_params *params) {
+  void *param[CKJIT_ABI_MAX_PARAMS];
+  for (int i = 0; i < params->count; i++) param[i] = (char *)args + params->offset[i];
   ckjit_device_scope scope;
   ckjit_status st = rt->device.enter(&rt->device, &stream, &scope);
   if (st) return st;
-  st = rt->device.launch(k->function, grid, block, shared_bytes, stream, args, args_size);
+  st = rt->device.launch(k->function, grid, block, shared_bytes, stream, param);
   rt->device.leave(&rt->device, &scope);
   return explain_stream_failure(rt, st, stream);
 }

@@ -2,6 +2,7 @@
 #ifndef CKJIT_RUNTIME_DISPATCH_H
 #define CKJIT_RUNTIME_DISPATCH_H
 
+#include "abi/abi.h"
 #include "kernel_table.h"
 #include "runtime.h"
 
@@ -11,11 +12,12 @@
 ckjit_status ckjit__kernel_get(const ckjit_spec *spec, ckjit_runtime **rt, ckjit_kernel **out);
 
 /* Launches on `stream` without synchronizing.  `args` is the kernel's
- * argument struct from kernel_src/abi/ (its bytes are the parameter list). */
+ * argument struct from kernel_src/abi/ and `params` where each parameter
+ * starts in it (its S_params, or ckjit_abi_by_value). */
 ckjit_status ckjit__kernel_launch(ckjit_runtime *rt, const ckjit_kernel *k,
                                   const unsigned grid[3], const unsigned block[3],
                                   unsigned shared_bytes, void *stream, const void *args,
-                                  size_t args_size);
+                                  const ckjit_abi_params *params);
 
 /* Stream-ordered scratch memory for multi-kernel ops (split reductions):
  * allocated and freed in `stream` order, so no synchronization is needed

@@ -139,6 +139,7 @@ step env 30 370 "$LOGS/env.log" "$LOGS/env.log" -- bash -c '
   env | grep -E "^(PATH|LD_LIBRARY_PATH|LIBRARY_PATH|CPATH|PKG_CONFIG.*|CUDA.*|CKJIT.*)=" | sort'
 summary_add env ""
 
+fresh_build_dir "$BUILD" "$ROOT"
 if [ -f "$BUILD/build.ninja" ]; then
   step configure 90 320 "$LOGS/configure.log" "$LOGS/configure.log" -- meson setup --reconfigure "$BUILD"
   if ((STEP_RC != 0)); then
@@ -155,6 +156,7 @@ BUILT=1
 if ((CONFIGURED == 0)); then
   step build 240 260 "$LOGS/build.log" "$LOGS/build.log" -- meson compile -C "$BUILD"
   BUILT=$STEP_RC
+  ((BUILT == 0)) && mark_build_dir "$BUILD"
   summary_add build "$(grep -c 'warning:' "$LOGS/build.log") compiler warnings"
 else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' build SKIPPED - "configure failed")")

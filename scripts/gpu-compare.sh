@@ -6,7 +6,9 @@
 # runs bench/compare_builds.py on their bench_rows and bench_gemm (each case
 # in fresh processes, base and new alternating, medians).  Output: the table
 # on stdout and in $OUT/compare.txt (./gpu-out when OUT is unset), one JSON
-# record per case in $OUT/compare.jsonl.
+# record per case in $OUT/compare.jsonl; then (COMPARE_DISPATCH=0 skips it)
+# bench/dispatch_torch.py's host time per call of both libraries, in
+# $OUT/dispatch.jsonl.
 #
 # usage: bash scripts/gpu-compare.sh BASE_SRC [compare_builds.py args...]
 #        e.g. bash scripts/gpu-compare.sh .bench-base --bench rows --rounds 3
@@ -23,12 +25,13 @@ mkdir -p "$OUT"
 
 build() { # SRC BUILD_DIR
   local log=$OUT/build-$(basename "$2").log
+  fresh_build_dir "$2" "$1"
   if [ -f "$2/build.ninja" ]; then
     meson setup --reconfigure "$2" "$1" > "$log" 2>&1 || return 1
   else
     meson setup "$2" "$1" --buildtype=release > "$log" 2>&1 || return 1
   fi
-  ninja -C "$2" bench/bench_rows bench/bench_gemm >> "$log" 2>&1
+  ninja -C "$2" >> "$log" 2>&1 && mark_build_dir "$2"
 }
 build "$base_src" "$ROOT/build-base" & base_pid=$!
 build "$ROOT" "$ROOT/build-gpu" & new_pid=$!
@@ -37,5 +40,11 @@ wait $new_pid || { echo "gpu-compare: building this tree failed:" >&2; tail -20 
 python3 bench/compare_builds.py --base build-base --new build-gpu -o "$OUT/compare.jsonl" "$@" \
   | tee "$OUT/compare.txt"
 rc=${PIPESTATUS[0]}
+# The host cost of one call, from PyTorch through ctypes (both builds,
+# alternating processes): the launch path is where a refactor could add time.
+if [ "${COMPARE_DISPATCH:-1}" = 1 ] && python3 -c "import torch" 2> /dev/null; then
+  python3 bench/dispatch_torch.py build-base/libckjit.so build-gpu/libckjit.so \
+    | tee "$OUT/dispatch.jsonl"
+fi
 ((${#NOTES[@]})) && printf 'note: %s\n' "${NOTES[@]}"
 exit "$rc"

@@ -50,3 +50,20 @@ if ! ldconfig -p 2> /dev/null | grep -q 'libnvrtc\.so'; then
     fi
   done
 fi
+
+# fresh_build_dir DIR SRC: removes the build directory DIR unless it was
+# built from the sources now under SRC (a checksum kept in DIR).  The device
+# tool copies files with their own modification times, so ninja can take
+# outputs built from other sources (a later copy with older times) for up
+# to date.  mark_build_dir DIR, after a successful build, records the sum.
+fresh_build_dir() {
+  local dir=$1 src=$2
+  SOURCE_SUM=$(cd "$src" && find base cache runtime kernel_src include tools tests bench scripts meson.build \
+                 -type f \( -name '*.[ch]' -o -name '*.cu' -o -name '*.py' -o -name '*.sh' -o -name 'meson.build' \) \
+                 2> /dev/null | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-64)
+  if [ -d "$dir" ] && [ "$(cat "$dir/.ckjit-source-sum" 2> /dev/null)" != "$SOURCE_SUM" ]; then
+    rm -rf "$dir"
+    NOTES+=("$dir: not built from these sources: rebuilt from scratch")
+  fi
+}
+mark_build_dir() { echo "$SOURCE_SUM" > "$1/.ckjit-source-sum"; }

@@ -2,8 +2,8 @@
  *
  * Each family's arguments are defined once, in kernel_src/abi/<family>_args.h,
  * as an X-macro list of (type on the host, field, byte offset).  The host
- * (C11) expands it into a plain struct, fills it and hands its bytes to the
- * driver as the kernel's parameter buffer; the kernel source (C++17 under
+ * (C11) expands it into a plain struct, fills it and launches the kernel
+ * with a pointer per parameter into it; the kernel source (C++17 under
  * NVRTC / hipRTC) embeds the same header and checks that its hand-written
  * signature lays its parameters out exactly as the struct:
  *   - CKJIT_ABI_STRUCT, host side: every field of the struct sits at its
@@ -15,10 +15,11 @@
  * silently.
  * The kernel keeps its own parameter list (with __restrict__, its element
  * types, __grid_constant__): the generated code is the same as with
- * positional arguments, only the host side changes.  The host hands the
- * driver S_bytes, the parameter list's size, not sizeof(S): the driver
- * refuses a buffer larger than the list, and a struct may have tail
- * padding the list does not.
+ * positional arguments, only the host side changes.  The launch passes a
+ * pointer per parameter into the struct (S_params), not the struct as one
+ * buffer (CU_LAUNCH_PARAM_BUFFER_POINTER): with a buffer the driver does
+ * not place a 64-byte aligned parameter (a TMA tensor map) where the
+ * kernel needs it (bench/NOTES.md #82).
  *
  * Enumerations that cross the boundary are X-macro lists of (constant,
  * name): the host expands them into its enum and its spec-text names (see
@@ -30,40 +31,41 @@
 #define CKJIT_ABI_MEMBER(type, field, offset) type field;
 #define CKJIT_ABI_CHECK_FIELD(type, field, offset)                                  \
   _Static_assert(__builtin_offsetof(ckjit_abi_struct, field) == (offset),           \
-                 "kernel argument " #field " is not at byte " #offset);             \
-  _Static_assert((offset) + sizeof(type) <= ckjit_abi_bytes,                         \
-                 "kernel argument " #field " ends past the parameter list");
-#define CKJIT_ABI_ENDS_LIST(type, field, offset) ((offset) + sizeof(type) == ckjit_abi_bytes) +
+                 "kernel argument " #field " is not at byte " #offset);
 
-/* typedef struct S {...} S; and S_bytes = BYTES, the size of the parameter
- * list: where its last field ends.  The driver is handed exactly S_bytes
- * (ckjit__op_run(&plan, &args, S_bytes, stream)): a struct whose last field
- * is smaller than its alignment has tail padding, which is no parameter.
- * On the host: every field at its listed offset and inside the list, one
- * ending at BYTES, and the struct BYTES rounded up to its alignment.
- * (NVRTC has no offsetof: the kernel side checks the listed offsets against
- * its parameters instead, CKJIT_ABI_KERNEL.) */
+/* typedef struct S {...} S; and, on the host, S_params: where each
+ * parameter starts in the struct.  The launch hands the driver one pointer
+ * per parameter (cuLaunchKernel's kernelParams), so the driver lays the
+ * parameters out itself, as for any kernel.  On the host: every field at
+ * its listed offset and the struct BYTES long.  (NVRTC has no offsetof: the
+ * kernel side checks the listed offsets against its parameters instead,
+ * CKJIT_ABI_KERNEL.) */
 #ifdef __cplusplus
 #define CKJIT_ABI_STRUCT(S, LIST, BYTES)                                         \
   typedef struct S {                                                             \
     LIST(CKJIT_ABI_MEMBER)                                                       \
   } S;                                                                           \
-  enum { S##_bytes = (BYTES) };                                                  \
-  static_assert(sizeof(S) >= (BYTES), #S " is smaller than " #BYTES " bytes");
+  static_assert(sizeof(S) == (BYTES), #S " is not " #BYTES " bytes");
 #else
+#define CKJIT_ABI_MAX_PARAMS 32
+typedef struct ckjit_abi_params {
+  int count;
+  unsigned short offset[CKJIT_ABI_MAX_PARAMS];
+} ckjit_abi_params;
+/* A kernel whose one parameter is the whole struct (by value). */
+static const ckjit_abi_params ckjit_abi_by_value = {1, {0}};
+#define CKJIT_ABI_ONE(type, field, offset) +1
+#define CKJIT_ABI_OFFSET(type, field, offset) (offset),
 #define CKJIT_ABI_STRUCT(S, LIST, BYTES)                                         \
   typedef struct S {                                                             \
     LIST(CKJIT_ABI_MEMBER)                                                       \
   } S;                                                                           \
-  enum { S##_bytes = (BYTES) };                                                  \
+  static const ckjit_abi_params S##_params = {0 LIST(CKJIT_ABI_ONE), {LIST(CKJIT_ABI_OFFSET)}}; \
   static inline void S##_layout_check(void) {                                    \
     typedef S ckjit_abi_struct;                                                  \
-    enum { ckjit_abi_bytes = (BYTES) };                                          \
     LIST(CKJIT_ABI_CHECK_FIELD)                                                  \
-    _Static_assert((LIST(CKJIT_ABI_ENDS_LIST) 0) == 1,                            \
-                   #S ": no field ends at byte " #BYTES);                        \
-    _Static_assert(sizeof(S) == ((BYTES) + _Alignof(S) - 1) / _Alignof(S) * _Alignof(S), \
-                   #S " is not " #BYTES " bytes and its tail padding");          \
+    _Static_assert(sizeof(S) == (BYTES), #S " is not " #BYTES " bytes");         \
+    _Static_assert((0 LIST(CKJIT_ABI_ONE)) <= CKJIT_ABI_MAX_PARAMS, #S ": too many fields"); \
   }
 #endif
 

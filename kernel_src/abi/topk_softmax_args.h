@@ -18,8 +18,7 @@
   X(float *, weights, 40)          \
   X(void *, indices, 48)           \
   X(int, index_i64, 56)
-/* The list ends at byte 60; the struct has 4 bytes of tail padding, which
- * the launch leaves out (ckjit_topk_softmax_args_bytes, see abi.h). */
-CKJIT_ABI_STRUCT(ckjit_topk_softmax_args, CKJIT_TOPK_SOFTMAX_ARGS, 60)
+/* The list ends at byte 60, the struct (4 bytes of tail padding) at 64. */
+CKJIT_ABI_STRUCT(ckjit_topk_softmax_args, CKJIT_TOPK_SOFTMAX_ARGS, 64)
 
 #endif

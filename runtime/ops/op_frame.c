@@ -12,14 +12,14 @@ void ckjit__plan_init(ckjit_launch_plan *plan, ckjit_family_id family) {
   for (int i = 0; i < 3; i++) plan->grid[i] = plan->block[i] = 1;
 }
 
-ckjit_status ckjit__op_run(const ckjit_launch_plan *plan, const void *args, size_t args_size,
-                           void *stream) {
+ckjit_status ckjit__op_run(const ckjit_launch_plan *plan, const void *args,
+                           const ckjit_abi_params *params, void *stream) {
   ckjit_runtime *rt;
   ckjit_kernel *k;
   ckjit_status st = ckjit__kernel_get(&plan->spec, &rt, &k);
   if (st) return st;
   return ckjit__kernel_launch(rt, k, plan->grid, plan->block, plan->shared_bytes, stream, args,
-                              args_size);
+                              params);
 }
 
 int ckjit__pick_vec(size_t elem_size, const void *const *ptrs, int n_ptrs, const int64_t *strides,

@@ -30,9 +30,10 @@ typedef struct ckjit_launch_plan {
 void ckjit__plan_init(ckjit_launch_plan *plan, ckjit_family_id family);
 
 /* Gets (compiling on first use) the kernel of plan->spec and launches it on
- * `stream` with `args`, the family's kernel-argument struct. */
-ckjit_status ckjit__op_run(const ckjit_launch_plan *plan, const void *args, size_t args_size,
-                           void *stream);
+ * `stream` with `args`, the family's kernel-argument struct S, and
+ * `params`, its S_params (kernel_src/abi/abi.h). */
+ckjit_status ckjit__op_run(const ckjit_launch_plan *plan, const void *args,
+                           const ckjit_abi_params *params, void *stream);
 
 /* ---- launch shape ----------------------------------------------------------- */
 

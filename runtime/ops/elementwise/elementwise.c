@@ -90,7 +90,7 @@ ckjit_status ckjit__elementwise(const char *api, int ew_op, ckjit_dtype dtype, i
   ckjit_launch_plan p;
   plan(&c, &p);
   const ckjit_elementwise_args args = arguments(&c);
-  return ckjit__op_run(&p, &args, ckjit_elementwise_args_bytes, stream);
+  return ckjit__op_run(&p, &args, &ckjit_elementwise_args_params, stream);
 }
 
 ckjit_status ckjit_unary(ckjit_unary_op op, ckjit_dtype dtype, int64_t rows, int64_t cols,

@@ -51,8 +51,6 @@ static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs,
   ckjit_gemm_problem *g = stores ? x.stores.g : x.loads.g;
   long long *n = stores ? &x.stores.count : &x.loads.count;
   const void *args = stores ? (const void *)&x.stores : (const void *)&x.loads;
-  const size_t args_bytes =
-      stores ? ckjit_gemm_tma_grouped_store_args_bytes : ckjit_gemm_tma_grouped_args_bytes;
   spec->value[GW_TMA] = stores ? 2 : 1;
   const int64_t sms = ckjit__gemm_sm_count(rt);
   ckjit_status st = CKJIT_SUCCESS;
@@ -75,7 +73,7 @@ static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs,
       g[j].tile_begin = tiles;
       tiles += g[j].tiles_m * g[j].tiles_n;
     }
-    if (*n) st = ckjit__gemm_launch(spec, tiles < sms ? tiles : sms, args, args_bytes, stream);
+    if (*n) st = ckjit__gemm_launch(spec, tiles < sms ? tiles : sms, args, stream);
   }
   *done = count;
   return st;
@@ -143,7 +141,7 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
       p->tile_begin = tiles;
       tiles += p->tiles_m * p->tiles_n;
     }
-    if (gs.count) st = ckjit__gemm_launch(&spec, tiles, &gs, ckjit_gemm_groups_bytes, stream);
+    if (gs.count) st = ckjit__gemm_launch(&spec, tiles, &gs, stream);
   }
   return st;
 }

@@ -30,7 +30,7 @@ void ckjit__gemm_problem_of(const ckjit_gemm_desc *g, const gemm_plan *pl, ckjit
 }
 
 ckjit_status ckjit__gemm_launch(const ckjit_spec *spec, int64_t blocks, const void *args,
-                                size_t args_bytes, void *stream) {
+                                void *stream) {
   ckjit_runtime *r;
   ckjit_kernel *k;
   ckjit_status st = ckjit__kernel_get(spec, &r, &k);
@@ -45,7 +45,7 @@ ckjit_status ckjit__gemm_launch(const ckjit_spec *spec, int64_t blocks, const vo
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "ckjit_gemm: %lld tiles are too many for one launch",
                        (long long)blocks);
   unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {threads, 1, 1};
-  return ckjit__kernel_launch(r, k, grid, block, smem, stream, args, args_bytes);
+  return ckjit__kernel_launch(r, k, grid, block, smem, stream, args, &ckjit_abi_by_value);
 }
 
 void ckjit__gemm_operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) {
@@ -123,8 +123,8 @@ ckjit_status ckjit__gemm_run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, c
     p.partials = scratch, p.k_slice = k_slice, p.splits = splits;
   }
   x.p = p;
-  st = tma ? ckjit__gemm_launch(&spec, grid, &x, ckjit_gemm_tma_args_bytes, stream)
-           : ckjit__gemm_launch(&spec, grid, &p, ckjit_gemm_problem_bytes, stream);
+  st = tma ? ckjit__gemm_launch(&spec, grid, &x, stream)
+           : ckjit__gemm_launch(&spec, grid, &p, stream);
   if (!st && bytes)
     st = ckjit__gemm_launch_reduce(rt, g, &pl, &p, want == CKJIT_GEMM_STREAM_K ? &x.sk : NULL, stream);
   ckjit_status fst = scratch ? ckjit__scratch_free(rt, scratch, stream) : CKJIT_SUCCESS;

@@ -18,11 +18,11 @@ void ckjit__gemm_operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b);
 /* The kernels' problem of `g` under plan `pl`: one K slice (no split). */
 void ckjit__gemm_problem_of(const ckjit_gemm_desc *g, const gemm_plan *pl, ckjit_gemm_problem *p);
 
-/* Launches `spec` on `blocks` blocks with its argument struct `args` of
- * `args_bytes` (abi/gemm_args.h); refuses a tile the GPU's shared memory
- * cannot hold. */
+/* Launches `spec` on `blocks` blocks with `args`, its argument struct
+ * (abi/gemm_args.h; every GEMM kernel takes its one struct by value);
+ * refuses a tile the GPU's shared memory cannot hold. */
 ckjit_status ckjit__gemm_launch(const ckjit_spec *spec, int64_t blocks, const void *args,
-                                size_t args_bytes, void *stream);
+                                void *stream);
 
 /* Runs `g` with plan `plan` and `want` split-K slices (CKJIT_GEMM_STREAM_K:
  * Stream-K, where the pipeline reads through TMA; otherwise the automatic

@@ -236,12 +236,12 @@ static ckjit_status reduce_run(const reduce_call *c, void *stream) {
 
   const ckjit_reduce_args args = arguments(c, &pb, &pol, pval, pidx);
   st = ckjit__kernel_launch(rt, k1, pass1.grid, pass1.block, pass1.shared_bytes, stream, &args,
-                            ckjit_reduce_args_bytes);
+                            &ckjit_reduce_args_params);
   if (pol.nsplit > 1) {
     if (st == CKJIT_SUCCESS) {
       const ckjit_reduce_args cargs = combine_arguments(c, &pb, &pol, pval, pidx);
       st = ckjit__kernel_launch(rt, k2, combine.grid, combine.block, combine.shared_bytes, stream,
-                                &cargs, ckjit_reduce_args_bytes);
+                                &cargs, &ckjit_reduce_args_params);
     }
     /* Stream-ordered: freed after the kernels that use it. */
     ckjit_status fst = ckjit__scratch_free(rt, scratch, stream);

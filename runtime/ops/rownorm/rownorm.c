@@ -188,7 +188,7 @@ static ckjit_status run_pass(const rownorm_call *c, const ckjit_rownorm_policy *
   ckjit_launch_plan p;
   plan(c, pol, vec, pass, &p);
   const ckjit_rownorm_args args = arguments(c, pol, pass, partials);
-  return ckjit__op_run(&p, &args, sizeof args, c->stream);
+  return ckjit__op_run(&p, &args, &ckjit_rownorm_args_params, c->stream);
 }
 
 /* The split passes, batch_rows rows at a time, with the chunks' partials

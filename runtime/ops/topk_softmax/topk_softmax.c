@@ -101,5 +101,5 @@ ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int64_t exper
   ckjit_launch_plan p;
   plan(&c, &p);
   const ckjit_topk_softmax_args args = arguments(&c);
-  return ckjit__op_run(&p, &args, ckjit_topk_softmax_args_bytes, stream);
+  return ckjit__op_run(&p, &args, &ckjit_topk_softmax_args_params, stream);
 }

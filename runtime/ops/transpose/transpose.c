@@ -90,5 +90,5 @@ ckjit_status ckjit_transpose(ckjit_dtype dtype, int64_t batch, int64_t rows, int
   ckjit_launch_plan p;
   if ((st = plan(&c, &p))) return st;
   const ckjit_transpose_args args = arguments(&c);
-  return ckjit__op_run(&p, &args, ckjit_transpose_args_bytes, stream);
+  return ckjit__op_run(&p, &args, &ckjit_transpose_args_params, stream);
 }
