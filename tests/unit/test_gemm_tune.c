@@ -67,6 +67,15 @@ static void test_file_rules(void **state) {
   fclose(f);
   assert_string_equal(last, "ckjit-gemm-tune 1 sm_80/f16/f32/cc/m7n7k7/b1/v88 2 256 4 5\n");
 
+  /* The 64 x 64 wgmma tile's 14 stages (the most a wgmma spec takes) are
+   * recorded; one more is not. */
+  gemm_choice deep = {2, 64, 14, 1}, deeper = {2, 64, 15, 1};
+  ckjit__gemm_tune_store(dir, "sm_90/bf16/bf16/rr/m6n12k12/b0/v88", &deep);
+  assert_int_equal(ckjit__gemm_tune_lookup(dir, "sm_90/bf16/bf16/rr/m6n12k12/b0/v88", &c), 1);
+  assert_int_equal(c.stages, 14);
+  ckjit__gemm_tune_store(dir, "sm_90/bf16/bf16/rr/m6n6k12/b0/v88", &deeper);
+  assert_int_equal(ckjit__gemm_tune_lookup(dir, "sm_90/bf16/bf16/rr/m6n6k12/b0/v88", &c), 0);
+
   /* Invalid winners and class names with spaces are not recorded. */
   gemm_choice bad = {2, 256, 4, 0};
   ckjit__gemm_tune_store(dir, "sm_90/x", &bad);

@@ -85,8 +85,9 @@ extern const gemm_block_tile ckjit__gemm_tf32_tiles[TF32_TILES];
  * TMA-store buffer (bm 128) or alone (bm 64, which has no TMA stores): the
  * skinny shapes wait on memory, and every stage more measured faster there
  * (bench/NOTES.md #58, #77). */
+#define CKJIT_GEMM_WGMMA_MAX_STAGES 14 /* the gemm_wgmma spec's range and the 64 x 64 tile's */
 static inline int ckjit__gemm_wgmma_stages(int bm, int bn) {
-  if (bm == 64) return bn == 256 ? 5 : bn == 128 ? 9 : 14;
+  if (bm == 64) return bn == 256 ? 5 : bn == 128 ? 9 : CKJIT_GEMM_WGMMA_MAX_STAGES;
   return bn == 256 ? 4 : bn == 128 ? 6 : 8;
 }
 

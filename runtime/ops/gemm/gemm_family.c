@@ -67,7 +67,7 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     [GW_OUT] = OUT_PARAM("out"),
     ORDER_PARAMS(GW),
     [GW_BN] = CKJIT_INT_PARAM("bn", 64, 256, 256),
-    [GW_STAGES] = CKJIT_INT_PARAM("stages", 3, 14, 4),
+    [GW_STAGES] = CKJIT_INT_PARAM("stages", 3, CKJIT_GEMM_WGMMA_MAX_STAGES, 4),
     EPILOGUE_PARAMS(GW),
     [GW_SPLIT] = CKJIT_INT_PARAM("split", 0, 1, 0),
     [GW_GROUPED] = CKJIT_INT_PARAM("grouped", 0, 1, 0),

@@ -43,7 +43,7 @@ int ckjit__gemm_tune_mode(void) {
 
 static int valid(const gemm_choice *c) {
   return c->pipe >= 0 && c->pipe <= 2 && c->tile >= 0 && c->tile <= 256 && c->stages >= 0 &&
-         c->stages <= 12 && ((c->splits >= 1 && c->splits <= 32) || (c->pipe == 2 && c->splits == -1));
+         c->stages <= CKJIT_GEMM_WGMMA_MAX_STAGES && ((c->splits >= 1 && c->splits <= 32) || (c->pipe == 2 && c->splits == -1));
 }
 
 static void put(const char *cls, const gemm_choice *c) {
