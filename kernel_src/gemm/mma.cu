@@ -34,25 +34,11 @@ typedef OUT TC;
 #if defined(CKJIT_NVIDIA) // the whole pipeline is PTX; AMD builds an empty kernel
 
 #define THREADS (WM * WN * WK * 32)
-#define WTM (BM / WM) // warp tile
-#define WTN (BN / WN)
-#define MT (WTM / 16) // mma fragments per warp
-#define NT (WTN / 8)
 
+#include "gemm/mma_tiles.h"
 #include "gemm/tile_copy.h"
 #include "gemm/cp_async_pipeline.h"
 #include "core/mma_sync.h"
-
-// ---- shared-memory tiles ---------------------------------------------------
-// An operand tile is ROWS x COLS with COLS contiguous: BM x BK for a
-// K-contiguous A, BK x BM for an M-contiguous one (likewise B with BN).
-#define A_ROWS (A_KCONTIG ? BM : BK)
-#define A_COLS (A_KCONTIG ? BK : BM)
-#define B_ROWS (B_KCONTIG ? BN : BK)
-#define B_COLS (B_KCONTIG ? BK : BN)
-#define A_TILE (A_ROWS * A_COLS)
-#define B_TILE (B_ROWS * B_COLS)
-#define STAGE_ELEMS (A_TILE + B_TILE)
 
 // Fragments of one 16-wide K step: A for rows [m, m + 16), B for columns
 // [n, n + 16) (two n8 fragments: {b[0], b[1]} and {b[2], b[3]}).

@@ -37,25 +37,11 @@ typedef OUT TC;
 #if defined(CKJIT_NVIDIA) // the whole pipeline is PTX; AMD builds an empty kernel
 
 #define THREADS (WM * WN * 32)
-#define WTM (BM / WM) // warp tile
-#define WTN (BN / WN)
-#define MT (WTM / 16) // mma fragments per warp
-#define NT (WTN / 8)
 
+#include "gemm/mma_tiles.h"
 #include "gemm/tile_copy.h" // smem_addr, copy_async, copy_commit, copy_wait
 #include "gemm/cp_async_pipeline.h"
 #include "core/mma_sync.h"
-
-// ---- shared-memory tiles ---------------------------------------------------
-// An operand tile is ROWS x COLS f32 with COLS contiguous: BM x BK for a
-// K-contiguous A, BK x BM for an M-contiguous one (likewise B with BN).
-#define A_ROWS (A_KCONTIG ? BM : BK)
-#define A_COLS (A_KCONTIG ? BK : BM)
-#define B_ROWS (B_KCONTIG ? BN : BK)
-#define B_COLS (B_KCONTIG ? BK : BN)
-#define A_TILE (A_ROWS * A_COLS)
-#define B_TILE (B_ROWS * B_COLS)
-#define STAGE_ELEMS (A_TILE + B_TILE)
 
 // Element offset of (row, col) in a tile whose rows are COLS f32 (at least
 // 32: eight 16-byte chunks).  KC: rows are M/N, columns K; a half-warp reads
