@@ -200,7 +200,7 @@ ckjit_status ckjit__spec_render(const ckjit_spec *spec, ckjit_buffer *source) {
   const char *slot = strstr(file->data, PARAMETERS_LINE);
   if (!slot || strstr(slot + 1, PARAMETERS_LINE))
     return ckjit__fail(CKJIT_ERROR_INTERNAL, "kernel source %s needs exactly one line '%.*s'",
-                       fam->source, (int)strlen(PARAMETERS_LINE) - 2, PARAMETERS_LINE + 1);
+                       fam->source, (int)strlen(PARAMETERS_LINE) - 2, &PARAMETERS_LINE[1]);
   ckjit_buffer out = {0};
   int bad = ckjit__buf_append(&out, file->data, (size_t)(slot - file->data) + 1);
   bad |= ckjit__buf_append_str(&out, "// ");
