@@ -22,109 +22,12 @@
 #include "cache/layers.h"
 #include "cache/scan.h"
 #include "cache/settings.h"
+#include "cache_archive_cmd.h"
+#include "cache_help.h"
 #include "cache_listing.h"
 #include "cache_repair.h"
 #include "ckjit/ckjit.h"
 #include "json_writer.h"
-
-static const char common_help[] =
-    "options (any command):\n"
-    "  --cache-dir DIR  the writable cache directory (default: the one the library\n"
-    "                   uses: CKJIT_CACHE_DIR, XDG_CACHE_HOME/ckjit, ~/.cache/ckjit)\n"
-    "  --json           machine-readable output on stdout\n"
-    "  -h, --help       help (of the command, after one)\n"
-    "\n"
-    "Symbolic links are never followed; one inside the cache is reported as bad.\n"
-    "Exit status: 0 full success, 1 failure (or bad entries), 2 usage error.\n";
-
-static void usage(FILE *out) {
-  fputs(
-      "usage: ckjit-cache [options] COMMAND [ARGS]\n"
-      "\n"
-      "Inspects and maintains the ckjit on-disk kernel cache\n"
-      "(<cache-dir>/xx/<32-hex-key>.ckjit).\n"
-      "\n"
-      "commands:\n"
-      "  info         cache directory, read-only layers (CKJIT_CACHE_PATH), entries,\n"
-      "               bytes, limits\n"
-      "  ls           one line per entry: key, kernel, arch, size, age, last use\n"
-      "  verify       check every entry with the library's own rule; --fix repairs\n"
-      "  prune        remove least recently used entries down to the limits\n"
-      "  clear        remove every entry and leftover temporary file (nothing else)\n"
-      "  export FILE  write every verified entry into one archive file (- = stdout)\n"
-      "  import FILE  verify and store every entry of an archive (- = stdin)\n"
-      "\n"
-      "'ckjit-cache COMMAND --help' describes a command.\n"
-      "\n",
-      out);
-  fputs(common_help, out);
-}
-
-typedef struct command_help {
-  const char *name;
-  const char *text;
-} command_help;
-
-static const command_help helps[] = {
-    {"info",
-     "usage: ckjit-cache [options] info\n\n"
-     "Prints the writable cache directory, its entries and bytes, its limits\n"
-     "(CKJIT_CACHE_MAX_SIZE, CKJIT_CACHE_MAX_ENTRIES) and each read-only layer of\n"
-     "CKJIT_CACHE_PATH with its entries, or why the library skips it.\n"},
-    {"ls",
-     "usage: ckjit-cache [options] ls\n\n"
-     "One line per entry of the writable cache: key, kernel, arch, size, age (since\n"
-     "the file was created, '-' where the file system does not record it) and last\n"
-     "use (the entry file's mtime, which the library sets on every use).\n"},
-    {"verify",
-     "usage: ckjit-cache [options] verify [--fix]\n\n"
-     "Applies the library's own acceptance rule to every subdirectory and entry\n"
-     "(real directory or regular file, owner, no group/other write permission,\n"
-     "header, checksums, header key = file name, right subdirectory, a code object\n"
-     "for the entry's arch that defines its kernel) and prints the bad ones; exits\n"
-     "1 if there are any.  What it calls bad, the library refuses to load.\n"
-     "  --fix  repair them: remove anything bad at an entry's or a subdirectory's\n"
-     "         name (a directory there with its contents; a link itself, never its\n"
-     "         target), remove group/other write permission from a subdirectory\n"
-     "         (its good entries stay); never touches a name that is not the\n"
-     "         cache's own.  Exits 0 when nothing bad is left.\n"},
-    {"prune",
-     "usage: ckjit-cache [options] prune [--max-size N[K|M|G|T]] [--max-entries N]\n\n"
-     "Removes entries, least recently used first, until the cache holds at most\n"
-     "the limits (default: CKJIT_CACHE_MAX_SIZE, else 1G; CKJIT_CACHE_MAX_ENTRIES,\n"
-     "else 50000; 0 = no limit), and temporary files left over for over an hour.\n"
-     "--max-size: digits (bytes), or a number with K, M, G or T (powers of 1024,\n"
-     "optionally followed by iB; a fraction only with a suffix): 1073741824, 512M,\n"
-     "1.5G, 2GiB.  --max-entries: digits.  Anything else exits 2 with the reason.\n"
-     "Exits 1 when the cache is still over a limit (entries in use, removal errors).\n"},
-    {"clear",
-     "usage: ckjit-cache [options] clear\n\n"
-     "Removes every entry and leftover temporary file, and the subdirectories left\n"
-     "empty; never anything else.\n"},
-    {"export",
-     "usage: ckjit-cache [options] export FILE\n\n"
-     "Writes every verified entry of the writable cache into the archive FILE\n"
-     "(- = stdout), e.g. to ship a prewarmed cache; bad entries are reported and\n"
-     "left out (exit 1).  FILE is written to a temporary name and renamed.\n"},
-    {"import",
-     "usage: ckjit-cache [options] import FILE\n\n"
-     "Reads the archive FILE (- = stdin), verifies all of it (framing, every\n"
-     "entry's checksums and key) and only then stores its entries into the\n"
-     "writable cache like the library does (atomically): all or nothing.  A\n"
-     "damaged archive, or one with a bad entry (each is reported), stores nothing\n"
-     "and exits 1; so does a store that fails (what was stored is removed).\n"
-     "stdin is copied into an unlinked temporary file in the cache directory to\n"
-     "be read twice.  Nothing is evicted meanwhile; run 'prune' afterwards if the\n"
-     "cache is over its limits.\n"
-     "A directory meant as a read-only layer for other users (CKJIT_CACHE_PATH)\n"
-     "needs 'chmod -R go+rX,go-w DIR' afterwards (entries are written 0600).\n"},
-};
-
-static const char *command_help_text(const char *name) {
-  for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++)
-    if (strcmp(helps[i].name, name) == 0) return helps[i].text;
-  return NULL;
-}
 
 typedef struct options {
   const char *cache_dir;
@@ -572,155 +475,9 @@ static int cmd_prune(const options *o, const char *dir) {
   return r.failed || over ? 1 : 0;
 }
 
-/* ---- export / import -------------------------------------------------------- */
-typedef struct archive_ctx {
-  const options *o;
-  json_writer *w; /* the "bad" array, with --json */
-  const char *verb;
-} archive_ctx;
-
-static void archive_report(void *p, const char *key_hex, const ckjit_entry_meta *meta,
-                           uint64_t size, const char *problem) {
-  archive_ctx *ctx = p;
-  if (!problem) return;
-  if (ctx->w) {
-    json_begin_object(ctx->w, NULL);
-    json_string(ctx->w, "key", key_hex);
-    if (meta) json_string(ctx->w, "kernel", meta->kernel);
-    json_uint(ctx->w, "size", size);
-    json_string(ctx->w, "why", problem);
-    json_end_object(ctx->w);
-  } else {
-    fprintf(stderr, "BAD  %s: %s (not %s)\n", key_hex, problem, ctx->verb);
-  }
-}
-
-static void archive_summary_json(json_writer *w, const ckjit_archive_summary *s) {
-  json_uint(w, "ok", s->ok);
-  json_uint(w, "bad_count", s->bad);
-  json_uint(w, "store_failed", s->failed);
-  json_uint(w, "bytes", s->bytes);
-  if (s->error[0]) json_string(w, "error", s->error);
-  else json_null(w, "error");
-}
-
-/* Opens the --json report of export/import: {"cache_dir", "file", "bad": [ ... */
-static void archive_json_begin(json_writer *w, archive_ctx *ctx, const char *dir) {
-  if (!ctx->o->json) return;
-  json_init(w, stdout);
-  json_begin_object(w, NULL);
-  json_string(w, "cache_dir", dir);
-  json_string(w, "file", ctx->o->file);
-  json_begin_array(w, "bad");
-  ctx->w = w;
-}
-
-static int cmd_export(const options *o, const char *dir) {
-  int to_stdout = strcmp(o->file, "-") == 0;
-  if (to_stdout && o->json) {
-    fprintf(stderr, "ckjit-cache: export to stdout cannot be combined with --json\n");
-    return 2;
-  }
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "ckjit-cache: %s: no cache directory there\n", dir);
-    return 1;
-  }
-  ckjit_file_stream file;
-  FILE *out = stdout;
-  if (!to_stdout) {
-    if (ckjit__file_stream_open(&file, o->file, 0600)) {
-      fprintf(stderr, "ckjit-cache: %s\n", ckjit_last_error());
-      return 1;
-    }
-    out = file.file;
-  }
-  json_writer w;
-  archive_ctx ctx = {o, NULL, "exported"};
-  archive_json_begin(&w, &ctx, dir);
-  ckjit_archive_summary s;
-  int rc = ckjit__archive_export(dir, out, archive_report, &ctx, &s);
-  if (!to_stdout) {
-    if (rc < 0) {
-      ckjit__file_stream_abort(&file);
-    } else if (ckjit__file_stream_commit(&file, CKJIT_FILE_SYNC)) {
-      snprintf(s.error, sizeof s.error, "%s", ckjit_last_error());
-      rc = -1;
-    }
-  }
-  if (o->json) {
-    json_end_array(&w);
-    archive_summary_json(&w, &s);
-    json_end_object(&w);
-    json_finish(&w);
-  } else {
-    char size[32];
-    cache_format_size(s.bytes, size, sizeof size);
-    if (rc < 0) fprintf(stderr, "ckjit-cache: %s\n", s.error);
-    else
-      fprintf(to_stdout ? stderr : stdout, "exported %llu entr%s (%s) from %s to %s%s\n",
-              (unsigned long long)s.ok, s.ok == 1 ? "y" : "ies", size, dir,
-              to_stdout ? "stdout" : o->file,
-              s.bad ? "; bad entries were left out (run 'ckjit-cache verify')" : "");
-  }
-  return rc == 0 ? 0 : 1;
-}
-
-static int cmd_import(const options *o, const char *dir) {
-  FILE *in = stdin;
-  if (strcmp(o->file, "-") != 0 && !(in = fopen(o->file, "rb"))) {
-    fprintf(stderr, "ckjit-cache: cannot open %s: %s\n", o->file, strerror(errno));
-    return 1;
-  }
-  ckjit_disk_cache *c = malloc(sizeof *c);
-  if (!c) {
-    fprintf(stderr, "ckjit-cache: out of memory\n");
-    if (in != stdin) fclose(in);
-    return 1;
-  }
-  ckjit__disk_open(c, dir);
-  if (!c->usable || !c->writable) {
-    fprintf(stderr, "ckjit-cache: %s is not a usable, writable cache directory (see the warning "
-                    "above)\n",
-            dir);
-    free(c);
-    if (in != stdin) fclose(in);
-    return 1;
-  }
-  c->max_bytes = c->max_entries = 0; /* no eviction of what is being imported */
-  json_writer w;
-  archive_ctx ctx = {o, NULL, "imported"};
-  archive_json_begin(&w, &ctx, dir);
-  ckjit_archive_summary s;
-  int rc = ckjit__archive_import(c, in, archive_report, &ctx, &s);
-  if (in != stdin) fclose(in);
-  free(c);
-  uint64_t max_bytes, max_entries;
-  ckjit__disk_env_limits(&max_bytes, &max_entries);
-  ckjit_scan scan;
-  int over = 0;
-  if (ckjit__cache_scan(dir, 0, &scan) == 0) {
-    over = (max_bytes && scan.bytes > max_bytes) || (max_entries && scan.count > max_entries);
-    ckjit__cache_scan_free(&scan);
-  }
-  if (o->json) {
-    json_end_array(&w);
-    archive_summary_json(&w, &s);
-    json_bool(&w, "over_limits", over);
-    json_end_object(&w);
-    json_finish(&w);
-  } else {
-    char size[32];
-    cache_format_size(s.bytes, size, sizeof size);
-    if (rc != 0) fprintf(stderr, "ckjit-cache: %s: %s\n", o->file, s.error);
-    printf("imported %llu entr%s (%s) into %s\n", (unsigned long long)s.ok,
-           s.ok == 1 ? "y" : "ies", size, dir);
-    if (over)
-      printf("the cache is now over its limits; the library evicts the least recently used "
-             "entries on its next store ('ckjit-cache prune' does it now)\n");
-  }
-  return rc == 0 ? 0 : 1;
-}
+/* ---- export / import (cache_archive_cmd.c) ----------------------------------- */
+static int cmd_export(const options *o, const char *dir) { return cache_cmd_export(o->file, o->json, dir); }
+static int cmd_import(const options *o, const char *dir) { return cache_cmd_import(o->file, o->json, dir); }
 
 int main(int argc, char **argv) {
   options o;
@@ -763,18 +520,18 @@ int main(int argc, char **argv) {
     }
   }
   if (help) {
-    const char *text = o.command ? command_help_text(o.command) : NULL;
+    const char *text = o.command ? cache_command_help(o.command) : NULL;
     if (text) {
       fputs(text, stdout);
       fputs("\n", stdout);
-      fputs(common_help, stdout);
+      fputs(cache_common_help, stdout);
     } else {
-      usage(stdout);
+      cache_usage(stdout);
     }
     return 0;
   }
   if (!o.command) {
-    usage(stderr);
+    cache_usage(stderr);
     return 2;
   }
   int (*cmd)(const options *, const char *) = NULL;
