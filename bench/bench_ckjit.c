@@ -34,7 +34,7 @@
 /* TODO(lead): keep COPY_SPEC and raw_args_for_copy() in sync with the library.
  * Both were derived from runtime/ops/elementwise/elementwise.c (plan) and
  * kernel_src/abi/elementwise_args.h (CKJIT_ELEMENTWISE_ARGS, the parameter
- * list; ckjit itself launches it as one buffer); the launch section checks
+ * list, whose offsets give ckjit's own kernelParams); the launch section checks
  * them at run time:
  *   - COPY_SPEC: when ckjit_get_function(COPY_SPEC) fails or had to load or
  *     compile anything (ckjit_get_stats), it is NOT the kernel the op

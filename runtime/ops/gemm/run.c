@@ -41,7 +41,7 @@ ckjit_status ckjit__gemm_launch(const ckjit_spec *spec, int64_t blocks, const vo
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                        "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d", smem,
                        r->device.max_shared_bytes);
-  if (blocks > 0x7fffffff)
+  if (blocks > (int64_t)CKJIT_GRID_X_MAX)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "ckjit_gemm: %lld tiles are too many for one launch",
                        (long long)blocks);
   unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {threads, 1, 1};
@@ -52,9 +52,9 @@ void ckjit__gemm_operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) 
   const int64_t sa[2] = {g->lda, g->stride_a}, sb[2] = {g->ldb, g->stride_b};
   const void *pa[1] = {g->a}, *pb[1] = {g->b};
   const size_t es = ckjit_dtype_size(g->ab_dtype);
-  const int max = (int)(16 / es);
-  *vec_a = ckjit__pick_vec(es, pa, 1, sa, g->batch > 1 && g->stride_a ? 2 : 1, max);
-  *vec_b = ckjit__pick_vec(es, pb, 1, sb, g->batch > 1 && g->stride_b ? 2 : 1, max);
+  /* At most 16 bytes: ckjit__pick_vec's own cap. */
+  *vec_a = ckjit__pick_vec(es, pa, 1, sa, g->batch > 1 && g->stride_a ? 2 : 1, 16);
+  *vec_b = ckjit__pick_vec(es, pb, 1, sb, g->batch > 1 && g->stride_b ? 2 : 1, 16);
 }
 
 /* The pipeline table's plan of one problem `g`, without the rows in `skip`. */

@@ -1,6 +1,5 @@
 /* topk_softmax (MoE gating): validate, plan, arguments, run; and the public
  * front-end. */
-#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/topk_softmax_args.h"
