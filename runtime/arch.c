@@ -222,3 +222,14 @@ int ckjit__arch_compatible(const char *kernel_arch, const char *device_arch) {
   }
   return features_compatible(kernel_arch, device_arch);
 }
+
+int ckjit__arch_has_mma_sync(const char *arch) { return ckjit__arch_cuda_cc(arch) >= 80; }
+int ckjit__arch_has_wgmma(const char *arch) { return ckjit__arch_cuda_cc(arch) == 90; }
+int ckjit__arch_has_mfma(const char *arch) {
+  static const char *const with_mfma[] = {"gfx908", "gfx90a", "gfx940", "gfx941", "gfx942"};
+  char base[16];
+  ckjit__arch_base(arch, base, sizeof base);
+  for (size_t i = 0; i < sizeof with_mfma / sizeof with_mfma[0]; i++)
+    if (!strcmp(base, with_mfma[i])) return 1;
+  return 0;
+}

@@ -46,4 +46,12 @@ void ckjit__arch_base(const char *arch, char *out, size_t len);
 /* 1 when a code object built for `kernel_arch` can run on `device_arch`. */
 int ckjit__arch_compatible(const char *kernel_arch, const char *device_arch);
 
+/* Which tensor-core instructions `arch` (a valid arch name) has: the
+ * families' `targets` (elsewhere their sources build an empty kernel).
+ * mma.sync: sm_80 and newer; wgmma: sm_90 / sm_90a; MFMA: gfx908,
+ * gfx90a and gfx94x. */
+int ckjit__arch_has_mma_sync(const char *arch);
+int ckjit__arch_has_wgmma(const char *arch);
+int ckjit__arch_has_mfma(const char *arch);
+
 #endif

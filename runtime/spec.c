@@ -23,6 +23,10 @@ static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_GEMM_WGMMA] = &ckjit__family_gemm_wgmma,
     [CKJIT_FAMILY_GEMM_MFMA] = &ckjit__family_gemm_mfma,
     [CKJIT_FAMILY_GEMM_TF32] = &ckjit__family_gemm_tf32,
+    [CKJIT_FAMILY_ATTENTION_WGMMA] = &ckjit__family_attention_wgmma,
+    [CKJIT_FAMILY_ATTENTION_MMA] = &ckjit__family_attention_mma,
+    [CKJIT_FAMILY_ATTENTION_MFMA] = &ckjit__family_attention_mfma,
+    [CKJIT_FAMILY_ATTENTION_SIMT] = &ckjit__family_attention_simt,
 };
 
 const char *const ckjit__dtype_names[] = {CKJIT_FLOAT_DTYPES(CKJIT_TYPE_NAME) NULL};

@@ -28,6 +28,10 @@ typedef enum ckjit_family_id {
   CKJIT_FAMILY_GEMM_WGMMA = 8,
   CKJIT_FAMILY_GEMM_MFMA = 9,
   CKJIT_FAMILY_GEMM_TF32 = 10,
+  CKJIT_FAMILY_ATTENTION_WGMMA = 11,
+  CKJIT_FAMILY_ATTENTION_MMA = 12,
+  CKJIT_FAMILY_ATTENTION_MFMA = 13,
+  CKJIT_FAMILY_ATTENTION_SIMT = 14,
   CKJIT_FAMILY_COUNT_
 } ckjit_family_id;
 
@@ -106,7 +110,8 @@ size_t ckjit__dtype_param_size(int32_t value);        /* element bytes */
 ckjit_status ckjit__spec_targets(const ckjit_spec *spec, const char *arch);
 
 /* The families' descriptors, each in runtime/ops/<family>/<family>_family.c
- * (the GEMM ones in runtime/ops/gemm/). */
+ * (the GEMM ones in runtime/ops/gemm/, the attention ones in
+ * runtime/ops/attention/attention_family.c). */
 extern const ckjit_family ckjit__family_elementwise;
 extern const ckjit_family ckjit__family_transpose;
 extern const ckjit_family ckjit__family_reduce;
@@ -118,6 +123,10 @@ extern const ckjit_family ckjit__family_gemm_reduce;
 extern const ckjit_family ckjit__family_gemm_wgmma;
 extern const ckjit_family ckjit__family_gemm_mfma;
 extern const ckjit_family ckjit__family_gemm_tf32;
+extern const ckjit_family ckjit__family_attention_wgmma;
+extern const ckjit_family ckjit__family_attention_mma;
+extern const ckjit_family ckjit__family_attention_mfma;
+extern const ckjit_family ckjit__family_attention_simt;
 
 const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
 

@@ -40,6 +40,7 @@ LAYERS = {
     'kernel_src/elementwise': ('kernel_src/elementwise',) + KERNEL_SHARED,
     'kernel_src/rows': ('kernel_src/rows',) + KERNEL_SHARED,
     'kernel_src/gemm': ('kernel_src/gemm',) + KERNEL_SHARED,
+    'kernel_src/attention': ('kernel_src/attention',) + KERNEL_SHARED,
 }
 # what a layer may not include although a folder above it is allowed
 DENIED = {

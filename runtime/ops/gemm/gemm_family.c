@@ -316,18 +316,6 @@ static int reduce_default(size_t i, ckjit_spec *out) {
   return 1;
 }
 
-/* ---- archs with a kernel (elsewhere the sources build an empty one) ---------------- */
-static int targets_sm80(const char *arch) { return ckjit__arch_cuda_cc(arch) >= 80; }
-static int targets_sm90(const char *arch) { return ckjit__arch_cuda_cc(arch) == 90; }
-static int targets_mfma(const char *arch) {
-  static const char *const with_mfma[] = {"gfx908", "gfx90a", "gfx940", "gfx941", "gfx942"};
-  char base[16];
-  ckjit__arch_base(arch, base, sizeof base);
-  for (size_t i = 0; i < sizeof with_mfma / sizeof with_mfma[0]; i++)
-    if (!strcmp(base, with_mfma[i])) return 1;
-  return 0;
-}
-
 const ckjit_family ckjit__family_gemm_mma = {
     .name = "gemm_mma",
     .source = "gemm/mma.cu",
@@ -336,7 +324,7 @@ const ckjit_family ckjit__family_gemm_mma = {
     .params = mma_params,
     .check = mma_check,
     .default_spec = mma_default,
-    .targets = targets_sm80,
+    .targets = ckjit__arch_has_mma_sync,
     .targets_text = "sm_80 and newer (mma.sync)",
 };
 
@@ -348,7 +336,7 @@ const ckjit_family ckjit__family_gemm_wgmma = {
     .params = wgmma_params,
     .check = wgmma_check,
     .default_spec = wgmma_default,
-    .targets = targets_sm90,
+    .targets = ckjit__arch_has_wgmma,
     .targets_text = "sm_90 / sm_90a (wgmma)",
 };
 
@@ -360,7 +348,7 @@ const ckjit_family ckjit__family_gemm_mfma = {
     .params = mfma_params,
     .check = mfma_check,
     .default_spec = mfma_default,
-    .targets = targets_mfma,
+    .targets = ckjit__arch_has_mfma,
     .targets_text = "gfx908, gfx90a, gfx940, gfx941 and gfx942 (MFMA)",
 };
 
@@ -461,7 +449,7 @@ const ckjit_family ckjit__family_gemm_tf32 = {
     .params = tf32_params,
     .check = tf32_check,
     .default_spec = tf32_default,
-    .targets = targets_sm80,
+    .targets = ckjit__arch_has_mma_sync,
     .targets_text = "sm_80 and newer (mma.sync)",
 };
 

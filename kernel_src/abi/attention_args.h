@@ -1,0 +1,86 @@
+/* The attention families across the host/kernel boundary (see abi.h).
+ *
+ * Every attention kernel takes ckjit_attention_args by value, as its only
+ * parameter.  Strides are in elements; offsets are formed in 64 bits. */
+#ifndef CKJIT_KERNEL_ABI_ATTENTION_ARGS_H
+#define CKJIT_KERNEL_ABI_ATTENTION_ARGS_H
+
+#include "abi/abi.h"
+
+/* Mask kinds (the public ckjit_attention_mask's order).  The front-end
+ * turns a window of left < 0 and right 0 into CAUSAL and a window unbounded
+ * on both sides into NONE, so each kernel compiles only the test it needs. */
+#define CKJIT_ATTENTION_MASKS(X) X(MASK_NONE, none) X(MASK_CAUSAL, causal) X(MASK_WINDOW, window)
+
+/* The additive bias: none, f32 elements, or elements of the Q/K/V dtype. */
+#define CKJIT_ATTENTION_BIASES(X) X(BIAS_NONE, none) X(BIAS_F32, f32) X(BIAS_DTYPE, dtype)
+
+/* Strides of a tensor in elements: batch, head, sequence, head dimension. */
+typedef struct ckjit_attention_stride4 {
+  long long b, h, s, d;
+} ckjit_attention_stride4;
+
+/* One attention problem (see ckjit_attention in ckjit.h).
+ *   lse             f32, strides b, h, s (d unused); NULL: not written
+ *   cu_seqlens_q/k  NULL: dense (batch strides used); else packed tokens
+ *   bias_stride     b, h, s = query row, d = key column
+ *   seqlen_q/k      dense: the lengths; varlen: the largest
+ *   m_blocks        query tiles per (batch, head): the grid's x is
+ *                   m_blocks * heads_q * batch, walked grid-stride
+ *   window_left/right  MASK_WINDOW: the bounds around the bottom-right
+ *                   diagonal, clamped to [0, 2^30] (2^30: unbounded)
+ *   scale_log2      softmax_scale * log2(e)
+ *   softcap         the cap (> 0) when the kernel has SOFTCAP, else 0
+ *   alibi_stride_b  elements between batch entries of alibi_slopes */
+#define CKJIT_ATTENTION_FIELDS(X)                                              \
+  X(const void *, q, 0)                                                        \
+  X(const void *, k, 8)                                                        \
+  X(const void *, v, 16)                                                       \
+  X(void *, o, 24)                                                             \
+  X(float *, lse, 32)                                                          \
+  X(const int *, cu_seqlens_q, 40)                                             \
+  X(const int *, cu_seqlens_k, 48)                                             \
+  X(const void *, bias, 56)                                                    \
+  X(const float *, alibi_slopes, 64)                                           \
+  X(ckjit_attention_stride4, q_stride, 72)                                     \
+  X(ckjit_attention_stride4, k_stride, 104)                                    \
+  X(ckjit_attention_stride4, v_stride, 136)                                    \
+  X(ckjit_attention_stride4, o_stride, 168)                                    \
+  X(ckjit_attention_stride4, lse_stride, 200)                                  \
+  X(ckjit_attention_stride4, bias_stride, 232)                                 \
+  X(long long, alibi_stride_b, 264)                                            \
+  X(long long, m_blocks, 272)                                                  \
+  X(int, batch, 280)                                                           \
+  X(int, heads_q, 284)                                                         \
+  X(int, heads_kv, 288)                                                        \
+  X(int, seqlen_q, 292)                                                        \
+  X(int, seqlen_k, 296)                                                        \
+  X(int, head_dim_qk, 300)                                                     \
+  X(int, head_dim_v, 304)                                                      \
+  X(int, window_left, 308)                                                     \
+  X(int, window_right, 312)                                                    \
+  X(float, scale_log2, 316)                                                    \
+  X(float, softcap, 320)
+/* The list ends at byte 324, the struct (4 bytes of tail padding) at 328. */
+CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 328)
+
+/* Window bounds at or past this are unbounded (seqlens are at most 2^30). */
+#define CKJIT_ATTENTION_UNBOUNDED (1 << 30)
+
+/* Dynamic shared memory of each pipeline's kernel in bytes, for a query
+ * tile of bm rows, key tiles of bn, `stages` K/V buffers, head dims hd and
+ * hdv and es-byte elements: the host launches with it, the kernel lays its
+ * buffers out in it.
+ *   simt   one K and one V tile, f32
+ *   mma    the Q tile, then `stages` (K tile, V tile) pairs
+ *   wgmma  the same, 1 KiB to align the swizzled tiles, and the mbarriers
+ *   mfma   the Q tile, one K and one V tile */
+#define CKJIT_ATTENTION_SIMT_SMEM(bm, bn, stages, hd, hdv, es) ((bn) * ((hd) + (hdv)) * 4)
+#define CKJIT_ATTENTION_MMA_SMEM(bm, bn, stages, hd, hdv, es) \
+  (((bm) * (hd) + (stages) * (bn) * ((hd) + (hdv))) * (es))
+#define CKJIT_ATTENTION_WGMMA_SMEM(bm, bn, stages, hd, hdv, es) \
+  (((bm) * (hd) + (stages) * (bn) * ((hd) + (hdv))) * (es) + 1024 + 256)
+#define CKJIT_ATTENTION_MFMA_SMEM(bm, bn, stages, hd, hdv, es) \
+  (((bm) * (hd) + (bn) * ((hd) + (hdv))) * (es))
+
+#endif

@@ -1,0 +1,198 @@
+// Attention kernels' shared problem: which (batch entry, head, query tile)
+// a tile is, the entry's lengths and base pointers (dense or varlen), the
+// keys a query tile needs, the mask, and the score transform.  Every
+// attention pipeline (simt, mma, wgmma, mfma) uses these, so they agree on
+// the semantics documented for ckjit_attention in ckjit.h.
+//
+// Needs T (element type), MASK, BIAS, ALIBI, SOFTCAP (spec parameters) and
+// the tile's query rows BM.
+#pragma once
+#include "core/prelude.h"
+#include "abi/attention_args.h"
+
+#if BIAS == BIAS_F32
+typedef float attn_bias_t;
+#else
+typedef T attn_bias_t;
+#endif
+
+// Scores need no per-element transform: the kernels may keep raw q.k
+// values and fold the scale into the exponent (one FFMA per element).
+#define ATTN_PLAIN_SCORES (!SOFTCAP && BIAS == BIAS_NONE && !ALIBI)
+#define ATTN_LOG2E 1.4426950408889634f
+#define ATTN_LN2 0.6931471805599453f
+
+// One query tile of one (batch entry, query head).
+struct attn_tile {
+  int b, h, g;      // batch entry, query head, K/V head
+  int m0;           // first query row (local)
+  int sq, sk;       // the entry's lengths
+  int diag;         // sk - sq: the bottom-right diagonal (query i, key i + diag)
+  const T *q, *k, *v; // row 0, dimension 0 of the entry's head h (Q) / g (K, V)
+  T *o;
+  float *lse;       // row 0 of the entry's head h; NULL: none
+  long long lse_ss; // LSE's row stride
+};
+
+// Tile `t` of m_blocks * heads_q * batch: the query tile fastest, reversed
+// (the heaviest causal tiles start first), then the head (so the heads that
+// share a K/V head run together), then the batch entry.  Returns false when
+// the entry has no row in it (varlen: a shorter sequence).
+CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_tile &tile) {
+  const long long mb = a.m_blocks - 1 - t % a.m_blocks;
+  const long long bh = t / a.m_blocks;
+  tile.h = (int)(bh % a.heads_q);
+  tile.b = (int)(bh / a.heads_q);
+  tile.g = tile.h / (a.heads_q / a.heads_kv);
+  tile.m0 = (int)(mb * BM);
+  long long q_off, k_off, o_off, lse_off;
+  if (a.cu_seqlens_q) {
+    const int q0 = a.cu_seqlens_q[tile.b], k0 = a.cu_seqlens_k[tile.b];
+    tile.sq = a.cu_seqlens_q[tile.b + 1] - q0;
+    tile.sk = a.cu_seqlens_k[tile.b + 1] - k0;
+    if (tile.sq > a.seqlen_q) tile.sq = a.seqlen_q; // rows past the maximum are not computed
+    q_off = q0 * a.q_stride.s;
+    k_off = k0;
+    o_off = q0 * a.o_stride.s;
+    lse_off = q0 * a.lse_stride.s;
+  } else {
+    tile.sq = a.seqlen_q;
+    tile.sk = a.seqlen_k;
+    q_off = tile.b * a.q_stride.b;
+    k_off = -1;
+    o_off = tile.b * a.o_stride.b;
+    lse_off = tile.b * a.lse_stride.b;
+  }
+  if (tile.m0 >= tile.sq) return false;
+  tile.diag = tile.sk - tile.sq;
+  tile.q = static_cast<const T *>(a.q) + q_off + tile.h * a.q_stride.h;
+  tile.o = static_cast<T *>(a.o) + o_off + tile.h * a.o_stride.h;
+  const long long kb = k_off < 0 ? tile.b * a.k_stride.b : k_off * a.k_stride.s;
+  const long long vb = k_off < 0 ? tile.b * a.v_stride.b : k_off * a.v_stride.s;
+  tile.k = static_cast<const T *>(a.k) + kb + tile.g * a.k_stride.h;
+  tile.v = static_cast<const T *>(a.v) + vb + tile.g * a.v_stride.h;
+  tile.lse = a.lse ? a.lse + lse_off + tile.h * a.lse_stride.h : nullptr;
+  tile.lse_ss = a.lse_stride.s;
+  return true;
+}
+
+// The keys [begin, end) that some row of the tile may see; begin is a
+// multiple of `bn` (the key tile), end <= sk.  Empty (end <= begin) when
+// every row of the tile is masked.
+CKJIT_INLINE void attn_key_range(const ckjit_attention_args &a, const attn_tile &t, int bn,
+                                 int &begin, int &end) {
+  const int rows = t.sq - t.m0 < BM ? t.sq - t.m0 : BM;
+  end = t.sk;
+  begin = 0;
+#if MASK != MASK_NONE
+  const int right = MASK == MASK_CAUSAL ? 0 : a.window_right;
+  const long long hi = (long long)t.m0 + rows - 1 + t.diag + right + 1;
+  if (hi < end) end = hi < 0 ? 0 : (int)hi;
+#endif
+#if MASK == MASK_WINDOW
+  const long long lo = (long long)t.m0 + t.diag - a.window_left;
+  if (lo > 0) begin = (int)(lo / bn * bn);
+#endif
+  (void)a;
+  (void)rows;
+}
+
+// Whether key tile [n0, n0 + bn) needs the per-element mask for the
+// tile's rows: it crosses the sequence end or a mask edge.
+CKJIT_INLINE bool attn_tile_masked(const ckjit_attention_args &a, const attn_tile &t, int n0,
+                                   int bn) {
+  bool masked = n0 + bn > t.sk;
+#if MASK != MASK_NONE
+  const int right = MASK == MASK_CAUSAL ? 0 : a.window_right;
+  masked |= (long long)n0 + bn - 1 > (long long)t.m0 + t.diag + right;
+#endif
+#if MASK == MASK_WINDOW
+  const int rows = t.sq - t.m0 < BM ? t.sq - t.m0 : BM;
+  masked |= (long long)n0 < (long long)t.m0 + rows - 1 + t.diag - a.window_left;
+#endif
+  (void)a;
+  return masked;
+}
+
+// Whether query row i (local) may see key j.
+CKJIT_INLINE bool attn_allowed(const ckjit_attention_args &a, const attn_tile &t, int i, int j) {
+  bool ok = j < t.sk;
+#if MASK == MASK_CAUSAL
+  ok &= (long long)j <= (long long)i + t.diag;
+#elif MASK == MASK_WINDOW
+  ok &= (long long)j <= (long long)i + t.diag + a.window_right;
+  ok &= (long long)j >= (long long)i + t.diag - a.window_left;
+#endif
+  (void)a;
+  return ok;
+}
+
+CKJIT_INLINE float attn_tanh(float x) {
+#if defined(CKJIT_NVIDIA)
+  float r;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return tanhf(x);
+#endif
+}
+
+// The score transform of one (batch entry, head), in log2 units: the
+// logit s (natural units, ckjit.h) times log2(e).  Masking is separate
+// (attn_allowed).
+struct attn_scorer {
+  float scale_log2; // plain: acc * scale_log2
+  float cap_in;     // softcap: acc * cap_in = s / cap
+  float cap_log2;   // softcap: cap * log2(e)
+  float slope_log2; // ALiBi slope * log2(e)
+  const attn_bias_t *bias; // row 0, column 0 of the entry's head
+  long long bias_ss, bias_sd;
+  int diag;
+};
+
+CKJIT_INLINE attn_scorer attn_make_scorer(const ckjit_attention_args &a, const attn_tile &t) {
+  attn_scorer s;
+  s.scale_log2 = a.scale_log2;
+  s.cap_in = SOFTCAP ? a.scale_log2 / (a.softcap * ATTN_LOG2E) : 0.0f;
+  s.cap_log2 = SOFTCAP ? a.softcap * ATTN_LOG2E : 0.0f;
+  s.slope_log2 = ALIBI ? a.alibi_slopes[t.b * a.alibi_stride_b + t.h] * ATTN_LOG2E : 0.0f;
+  s.bias = BIAS != BIAS_NONE ? static_cast<const attn_bias_t *>(a.bias) +
+                                   t.b * a.bias_stride.b + t.h * a.bias_stride.h
+                             : nullptr;
+  s.bias_ss = a.bias_stride.s;
+  s.bias_sd = a.bias_stride.d;
+  s.diag = t.diag;
+  return s;
+}
+
+// acc = q.k of query row i, key j (both local, inside the sequence).
+CKJIT_INLINE float attn_score(const attn_scorer &s, float acc, int i, int j) {
+#if SOFTCAP
+  float x = s.cap_log2 * attn_tanh(acc * s.cap_in);
+#else
+  float x = acc * s.scale_log2;
+#endif
+#if BIAS != BIAS_NONE
+  x += ckjit_to_float(s.bias[i * s.bias_ss + j * s.bias_sd]) * ATTN_LOG2E;
+#endif
+#if ALIBI
+  const long long d = (long long)i + s.diag - j;
+  x -= s.slope_log2 * (float)(d < 0 ? -d : d);
+#endif
+  (void)i;
+  (void)j;
+  return x;
+}
+
+// Row i's end: O = acc / l, rounded to T; 0 when l is 0 (every key
+// masked); NaN when l is (a NaN or +inf score).  LSE = (m + log2 l) ln 2,
+// with m the row's max in log2 units; -inf when l is 0.
+CKJIT_INLINE float attn_inv_l(float l) { return l == 0.0f ? 0.0f : 1.0f / l; }
+CKJIT_INLINE float attn_lse(float m_log2, float l) {
+#if defined(CKJIT_NVIDIA)
+  const float log2_l = __log2f(l);
+#else
+  const float log2_l = log2f(l);
+#endif
+  return l == 0.0f ? -CKJIT_INF : (m_log2 + log2_l) * ATTN_LN2;
+}

@@ -1,0 +1,56 @@
+/* ckjit_attention: validate, plan, arguments, run. */
+#include <math.h>
+
+#include "attention.h"
+#include "base/error.h"
+#include "base/int_math.h"
+#include "runtime/ops/op_frame.h"
+#include "runtime/runtime.h"
+
+/* The grid walks (query tile, head, batch entry) tiles grid-stride
+ * (kernel_src/attention/problem.h); one block per tile up to the grid's x
+ * limit. */
+static void plan(const attention_call *c, ckjit_launch_plan *p) {
+  const ckjit_attention_desc *d = c->desc;
+  const int64_t m_blocks = ckjit__ceil_div(d->seqlen_q, p->spec.value[AT_BM]);
+  p->grid[0] = ckjit__grid_x(m_blocks * d->num_heads_q * d->batch);
+  p->block[0] = ckjit__attention_threads(&p->spec);
+  p->shared_bytes = ckjit__attention_smem(&p->spec);
+}
+
+static ckjit_attention_stride4 stride4(const ckjit_attention_strides *s) {
+  return (ckjit_attention_stride4){.b = s->batch, .h = s->head, .s = s->seq, .d = s->dim};
+}
+
+static ckjit_attention_args arguments(const attention_call *c, const ckjit_launch_plan *p) {
+  const ckjit_attention_desc *d = c->desc;
+  return (ckjit_attention_args){
+      .q = d->q, .k = d->k, .v = d->v, .o = d->o, .lse = d->lse,
+      .cu_seqlens_q = d->cu_seqlens_q, .cu_seqlens_k = d->cu_seqlens_k,
+      .bias = d->bias, .alibi_slopes = d->alibi_slopes,
+      .q_stride = stride4(&d->q_strides), .k_stride = stride4(&d->k_strides),
+      .v_stride = stride4(&d->v_strides), .o_stride = stride4(&d->o_strides),
+      .lse_stride = stride4(&d->lse_strides), .bias_stride = stride4(&d->bias_strides),
+      .alibi_stride_b = d->alibi_stride_batch,
+      .m_blocks = ckjit__ceil_div(d->seqlen_q, p->spec.value[AT_BM]),
+      .batch = (int)d->batch, .heads_q = (int)d->num_heads_q, .heads_kv = (int)d->num_heads_kv,
+      .seqlen_q = (int)d->seqlen_q, .seqlen_k = (int)d->seqlen_k,
+      .head_dim_qk = (int)d->head_dim_qk, .head_dim_v = (int)d->head_dim_v,
+      .window_left = c->window_left, .window_right = c->window_right,
+      .scale_log2 = c->scale * 1.4426950408889634f,
+      .softcap = d->softcap > 0.0f ? d->softcap : 0.0f};
+}
+
+ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *stream) {
+  attention_call c;
+  ckjit_status st = ckjit__attention_validate(desc, &c);
+  if (st || c.empty) return st;
+  ckjit_runtime *rt;
+  if ((st = ckjit__runtime_device(&rt))) return st;
+  ckjit_launch_plan p;
+  ckjit__plan_init(&p, CKJIT_FAMILY_ATTENTION_SIMT);
+  if ((st = ckjit__attention_pick(rt, &c, &p.spec))) return st;
+  plan(&c, &p);
+  const ckjit_attention_args args = arguments(&c, &p);
+  return ckjit__op_run(&p, &args, &ckjit_abi_by_value, stream);
+}

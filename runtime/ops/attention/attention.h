@@ -1,0 +1,83 @@
+/* The attention kernel families (kernel_src/attention/): their parameters,
+ * the enum constants that cross to the kernels, and the tile policy the
+ * default set and the front-end share.
+ *
+ * The front-end, one concept a file:
+ *   attention_family.c  the four families: parameters, checks, default sets
+ *   validate.c          the descriptor's defaults and checks
+ *   pipelines.c         the pipeline table: which family runs a call, its tile
+ *   attention.c         plan, arguments, run (ckjit_attention) */
+#ifndef CKJIT_RUNTIME_OPS_ATTENTION_H
+#define CKJIT_RUNTIME_OPS_ATTENTION_H
+
+#include <stdint.h>
+
+#include "abi/attention_args.h"
+#include "runtime/spec.h"
+
+/* Parameters of every attention family, in spec order.
+ *   hdim, hdim_v  the head dimensions (64, 96, 128, 192, 256), exactly
+ *   mask          none / causal / window (a kernel compiles only its test)
+ *   bias          none / f32 / dtype elements
+ *   alibi, softcap  0 or 1: the term is compiled in
+ *   bm, bn        query rows per tile, keys per step
+ *   stages        K/V buffers in flight (mma, wgmma)
+ *   warps         warps (NVIDIA) or wave64s (AMD) per block */
+enum {
+  AT_DTYPE, AT_HDIM, AT_HDIM_V, AT_MASK, AT_BIAS, AT_ALIBI, AT_SOFTCAP,
+  AT_BM, AT_BN, AT_STAGES, AT_WARPS, AT_COUNT
+};
+
+/* Values of the mask and bias parameters (abi/attention_args.h); the masks
+ * in the order of the public ckjit_attention_mask. */
+enum { CKJIT_ATTENTION_MASKS(CKJIT_ENUM_CONSTANT) CKJIT_ATTENTION_MASK_COUNT };
+enum { CKJIT_ATTENTION_BIASES(CKJIT_ENUM_CONSTANT) CKJIT_ATTENTION_BIAS_COUNT };
+
+/* The attention pipelines, fastest first where several run. */
+typedef enum attention_pipeline {
+  ATTENTION_WGMMA, /* sm_90: TMA-free warp-specialized wgmma (FlashAttention-3 design) */
+  ATTENTION_MMA,   /* sm_80+: mma.sync + cp.async (FlashAttention-2 design) */
+  ATTENTION_MFMA,  /* AMD gfx908 / gfx90a / gfx94x: MFMA (unverified on hardware) */
+  ATTENTION_SIMT,  /* anything else, f32 included */
+  ATTENTION_PIPELINE_COUNT
+} attention_pipeline;
+
+/* A tile of a pipeline. */
+typedef struct attention_tile {
+  int bm, bn, stages, warps;
+} attention_tile;
+
+/* The tile `pipeline` runs head dims (hdim, hdim_v) and `mask` with: the
+ * default set and the front-end's choice (policy in pipelines.c). */
+attention_tile ckjit__attention_tile(attention_pipeline pipeline, int hdim, int hdim_v, int mask);
+
+/* Bytes of dynamic shared memory of a spec (the ABI header's formulas). */
+unsigned ckjit__attention_smem(const ckjit_spec *spec);
+
+/* Threads per block of a spec. */
+unsigned ckjit__attention_threads(const ckjit_spec *spec);
+
+/* A validated call (validate.c): the descriptor and what the checks found. */
+typedef struct attention_call {
+  const ckjit_attention_desc *desc;
+  int mask;                       /* MASK_*: WINDOW narrowed to CAUSAL or NONE where it is one */
+  int window_left, window_right;  /* clamped to [0, CKJIT_ATTENTION_UNBOUNDED] */
+  int bias;                       /* BIAS_* */
+  float scale;                    /* the softmax scale (its default filled in) */
+  int rows_aligned;               /* the tensor-core layout: head-dim stride 1, 16-byte
+                                     aligned pointers, strides multiples of 8 elements */
+  int empty;                      /* nothing to compute (no batch entry, head or query row) */
+} attention_call;
+
+/* Checks `desc` into `call`; a bad argument gets a status and a message. */
+ckjit_status ckjit__attention_validate(const ckjit_attention_desc *desc, attention_call *call);
+
+struct ckjit_runtime;
+/* The spec of the first pipeline that runs `call` on the device. */
+ckjit_status ckjit__attention_pick(const struct ckjit_runtime *rt, const attention_call *call,
+                                   ckjit_spec *spec);
+
+/* The family of each pipeline. */
+extern const ckjit_family_id ckjit__attention_families[ATTENTION_PIPELINE_COUNT];
+
+#endif

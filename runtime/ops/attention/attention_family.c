@@ -1,0 +1,214 @@
+/* Attention kernel families: attention_wgmma (Hopper tensor cores),
+ * attention_mma (NVIDIA tensor cores, sm_80+), attention_mfma (AMD matrix
+ * cores) and attention_simt (portable, f32 included).  Parameters, their
+ * checks and the default (prewarm) set. */
+#include <string.h>
+
+#include "attention.h"
+#include "base/error.h"
+#include "runtime/arch.h"
+
+CKJIT_ENUM_TABLES(mask, CKJIT_ATTENTION_MASKS)
+CKJIT_ENUM_TABLES(bias, CKJIT_ATTENTION_BIASES)
+_Static_assert(MASK_NONE == (int)CKJIT_ATTENTION_MASK_NONE &&
+                   MASK_CAUSAL == (int)CKJIT_ATTENTION_MASK_CAUSAL &&
+                   MASK_WINDOW == (int)CKJIT_ATTENTION_MASK_WINDOW && CKJIT_ATTENTION_MASK_COUNT == 3,
+               "CKJIT_ATTENTION_MASKS: in the order of ckjit_attention_mask");
+
+#define DTYPE_BF16 2
+#define ATTENTION_PARAMS(DTYPE_DEF, BM, BN, STAGES, WARPS)                   \
+  {                                                                           \
+    [AT_DTYPE] = CKJIT_DTYPE_PARAM_NAMED("dtype", DTYPE_DEF),                 \
+    [AT_HDIM] = CKJIT_INT_PARAM("hdim", 64, 256, 128),                        \
+    [AT_HDIM_V] = CKJIT_INT_PARAM("hdim_v", 64, 256, 128),                    \
+    [AT_MASK] = CKJIT_ENUM_PARAM("mask", mask, 0),                            \
+    [AT_BIAS] = CKJIT_ENUM_PARAM("bias", bias, 0),                            \
+    [AT_ALIBI] = CKJIT_INT_PARAM("alibi", 0, 1, 0),                           \
+    [AT_SOFTCAP] = CKJIT_INT_PARAM("softcap", 0, 1, 0),                       \
+    [AT_BM] = CKJIT_INT_PARAM("bm", 16, 256, BM),                             \
+    [AT_BN] = CKJIT_INT_PARAM("bn", 16, 256, BN),                             \
+    [AT_STAGES] = CKJIT_INT_PARAM("stages", 1, 4, STAGES),                    \
+    [AT_WARPS] = CKJIT_INT_PARAM("warps", 1, 16, WARPS),                      \
+  }
+
+/* Defaults: each pipeline's hdim 128 tile (pipelines.c keeps the policy). */
+static const ckjit_param_desc wgmma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 128, 128, 2, 12);
+static const ckjit_param_desc mma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 128, 64, 2, 8);
+static const ckjit_param_desc mfma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 64, 64, 1, 4);
+static const ckjit_param_desc simt_params[AT_COUNT] = ATTENTION_PARAMS(0, 16, 64, 1, 4);
+
+const ckjit_family_id ckjit__attention_families[ATTENTION_PIPELINE_COUNT] = {
+    [ATTENTION_WGMMA] = CKJIT_FAMILY_ATTENTION_WGMMA,
+    [ATTENTION_MMA] = CKJIT_FAMILY_ATTENTION_MMA,
+    [ATTENTION_MFMA] = CKJIT_FAMILY_ATTENTION_MFMA,
+    [ATTENTION_SIMT] = CKJIT_FAMILY_ATTENTION_SIMT,
+};
+
+static attention_pipeline pipeline_of(const ckjit_spec *s) {
+  for (int p = 0; p < ATTENTION_PIPELINE_COUNT; p++)
+    if ((uint32_t)ckjit__attention_families[p] == s->family) return (attention_pipeline)p;
+  return ATTENTION_SIMT;
+}
+
+unsigned ckjit__attention_smem(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  const int bm = v[AT_BM], bn = v[AT_BN], st = v[AT_STAGES], hd = v[AT_HDIM], hdv = v[AT_HDIM_V];
+  const int es = (int)ckjit__dtype_param_size(v[AT_DTYPE]);
+  switch (pipeline_of(s)) {
+  case ATTENTION_WGMMA: return CKJIT_ATTENTION_WGMMA_SMEM(bm, bn, st, hd, hdv, es);
+  case ATTENTION_MMA: return CKJIT_ATTENTION_MMA_SMEM(bm, bn, st, hd, hdv, es);
+  case ATTENTION_MFMA: return CKJIT_ATTENTION_MFMA_SMEM(bm, bn, st, hd, hdv, es);
+  default: return CKJIT_ATTENTION_SIMT_SMEM(bm, bn, st, hd, hdv, es);
+  }
+}
+
+unsigned ckjit__attention_threads(const ckjit_spec *s) {
+  return (unsigned)s->value[AT_WARPS] * (pipeline_of(s) == ATTENTION_MFMA ? 64u : 32u);
+}
+
+static int is_head_dim(int d) { return d == 64 || d == 96 || d == 128 || d == 192 || d == 256; }
+
+/* Checks every family shares: head dims, the tensor-core dtypes, the
+ * shared-memory budget (sm_90's 227 KiB; AMD's 64 KiB LDS). */
+static ckjit_status check_common(const ckjit_spec *s, const char *family, int tensor_cores,
+                                 unsigned smem_max) {
+  const int32_t *v = s->value;
+  if (!is_head_dim(v[AT_HDIM]) || !is_head_dim(v[AT_HDIM_V]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: %s hdim=%d, hdim_v=%d: each must be 64, 96, 128, 192 or 256", family,
+                       v[AT_HDIM], v[AT_HDIM_V]);
+  if (tensor_cores && v[AT_DTYPE] == 0)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: %s dtype must be f16 or bf16", family);
+  if (v[AT_BM] % 16 || v[AT_BN] % 16)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: %s bm=%d and bn=%d must be multiples of 16", family, v[AT_BM], v[AT_BN]);
+  if (ckjit__attention_smem(s) > smem_max)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: %s needs %u bytes of shared memory (at most %u)", family,
+                       ckjit__attention_smem(s), smem_max);
+  return CKJIT_SUCCESS;
+}
+
+/* One consumer warpgroup per 64 query rows, plus the producer warpgroup;
+ * BN is the N of the QK^T wgmma and the K of the PV one. */
+static ckjit_status wgmma_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  ckjit_status st = check_common(s, "attention_wgmma", 1, 227 * 1024);
+  if (st) return st;
+  if (v[AT_BM] % 64 || v[AT_BM] > 192 || v[AT_WARPS] != 4 * (v[AT_BM] / 64 + 1))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: attention_wgmma bm=%d must be 64, 128 or 192 with warps = 4 * (bm / 64 "
+                       "+ 1) (%d)",
+                       v[AT_BM], v[AT_WARPS]);
+  if (v[AT_BN] % 32 || v[AT_BN] > 256 || v[AT_STAGES] < 2)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: attention_wgmma bn=%d must be a multiple of 32 up to 256, stages=%d >= 2",
+                       v[AT_BN], v[AT_STAGES]);
+  return CKJIT_SUCCESS;
+}
+
+/* One warp per 16 query rows (the m of mma.sync m16n8k16). */
+static ckjit_status mma_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  ckjit_status st = check_common(s, "attention_mma", 1, 227 * 1024);
+  if (st) return st;
+  if (v[AT_BM] != 16 * v[AT_WARPS] || v[AT_WARPS] > 8 || v[AT_STAGES] > 3)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: attention_mma bm=%d must be 16 * warps (warps=%d, at most 8), stages=%d "
+                       "at most 3",
+                       v[AT_BM], v[AT_WARPS], v[AT_STAGES]);
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status mfma_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  ckjit_status st = check_common(s, "attention_mfma", 1, 64 * 1024);
+  if (st) return st;
+  if (v[AT_BM] % (16 * v[AT_WARPS]) || v[AT_WARPS] > 8)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: attention_mfma bm=%d must be a multiple of 16 * warps (warps=%d, at most 8)",
+                       v[AT_BM], v[AT_WARPS]);
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status simt_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  ckjit_status st = check_common(s, "attention_simt", 0, 64 * 1024);
+  if (st) return st;
+  if (v[AT_WARPS] > 8 || v[AT_BM] % v[AT_WARPS])
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: attention_simt bm=%d must be a multiple of warps=%d (at most 8)", v[AT_BM],
+                       v[AT_WARPS]);
+  return CKJIT_SUCCESS;
+}
+
+/* Default sets: the common configurations of issue 17 (head dims 64, 128
+ * and 256 x no mask / causal x f16, bf16; GQA is a runtime argument) on
+ * each tensor-core pipeline at its policy tile; f32 on SIMT. */
+static const int default_hdims[] = {64, 128, 256};
+enum { N_HDIMS = 3 };
+
+static int fill_default(attention_pipeline p, size_t i, int n_dtypes, int first_dtype,
+                        ckjit_spec *out) {
+  if (i >= (size_t)(n_dtypes * N_HDIMS * 2)) return 0;
+  memset(out, 0, sizeof *out);
+  out->family = (uint32_t)ckjit__attention_families[p];
+  int32_t *v = out->value;
+  const int hd = default_hdims[i % N_HDIMS], mask = (int)(i / N_HDIMS) % 2;
+  v[AT_DTYPE] = first_dtype + (int)(i / (2 * N_HDIMS));
+  v[AT_HDIM] = v[AT_HDIM_V] = hd;
+  v[AT_MASK] = mask;
+  const attention_tile t = ckjit__attention_tile(p, hd, hd, mask);
+  v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
+  return 1;
+}
+static int wgmma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_WGMMA, i, 2, 1, out); }
+static int mma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_MMA, i, 2, 1, out); }
+static int mfma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_MFMA, i, 2, 1, out); }
+static int simt_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_SIMT, i, 1, 0, out); }
+
+const ckjit_family ckjit__family_attention_wgmma = {
+    .name = "attention_wgmma",
+    .source = "attention/wgmma.cu",
+    .kernel = "ckjit_attention",
+    .n_params = AT_COUNT,
+    .params = wgmma_params,
+    .check = wgmma_check,
+    .default_spec = wgmma_default,
+    .targets = ckjit__arch_has_wgmma,
+    .targets_text = "sm_90 / sm_90a (wgmma)",
+};
+
+const ckjit_family ckjit__family_attention_mma = {
+    .name = "attention_mma",
+    .source = "attention/mma.cu",
+    .kernel = "ckjit_attention",
+    .n_params = AT_COUNT,
+    .params = mma_params,
+    .check = mma_check,
+    .default_spec = mma_default,
+    .targets = ckjit__arch_has_mma_sync,
+    .targets_text = "sm_80 and newer (mma.sync)",
+};
+
+const ckjit_family ckjit__family_attention_mfma = {
+    .name = "attention_mfma",
+    .source = "attention/mfma.cu",
+    .kernel = "ckjit_attention",
+    .n_params = AT_COUNT,
+    .params = mfma_params,
+    .check = mfma_check,
+    .default_spec = mfma_default,
+    .targets = ckjit__arch_has_mfma,
+    .targets_text = "gfx908, gfx90a, gfx940, gfx941 and gfx942 (MFMA)",
+};
+
+const ckjit_family ckjit__family_attention_simt = {
+    .name = "attention_simt",
+    .source = "attention/simt.cu",
+    .kernel = "ckjit_attention",
+    .n_params = AT_COUNT,
+    .params = simt_params,
+    .check = simt_check,
+    .default_spec = simt_default,
+};

@@ -1,0 +1,101 @@
+/* The attention pipeline table and tile policy: which kernel family runs a
+ * call, and at which tile.  The rows are tried in order (fastest first, as
+ * the GEMM table): the first whose matrix units the device has, whose
+ * layout needs the call meets and whose tile fits the device's shared
+ * memory runs it.  SIMT takes every call.  CKJIT_ATTENTION_PIPELINE (wgmma,
+ * mma, mfma, simt) forces a row, for tests and benchmarks; a forced row
+ * that cannot run the call is an error, not a silent fallback. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "base/error.h"
+#include "runtime/backend.h"
+#include "runtime/runtime.h"
+
+typedef struct attention_row {
+  const char *name;
+  unsigned units[3];  /* per dtype parameter value (f32, f16, bf16): the CKJIT_MATRIX_* needed, with TAKES */
+  int rows_aligned;   /* needs head-dim stride 1, 16-byte rows (validate.c) */
+} attention_row;
+
+#define TAKES (1u << 31)
+static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
+    [ATTENTION_WGMMA] = {"wgmma", {0, TAKES | CKJIT_MATRIX_WGMMA, TAKES | CKJIT_MATRIX_WGMMA}, 1},
+    [ATTENTION_MMA] = {"mma", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1},
+    [ATTENTION_MFMA] = {"mfma", {0, TAKES | CKJIT_MATRIX_MFMA_F16, TAKES | CKJIT_MATRIX_MFMA_BF16}, 1},
+    [ATTENTION_SIMT] = {"simt", {TAKES, TAKES, TAKES}, 0},
+};
+
+/* Tiles (bench/NOTES.md has the measurements behind them):
+ *   wgmma  128 query rows (two consumer warpgroups + the producer), 128 keys
+ *          a step up to head dim 128, 64 beyond (the K and V stages and the
+ *          Q tile fill 227 KiB at 256), two stages;
+ *   mma    one warp per 16 rows: 8 warps on 128 rows up to head dim 128,
+ *          4 on 64 beyond (the O accumulators of 256 columns fill the
+ *          registers); 64 or 32 keys a step, two stages (96 KiB: sm_86's
+ *          99 KiB holds it too);
+ *   mfma   4 wave64s on 64 rows, 64 keys (32 beyond head dim 128) in the
+ *          64 KiB LDS;
+ *   simt   16 rows of 4 warps, 64 keys (32 beyond 128) of f32. */
+attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v, int mask) {
+  (void)mask;
+  const int wide = hdim > 128 || hdim_v > 128;
+  switch (p) {
+  case ATTENTION_WGMMA: return (attention_tile){.bm = 128, .bn = wide ? 64 : 128, .stages = 2, .warps = 12};
+  case ATTENTION_MMA:
+    return wide ? (attention_tile){.bm = 64, .bn = 32, .stages = 2, .warps = 4}
+                : (attention_tile){.bm = 128, .bn = 64, .stages = 2, .warps = 8};
+  case ATTENTION_MFMA: return (attention_tile){.bm = 64, .bn = wide ? 32 : 64, .stages = 1, .warps = 4};
+  default: return (attention_tile){.bm = 16, .bn = wide ? 32 : 64, .stages = 1, .warps = 4};
+  }
+}
+
+static void fill_spec(attention_pipeline p, const attention_call *c, ckjit_spec *s) {
+  const ckjit_attention_desc *d = c->desc;
+  memset(s, 0, sizeof *s);
+  s->family = (uint32_t)ckjit__attention_families[p];
+  int32_t *v = s->value;
+  v[AT_DTYPE] = ckjit__dtype_param_value(d->dtype);
+  v[AT_HDIM] = (int32_t)d->head_dim_qk;
+  v[AT_HDIM_V] = (int32_t)d->head_dim_v;
+  v[AT_MASK] = c->mask;
+  v[AT_BIAS] = c->bias;
+  v[AT_ALIBI] = d->alibi_slopes != NULL;
+  v[AT_SOFTCAP] = d->softcap > 0.0f;
+  const attention_tile t = ckjit__attention_tile(p, v[AT_HDIM], v[AT_HDIM_V], c->mask);
+  v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
+}
+
+static int row_takes(const ckjit_runtime *rt, attention_pipeline p, const attention_call *c,
+                     const ckjit_spec *s) {
+  const attention_row *row = &rows[p];
+  const unsigned needs = row->units[s->value[AT_DTYPE]], units = needs & ~TAKES;
+  return needs && (rt->device.matrix_units & units) == units &&
+         (!row->rows_aligned || c->rows_aligned) &&
+         ckjit__attention_smem(s) <= (unsigned)rt->device.max_shared_bytes;
+}
+
+ckjit_status ckjit__attention_pick(const ckjit_runtime *rt, const attention_call *c,
+                                   ckjit_spec *spec) {
+  const char *forced = getenv("CKJIT_ATTENTION_PIPELINE");
+  if (forced && *forced) {
+    for (int p = 0; p < ATTENTION_PIPELINE_COUNT; p++) {
+      if (strcmp(forced, rows[p].name)) continue;
+      fill_spec((attention_pipeline)p, c, spec);
+      if (row_takes(rt, (attention_pipeline)p, c, spec)) return CKJIT_SUCCESS;
+      return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                         "ckjit_attention: CKJIT_ATTENTION_PIPELINE=%s cannot run this call (the "
+                         "device's matrix units, the dtype, the layout or shared memory)",
+                         forced);
+    }
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "ckjit_attention: CKJIT_ATTENTION_PIPELINE=%s is not wgmma, mma, mfma or simt",
+                       forced);
+  }
+  for (int p = 0; p < ATTENTION_PIPELINE_COUNT; p++) {
+    fill_spec((attention_pipeline)p, c, spec);
+    if (row_takes(rt, (attention_pipeline)p, c, spec)) return CKJIT_SUCCESS;
+  }
+  return ckjit__fail(CKJIT_ERROR_INTERNAL, "ckjit_attention: no pipeline takes the call");
+}

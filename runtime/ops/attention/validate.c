@@ -1,0 +1,174 @@
+/* ckjit_attention's descriptor: defaults and checks. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "attention.h"
+#include "base/error.h"
+#include "runtime/ops/op_frame.h"
+
+#define API "ckjit_attention"
+#define MAX_SEQLEN (1 << 30)
+
+void ckjit_attention_desc_init(ckjit_attention_desc *d) {
+  if (!d) return;
+  memset(d, 0, sizeof *d);
+  d->dtype = d->bias_dtype = CKJIT_BF16;
+  d->batch = d->num_heads_q = d->num_heads_kv = 1;
+  d->window_left = d->window_right = -1;
+}
+
+ckjit_attention_strides ckjit_attention_strides_bshd(int64_t seq, int64_t heads, int64_t dim) {
+  return (ckjit_attention_strides){.batch = seq * heads * dim, .head = dim, .seq = heads * dim, .dim = 1};
+}
+
+ckjit_attention_strides ckjit_attention_strides_bhsd(int64_t seq, int64_t heads, int64_t dim) {
+  return (ckjit_attention_strides){.batch = heads * seq * dim, .head = seq * dim, .seq = dim, .dim = 1};
+}
+
+static int is_head_dim(int64_t d) { return d == 64 || d == 96 || d == 128 || d == 192 || d == 256; }
+
+/* One tensor: non-NULL, aligned to its element, strides >= 0, and its
+ * largest offset (extents - 1 times the strides) inside the address space.
+ * `seq` is the sequence extent (varlen: a bound on the packed tokens is not
+ * known, so the rows' extent is checked per entry by the kernel's 64-bit
+ * offsets only). */
+static ckjit_status check_tensor(const char *name, const void *p, size_t es,
+                                 const ckjit_attention_strides *st, int64_t batch, int64_t heads,
+                                 int64_t seq, int64_t dim) {
+  if (!p) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", API, name);
+  if ((uintptr_t)p % es)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: %s (%p) is not aligned to its %zu-byte elements", API, name, p, es);
+  const int64_t s[4] = {st->batch, st->head, st->seq, st->dim}, n[4] = {batch, heads, seq, dim};
+  int64_t last = 0;
+  for (int i = 0; i < 4; i++) {
+    int64_t term;
+    if (s[i] < 0)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s has a negative stride (%lld)", API,
+                         name, (long long)s[i]);
+    if (n[i] > 0 && (__builtin_mul_overflow(n[i] - 1, s[i], &term) ||
+                     __builtin_add_overflow(last, term, &last)))
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s's extent overflows 64 bits", API,
+                         name);
+  }
+  uint64_t bytes;
+  if (__builtin_mul_overflow((uint64_t)last + 1, (uint64_t)es, &bytes) ||
+      (uintptr_t)p + bytes < (uintptr_t)p)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s's extent overflows the address space",
+                       API, name);
+  return CKJIT_SUCCESS;
+}
+
+/* The tensor-core kernels read 16-byte row pieces: head-dim stride 1,
+ * 16-byte aligned base and the other strides multiples of 16 bytes. */
+static int rows_aligned(const void *p, const ckjit_attention_strides *st, size_t es, int varlen) {
+  const uint64_t v = 16 / es;
+  return st->dim == 1 && (uintptr_t)p % 16 == 0 && (uint64_t)st->head % v == 0 &&
+         (uint64_t)st->seq % v == 0 && (varlen || (uint64_t)st->batch % v == 0);
+}
+
+static ckjit_status check_shape(const ckjit_attention_desc *d) {
+  ckjit_status st = ckjit__check_dtype(API, d->dtype);
+  if (st) return st;
+  if (d->batch < 0 || d->batch > INT32_MAX - 1 || d->num_heads_q < 0 || d->num_heads_q > INT32_MAX)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: batch (%lld) and num_heads_q (%lld) must be in 0 .. 2^31 - 2", API,
+                       (long long)d->batch, (long long)d->num_heads_q);
+  if (d->num_heads_kv < 1 || d->num_heads_kv > d->num_heads_q ||
+      d->num_heads_q % d->num_heads_kv)
+    if (d->num_heads_q > 0)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "%s: num_heads_q (%lld) must be a multiple of num_heads_kv (%lld >= 1)",
+                         API, (long long)d->num_heads_q, (long long)d->num_heads_kv);
+  if (d->seqlen_q < 0 || d->seqlen_q > MAX_SEQLEN || d->seqlen_k < 0 || d->seqlen_k > MAX_SEQLEN)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: seqlen_q (%lld) and seqlen_k (%lld) must be in 0 .. 2^30", API,
+                       (long long)d->seqlen_q, (long long)d->seqlen_k);
+  if (!is_head_dim(d->head_dim_qk) || !is_head_dim(d->head_dim_v))
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                       "%s: head_dim_qk %lld, head_dim_v %lld: each must be 64, 96, 128, 192 or 256",
+                       API, (long long)d->head_dim_qk, (long long)d->head_dim_v);
+  if (!d->cu_seqlens_q != !d->cu_seqlens_k)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: give both cu_seqlens_q and cu_seqlens_k, or neither", API);
+  if ((uintptr_t)d->cu_seqlens_q % 4 || (uintptr_t)d->cu_seqlens_k % 4)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: cu_seqlens must be 4-byte aligned", API);
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status check_options(const ckjit_attention_desc *d, attention_call *c) {
+  if (!isfinite(d->softmax_scale))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: softmax_scale is %g; must be finite",
+                       API, (double)d->softmax_scale);
+  if (!(d->softcap >= 0.0f) || isinf(d->softcap))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: softcap is %g; must be 0 (none) or a positive finite cap", API,
+                       (double)d->softcap);
+  if ((unsigned)d->mask > CKJIT_ATTENTION_MASK_WINDOW)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: mask %d is not a ckjit_attention_mask",
+                       API, (int)d->mask);
+  c->scale = d->softmax_scale != 0.0f ? d->softmax_scale : (float)(1.0 / sqrt((double)d->head_dim_qk));
+  c->window_left = c->window_right = CKJIT_ATTENTION_UNBOUNDED;
+  c->mask = (int)d->mask;
+  if (d->mask == CKJIT_ATTENTION_MASK_CAUSAL) c->window_right = 0;
+  if (d->mask == CKJIT_ATTENTION_MASK_WINDOW) {
+    if (d->window_left >= 0 && d->window_left < CKJIT_ATTENTION_UNBOUNDED) c->window_left = (int)d->window_left;
+    if (d->window_right >= 0 && d->window_right < CKJIT_ATTENTION_UNBOUNDED) c->window_right = (int)d->window_right;
+    if (c->window_left == CKJIT_ATTENTION_UNBOUNDED)
+      c->mask = c->window_right == 0 ? MASK_CAUSAL : c->window_right == CKJIT_ATTENTION_UNBOUNDED ? MASK_NONE : MASK_WINDOW;
+  }
+  c->bias = BIAS_NONE;
+  if (d->bias) {
+    if (d->bias_dtype != CKJIT_F32 && d->bias_dtype != d->dtype)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "%s: bias_dtype %s must be f32 or the dtype (%s)", API,
+                         ckjit_dtype_name(d->bias_dtype), ckjit_dtype_name(d->dtype));
+    c->bias = d->bias_dtype == CKJIT_F32 ? BIAS_F32 : BIAS_DTYPE;
+  }
+  if (d->alibi_slopes && ((uintptr_t)d->alibi_slopes % 4 || d->alibi_stride_batch < 0))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: alibi_slopes must be 4-byte aligned, alibi_stride_batch >= 0", API);
+  return CKJIT_SUCCESS;
+}
+
+ckjit_status ckjit__attention_validate(const ckjit_attention_desc *d, attention_call *c) {
+  if (!d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", API);
+  memset(c, 0, sizeof *c);
+  c->desc = d;
+  ckjit_status st;
+  if ((st = check_shape(d)) || (st = check_options(d, c))) return st;
+  c->empty = d->batch == 0 || d->num_heads_q == 0 || d->seqlen_q == 0;
+  if (c->empty) return CKJIT_SUCCESS;
+  const size_t es = ckjit_dtype_size(d->dtype);
+  const int varlen = d->cu_seqlens_q != NULL;
+  /* Varlen: the packed sequence dimension's extent is on the device; the
+   * largest lengths bound the rows of one entry only. */
+  const int64_t b = varlen ? 1 : d->batch, hq = d->num_heads_q, hk = d->num_heads_kv;
+  const int64_t sq = d->seqlen_q, sk = d->seqlen_k;
+  if ((st = check_tensor("q", d->q, es, &d->q_strides, b, hq, sq, d->head_dim_qk)) ||
+      (st = check_tensor("o", d->o, es, &d->o_strides, b, hq, sq, d->head_dim_v)))
+    return st;
+  if (sk > 0 && ((st = check_tensor("k", d->k, es, &d->k_strides, b, hk, sk, d->head_dim_qk)) ||
+                 (st = check_tensor("v", d->v, es, &d->v_strides, b, hk, sk, d->head_dim_v))))
+    return st;
+  if (d->lse && (st = check_tensor("lse", d->lse, 4, &d->lse_strides, b, hq, sq, 1))) return st;
+  if (d->bias && sk > 0 &&
+      (st = check_tensor("bias", d->bias, ckjit_dtype_size(d->bias_dtype), &d->bias_strides,
+                         d->batch, hq, sq, sk)))
+    return st;
+  c->rows_aligned = rows_aligned(d->q, &d->q_strides, es, varlen) &&
+                    (sk == 0 || (rows_aligned(d->k, &d->k_strides, es, varlen) &&
+                                 rows_aligned(d->v, &d->v_strides, es, varlen))) &&
+                    rows_aligned(d->o, &d->o_strides, es, varlen);
+  const void *ptrs[] = {d->q, d->o, d->k, d->v, d->lse, d->bias, d->alibi_slopes, d->cu_seqlens_q,
+                        d->cu_seqlens_k};
+  static const char *const names[] = {"q", "o", "k", "v", "lse", "bias", "alibi_slopes",
+                                      "cu_seqlens_q", "cu_seqlens_k"};
+  const void *given[9];
+  const char *given_names[9];
+  int n = 0;
+  for (int i = 0; i < 9; i++)
+    if (ptrs[i] && (i < 2 || sk > 0 || i >= 4)) given[n] = ptrs[i], given_names[n++] = names[i];
+  return ckjit__check_pointers(API, n, given, given_names);
+}
