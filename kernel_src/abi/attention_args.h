@@ -6,6 +6,7 @@
 #define CKJIT_KERNEL_ABI_ATTENTION_ARGS_H
 
 #include "abi/abi.h"
+#include "abi/tensor_map.h"
 
 /* Mask kinds (the public ckjit_attention_mask's order).  The front-end
  * turns a window of left < 0 and right 0 into CAUSAL and a window unbounded
@@ -31,7 +32,10 @@ typedef struct ckjit_attention_stride4 {
  *                   diagonal, clamped to [0, 2^30] (2^30: unbounded)
  *   scale_log2      softmax_scale * log2(e)
  *   softcap         the cap (> 0) when the kernel has SOFTCAP, else 0
- *   alibi_stride_b  elements between batch entries of alibi_slopes */
+ *   alibi_stride_b  elements between batch entries of alibi_slopes
+ *   tma             attention_wgmma: Q, K and V are read through the tensor
+ *                   maps of ckjit_attention_tma_args (dense problems whose
+ *                   strides TMA takes); 0: with cp.async */
 #define CKJIT_ATTENTION_FIELDS(X)                                              \
   X(const void *, q, 0)                                                        \
   X(const void *, k, 8)                                                        \
@@ -60,9 +64,23 @@ typedef struct ckjit_attention_stride4 {
   X(int, window_left, 308)                                                     \
   X(int, window_right, 312)                                                    \
   X(float, scale_log2, 316)                                                    \
-  X(float, softcap, 320)
-/* The list ends at byte 324, the struct (4 bytes of tail padding) at 328. */
+  X(float, softcap, 320)                                                      \
+  X(int, tma, 324)
 CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 328)
+
+/* attention_wgmma's argument: the problem and Q's, K's and V's tensor
+ * maps (4-D: head dim, sequence, head, batch entry; boxes of 64 head-dim
+ * columns by the tile's rows, 128-byte swizzled; zero-filled past each
+ * sequence), valid when p.tma is 1.  The maps come first (64-byte
+ * aligned); the tail padding is named so that sizeof is the list's end. */
+typedef unsigned char ckjit_attention_tma_padding[56];
+#define CKJIT_ATTENTION_TMA_FIELDS(X)                                          \
+  X(ckjit_tensor_map, q_map, 0)                                                \
+  X(ckjit_tensor_map, k_map, 128)                                              \
+  X(ckjit_tensor_map, v_map, 256)                                              \
+  X(ckjit_attention_args, p, 384)                                              \
+  X(ckjit_attention_tma_padding, tail_padding, 712)
+CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 768)
 
 /* Window bounds at or past this are unbounded (seqlens are at most 2^30). */
 #define CKJIT_ATTENTION_UNBOUNDED (1 << 30)
@@ -73,13 +91,16 @@ CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 328)
  * buffers out in it.
  *   simt   one K and one V tile, f32
  *   mma    the Q tile, then `stages` (K tile, V tile) pairs
- *   wgmma  the same, 1 KiB to align the swizzled tiles, and the mbarriers
+ *   wgmma  the same in panels of 64 columns (the 128-byte swizzle; head dim
+ *          96 takes two), and 1 KiB to align the swizzled tiles
  *   mfma   the Q tile, one K and one V tile */
 #define CKJIT_ATTENTION_SIMT_SMEM(bm, bn, stages, hd, hdv, es) ((bn) * ((hd) + (hdv)) * 4)
 #define CKJIT_ATTENTION_MMA_SMEM(bm, bn, stages, hd, hdv, es) \
   (((bm) * (hd) + (stages) * (bn) * ((hd) + (hdv))) * (es))
-#define CKJIT_ATTENTION_WGMMA_SMEM(bm, bn, stages, hd, hdv, es) \
-  (((bm) * (hd) + (stages) * (bn) * ((hd) + (hdv))) * (es) + 1024 + 256)
+#define CKJIT_ATTENTION_PANELS(d) (((d) + 63) / 64 * 64)
+#define CKJIT_ATTENTION_WGMMA_SMEM(bm, bn, stages, hd, hdv, es)                       \
+  (((bm) * CKJIT_ATTENTION_PANELS(hd) +                                              \
+    (stages) * (bn) * (CKJIT_ATTENTION_PANELS(hd) + CKJIT_ATTENTION_PANELS(hdv))) * (es) + 1024)
 #define CKJIT_ATTENTION_MFMA_SMEM(bm, bn, stages, hd, hdv, es) \
   (((bm) * (hd) + (bn) * ((hd) + (hdv))) * (es))
 

@@ -9,6 +9,7 @@
 #define CKJIT_KERNEL_ABI_GEMM_ARGS_H
 
 #include "abi/abi.h"
+#include "abi/tensor_map.h"
 
 /* Storage order of A and of B.  The kernels ask "is K the contiguous
  * dimension": A row-major, B column-major. */
@@ -101,15 +102,7 @@ CKJIT_ABI_STRUCT(ckjit_streamk, CKJIT_GEMM_STREAMK_FIELDS, 48)
   X(ckjit_streamk, sk, 240)
 CKJIT_ABI_STRUCT(ckjit_gemm_reduce_sk_args, CKJIT_GEMM_REDUCE_SK_FIELDS, 288)
 
-/* A TMA tensor map (the driver's CUtensorMap: 128 bytes, 64-byte aligned). */
-#ifdef __cplusplus
-#define CKJIT_GEMM_ALIGN_64 alignas(64)
-#else
-#define CKJIT_GEMM_ALIGN_64 _Alignas(64)
-#endif
-typedef struct ckjit_tensor_map {
-  CKJIT_GEMM_ALIGN_64 unsigned long long v[16];
-} ckjit_tensor_map;
+
 
 /* gemm_wgmma with tma >= 1, one problem: A's, B's and (tma = 2) D's maps,
  * the problem and its Stream-K split (sk.dp_tiles: every tile when

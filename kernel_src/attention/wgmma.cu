@@ -1,5 +1,234 @@
-// PLACEHOLDER (being written this session): does nothing.
+// attention_wgmma: attention forward on Hopper tensor cores (sm_90a), in
+// the FlashAttention-3 design: warp-specialized, wgmma for both products.
+//
+// Problem:  ckjit_attention (ckjit.h); tiles, masks and the score transform
+//           from attention/problem.h.
+// Policy:   a block of 1 + BM / 64 warpgroups walks (query tile, head,
+//           entry) tiles grid-stride.  Warpgroup 0 produces: its 128
+//           threads fill the Q tile (once per tile) and the K and V tiles
+//           of each key step into rings of STAGES buffers, zero-filled past
+//           the sequences, and signal mbarriers as the copies land: one
+//           thread with TMA (dense problems, the host's tensor maps), or
+//           all 128 with cp.async (varlen, strides TMA refuses; 64-bit
+//           offsets).  Each
+//           consumer warpgroup owns 64 query rows: S = Q Kᵀ (wgmma, both
+//           from shared memory), the online softmax in registers, then
+//           O += P V (wgmma with P as the register operand).  Step i issues
+//           S_i and P_(i-1) V_(i-1) together and runs the softmax of S_i
+//           while the second product is in flight; K and V buffers go back
+//           to the producer as soon as their product is done.  The
+//           consumers take turns issuing their products (ping-pong), so
+//           one's softmax also overlaps another's products.  The element
+//           mask runs only on boundary key tiles.
+// Kernel argument: ckjit_attention_tma_args (abi/attention_args.h), by value.
 #include "core/prelude.h"
 #include "abi/attention_args.h"
 // @PARAMETERS@
-extern "C" __global__ void ckjit_attention(const ckjit_attention_args a) { (void)a; }
+
+typedef DTYPE T;
+#include "attention/problem.h"
+
+#if defined(CKJIT_NVIDIA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "core/mbarrier.h"
+#include "core/ptx.h"
+#include "core/tma.h"
+#include "attention/wgmma_tiles.h"
+#include "attention/wgmma_math.h"
+
+#define CONSUMERS (BM / 64)
+#define THREADS (128 * (CONSUMERS + 1))
+static_assert(THREADS == WARPS * 32, "warps = 4 * (1 + BM / 64)");
+static_assert(CONSUMERS == 2 || CONSUMERS == 3, "bm 128 or 192");
+
+// K and V have their own rings: a K buffer is free once its S product is
+// done, a V buffer only after its P V product, a step later.
+struct barriers {
+  ckjit_u64 q_full, q_empty;
+  ckjit_u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
+};
+
+// The producer warpgroup: per tile, Q once (after the consumers are done
+// with the last one), then K and V of each key step into their rings.
+// With tensor maps one thread issues a TMA copy per 64-column panel and
+// the barrier counts the bytes; otherwise all 128 threads copy with
+// cp.async and each arrives once its copies land.
+CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barriers &bar) {
+  const ckjit_attention_args &a = x.p;
+  const int tid = threadIdx.x;
+  const long long tiles = a.m_blocks * a.heads_q * (long long)a.batch;
+  if (a.tma && tid != 0) return;
+  unsigned q_phase = 0;
+  int step = 0;
+  for (long long ti = blockIdx.x; ti < tiles; ti += gridDim.x) {
+    attn_tile t;
+    if (!attn_tile_at(a, ti, t)) continue;
+    int begin, end;
+    attn_key_range(a, t, BN, begin, end);
+    mbar_wait(smem_addr(&bar.q_empty), q_phase ^ 1);
+    const unsigned q_full = smem_addr(&bar.q_full);
+    if (a.tma) {
+      mbar_expect(q_full, Q_BYTES);
+      for (int p = 0; p < HD_PANELS; p++)
+        tma_load_4d(q_tile(base) + p * BM * 128, &x.q_map, 64 * p, t.m0, t.h, t.b, q_full);
+    } else {
+      load_panels<BM, HDIM>(q_tile(base), t.q, a.q_stride.s, t.m0, t.sq, tid);
+      copy_arrive(q_full);
+    }
+    q_phase ^= 1;
+    for (int n0 = begin; n0 < end; n0 += BN, step++) {
+      const int s = step % STAGES;
+      const unsigned free_phase = ((step / STAGES) & 1) ^ 1;
+      const unsigned k_full = smem_addr(&bar.k_full[s]), v_full = smem_addr(&bar.v_full[s]);
+      mbar_wait(smem_addr(&bar.k_empty[s]), free_phase);
+      if (a.tma) {
+        mbar_expect(k_full, K_BYTES);
+        for (int p = 0; p < HD_PANELS; p++)
+          tma_load_4d(k_tile(base, s) + p * BN * 128, &x.k_map, 64 * p, n0, t.g, t.b, k_full);
+      } else {
+        load_panels<BN, HDIM>(k_tile(base, s), t.k, a.k_stride.s, n0, t.sk, tid);
+        copy_arrive(k_full);
+      }
+      mbar_wait(smem_addr(&bar.v_empty[s]), free_phase);
+      if (a.tma) {
+        mbar_expect(v_full, V_BYTES);
+        for (int p = 0; p < HDV_PANELS; p++)
+          tma_load_4d(v_tile(base, s) + p * BN * 128, &x.v_map, 64 * p, n0, t.g, t.b, v_full);
+      } else {
+        load_panels<BN, HDIM_V>(v_tile(base, s), t.v, a.v_stride.s, n0, t.sk, tid);
+        copy_arrive(v_full);
+      }
+    }
+  }
+  copy_wait<0>(); // nothing in flight when the warpgroup exits
+}
+
+// The consumers take turns issuing their products (ping-pong): warpgroup
+// c waits for barrier c + 1, issues, and lets the next one go, so one
+// warpgroup's softmax runs while another's products hold the tensor
+// cores.  Every consumer issues at the same points of every tile (the key
+// range is the whole tile's), so the turns stay balanced.
+CKJIT_INLINE void turn_wait(int c) { named_barrier_sync(1 + c, 128 * 2); }
+CKJIT_INLINE void turn_pass(int c) { named_barrier_arrive(1 + (c + 1) % CONSUMERS, 128 * 2); }
+
+// Waits for a ring buffer; cp.async writes (not TMA's) must then be made
+// visible to wgmma (the async proxy).
+CKJIT_INLINE void wait_full(ckjit_u64 &bar, unsigned phase, bool tma) {
+  mbar_wait(smem_addr(&bar), phase);
+  if (!tma) fence_async_shared();
+}
+
+// A consumer warpgroup: 64 query rows of each tile.  Key step i issues
+// S_i = Q K_iᵀ and then O += P_(i-1) V_(i-1), and computes the softmax of
+// S_i while the second product runs.  The first step is peeled off so the
+// loop body has one shape: the compiler then keeps the products in flight
+// (with a branch inside it serializes them).
+CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers &bar, int wg) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int row0 = 64 * wg; // this warpgroup's first row in the tile
+  const long long tiles = a.m_blocks * a.heads_q * (long long)a.batch;
+  const bool fold = ATTN_PLAIN_SCORES && a.scale_log2 > 0.0f;
+  const float c = fold ? a.scale_log2 : 1.0f;
+  unsigned q_phase = 0;
+  int step = 0;
+  for (long long ti = blockIdx.x; ti < tiles; ti += gridDim.x) {
+    attn_tile t;
+    if (!attn_tile_at(a, ti, t)) continue;
+    int begin, end;
+    attn_key_range(a, t, BN, begin, end);
+    const attn_scorer sc = attn_make_scorer(a, t);
+    const int row_i0 = t.m0 + row0 + 16 * warp + lane / 4;
+    softmax_rows st = {{-CKJIT_INF, -CKJIT_INF}, {0.0f, 0.0f}};
+    float o[O_ACC], s_acc[S_ACC], rescale[2];
+    unsigned p[BN / 16][4];
+#pragma unroll
+    for (int i = 0; i < O_ACC; i++) o[i] = 0.0f;
+    mbar_wait(smem_addr(&bar.q_full), q_phase);
+    q_phase ^= 1;
+    if (end > begin) {
+      int s = step % STAGES;
+      wait_full(bar.k_full[s], (step / STAGES) & 1, a.tma);
+      turn_wait(wg);
+      qk_gemm(s_acc, q_tile(base), row0, k_tile(base, s));
+      turn_pass(wg);
+      wgmma_wait<0>();
+      fence_regs(s_acc);
+      mbar_arrive(smem_addr(&bar.k_empty[s]));
+      score_tile(s_acc, a, t, sc, fold, row_i0, begin, attn_tile_masked(a, t, begin, BN));
+      online_softmax(s_acc, st, c, rescale);
+      pack_p(p, s_acc);
+      for (int n0 = begin + BN; n0 < end; n0 += BN) {
+        const int prev = s;
+        const unsigned prev_phase = (step / STAGES) & 1;
+        s = ++step % STAGES;
+        wait_full(bar.k_full[s], (step / STAGES) & 1, a.tma);
+        wait_full(bar.v_full[prev], prev_phase, a.tma);
+        turn_wait(wg);
+        qk_gemm(s_acc, q_tile(base), row0, k_tile(base, s));
+        pv_gemm(o, p, v_tile(base, prev));
+        turn_pass(wg);
+        wgmma_wait<1>(); // S_i is done; P_(i-1) V_(i-1) may run on
+        fence_regs(s_acc);
+        mbar_arrive(smem_addr(&bar.k_empty[s]));
+        score_tile(s_acc, a, t, sc, fold, row_i0, n0, attn_tile_masked(a, t, n0, BN));
+        online_softmax(s_acc, st, c, rescale);
+        wgmma_wait<0>();
+        fence_regs(o);
+        mbar_arrive(smem_addr(&bar.v_empty[prev]));
+        rescale_o(o, rescale);
+        pack_p(p, s_acc);
+      }
+      wait_full(bar.v_full[s], (step / STAGES) & 1, a.tma);
+      turn_wait(wg);
+      pv_gemm(o, p, v_tile(base, s));
+      turn_pass(wg);
+      wgmma_wait<0>();
+      fence_regs(o);
+      mbar_arrive(smem_addr(&bar.v_empty[s]));
+      step++;
+    }
+    mbar_arrive(smem_addr(&bar.q_empty)); // Q is read only by the S products, all done
+    wgmma_wait<0>(); // (none in flight: says so to the compiler, where the paths join)
+    fence_regs(o);
+    store_rows(a, t, o, st, c, row_i0);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_tma_args x) {
+  const ckjit_attention_args &a = x.p;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ barriers bar;
+  // Swizzled tiles start on 1 KiB boundaries (the host adds the slack).
+  const unsigned raw = smem_addr(smem_raw), base = (raw + 1023) & ~1023u;
+  if (threadIdx.x == 0) {
+    const unsigned fills = a.tma ? 1 : 128; // TMA: the expect_tx arrival; else each copying thread
+    mbar_init(smem_addr(&bar.q_full), fills);
+    mbar_init(smem_addr(&bar.q_empty), 128 * CONSUMERS);
+#pragma unroll
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(smem_addr(&bar.k_full[s]), fills);
+      mbar_init(smem_addr(&bar.v_full[s]), fills);
+      mbar_init(smem_addr(&bar.k_empty[s]), 128 * CONSUMERS);
+      mbar_init(smem_addr(&bar.v_empty[s]), 128 * CONSUMERS);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  // The copies need few registers; the consumers take them: 40 + 2 x 232
+  // = 3 x 168 (384 threads), 32 + 3 x 160 = 4 x 128 (512).
+  if (wg == 0) {
+    setmaxnreg_dec<CONSUMERS == 2 ? 40 : 32>();
+    produce(x, base, bar);
+  } else {
+    setmaxnreg_inc<CONSUMERS == 2 ? 232 : 160>();
+    if (wg == CONSUMERS) turn_pass(wg - 1); // the first consumer goes first
+    consume(a, base, bar, wg - 1);
+  }
+}
+
+#else
+// wgmma needs the arch-specific target (NVRTC's sm_90a); anything else
+// builds an empty kernel, which the front-end never picks.
+extern "C" __global__ void ckjit_attention(const ckjit_attention_tma_args x) { (void)x; }
+#endif

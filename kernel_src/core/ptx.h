@@ -15,6 +15,15 @@ template <int id, int threads> CKJIT_INLINE void named_barrier_sync() {
   asm volatile("bar.sync %0, %1;" ::"n"(id), "n"(threads) : "memory");
 }
 
+// The same with the id known only at run time, and its arrive-only half:
+// the calling threads count towards barrier `id` without waiting for it.
+CKJIT_INLINE void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+CKJIT_INLINE void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // sm_90a: this warpgroup gives registers back (dec) or takes them (inc),
 // down or up to `regs` per thread; every warp of the warpgroup executes it.
 template <int regs> CKJIT_INLINE void setmaxnreg_dec() {

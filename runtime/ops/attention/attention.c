@@ -1,5 +1,6 @@
 /* ckjit_attention: validate, plan, arguments, run. */
 #include <math.h>
+#include <string.h>
 
 #include "attention.h"
 #include "base/error.h"
@@ -8,12 +9,21 @@
 #include "runtime/runtime.h"
 
 /* The grid walks (query tile, head, batch entry) tiles grid-stride
- * (kernel_src/attention/problem.h); one block per tile up to the grid's x
- * limit. */
-static void plan(const attention_call *c, ckjit_launch_plan *p) {
+ * (kernel_src/attention/problem.h): one block per tile up to the grid's x
+ * limit.  attention_wgmma without a mask or varlen (tiles of equal work)
+ * is persistent, one block per multiprocessor (its shared memory admits
+ * one), so a block's producer fetches the next tile's Q, K and V while
+ * its consumers finish the last one; with tiles of unequal work (causal,
+ * window, varlen) a static split measured slower than the hardware
+ * handing out one block per tile, heaviest first (bench/NOTES.md). */
+static void plan(const ckjit_runtime *rt, const attention_call *c, ckjit_launch_plan *p) {
   const ckjit_attention_desc *d = c->desc;
   const int64_t m_blocks = ckjit__ceil_div(d->seqlen_q, p->spec.value[AT_BM]);
-  p->grid[0] = ckjit__grid_x(m_blocks * d->num_heads_q * d->batch);
+  int64_t blocks = m_blocks * d->num_heads_q * d->batch;
+  const int even = c->mask == MASK_NONE && !d->cu_seqlens_q;
+  if (p->spec.family == CKJIT_FAMILY_ATTENTION_WGMMA && even && blocks > rt->device.multiprocessors)
+    blocks = rt->device.multiprocessors;
+  p->grid[0] = ckjit__grid_x(blocks);
   p->block[0] = ckjit__attention_threads(&p->spec);
   p->shared_bytes = ckjit__attention_smem(&p->spec);
 }
@@ -50,7 +60,14 @@ ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *stream) {
   ckjit_launch_plan p;
   ckjit__plan_init(&p, CKJIT_FAMILY_ATTENTION_SIMT);
   if ((st = ckjit__attention_pick(rt, &c, &p.spec))) return st;
-  plan(&c, &p);
+  plan(rt, &c, &p);
+  if (p.spec.family == CKJIT_FAMILY_ATTENTION_WGMMA) {
+    ckjit_attention_tma_args x;
+    memset(&x, 0, sizeof x);
+    x.p = arguments(&c, &p);
+    x.p.tma = ckjit__attention_encode_maps(rt, &c, &p.spec, &x);
+    return ckjit__op_run(&p, &x, &ckjit_abi_by_value, stream);
+  }
   const ckjit_attention_args args = arguments(&c, &p);
   return ckjit__op_run(&p, &args, &ckjit_abi_by_value, stream);
 }

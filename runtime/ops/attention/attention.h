@@ -6,6 +6,7 @@
  *   attention_family.c  the four families: parameters, checks, default sets
  *   validate.c          the descriptor's defaults and checks
  *   pipelines.c         the pipeline table: which family runs a call, its tile
+ *   tma.c               attention_wgmma's tensor maps
  *   attention.c         plan, arguments, run (ckjit_attention) */
 #ifndef CKJIT_RUNTIME_OPS_ATTENTION_H
 #define CKJIT_RUNTIME_OPS_ATTENTION_H
@@ -76,6 +77,12 @@ struct ckjit_runtime;
 /* The spec of the first pipeline that runs `call` on the device. */
 ckjit_status ckjit__attention_pick(const struct ckjit_runtime *rt, const attention_call *call,
                                    ckjit_spec *spec);
+
+/* attention_wgmma's tensor maps for `call` (tma.c): 1 when Q's, K's and
+ * V's were made (a dense problem whose strides TMA takes, on a driver that
+ * makes them), else 0 and the kernel copies with cp.async. */
+int ckjit__attention_encode_maps(const struct ckjit_runtime *rt, const attention_call *call,
+                                 const ckjit_spec *spec, ckjit_attention_tma_args *x);
 
 /* The family of each pipeline. */
 extern const ckjit_family_id ckjit__attention_families[ATTENTION_PIPELINE_COUNT];

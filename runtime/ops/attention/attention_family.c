@@ -89,21 +89,23 @@ static ckjit_status check_common(const ckjit_spec *s, const char *family, int te
   return CKJIT_SUCCESS;
 }
 
-/* One consumer warpgroup per 64 query rows, plus the producer warpgroup;
- * BN is the N of the QK^T wgmma and the K of the PV one. */
+/* Two or three consumer warpgroups of 64 query rows each, plus the
+ * producer warpgroup; BN is the N of the QK^T wgmma and the K of the PV
+ * one. */
 static ckjit_status wgmma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
   ckjit_status st = check_common(s, "attention_wgmma", 1, 227 * 1024);
   if (st) return st;
-  if (v[AT_BM] % 64 || v[AT_BM] > 192 || v[AT_WARPS] != 4 * (v[AT_BM] / 64 + 1))
+  /* Two or three consumer warpgroups: the kernel's register split is theirs. */
+  if ((v[AT_BM] != 128 && v[AT_BM] != 192) || v[AT_WARPS] != 4 * (v[AT_BM] / 64 + 1))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "spec: attention_wgmma bm=%d must be 64, 128 or 192 with warps = 4 * (bm / 64 "
-                       "+ 1) (%d)",
+                       "spec: attention_wgmma bm=%d, warps=%d: bm must be 128 or 192 and warps 4 * "
+                       "(bm / 64 + 1) (the consumer warpgroups and the producer)",
                        v[AT_BM], v[AT_WARPS]);
-  if (v[AT_BN] % 32 || v[AT_BN] > 256 || v[AT_STAGES] < 2)
+  if ((v[AT_BN] != 64 && v[AT_BN] != 128) || v[AT_STAGES] < 2)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "spec: attention_wgmma bn=%d must be a multiple of 32 up to 256, stages=%d >= 2",
-                       v[AT_BN], v[AT_STAGES]);
+                       "spec: attention_wgmma bn=%d must be 64 or 128, stages=%d >= 2", v[AT_BN],
+                       v[AT_STAGES]);
   return CKJIT_SUCCESS;
 }
 

@@ -1,0 +1,115 @@
+// attention/mma.cu's register side: a warp's scores as mma.sync C
+// fragments, their transform and mask, the online softmax, and the P
+// operand of P V.  Needs T, BN, HDIM_V and attention/problem.h.
+//
+// Fragment layout (m16n8): lane g = lane / 4, q = lane % 4 holds, of each
+// 8-column block n, s[n][0..1] = row g, columns 2q, 2q + 1 and s[n][2..3] =
+// row g + 8, the same columns.  A row's values are spread over the four
+// lanes of a quad, so its max and sum need two xor shuffles (1, 2).
+#pragma once
+#include "attention/mma_smem.h"
+#if defined(CKJIT_NVIDIA)
+
+// 2^x in one MUFU instruction; 2^-inf = +0, NaN stays NaN.  (exp2f would
+// add range fix-ups for denormal results, which P rounded to 16 bits and a
+// sum of at least 1 cannot see.)
+CKJIT_INLINE float attn_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// Raw q.k sums -> scores in log2 units (attn_score), -inf where masked.
+// i0: query row of s[n][0..1] (local; s[n][2..3] is i0 + 8); j0: key of
+// s[0][0] (local, this lane's first column).  MASKED: the tile crosses a
+// mask edge or the sequence end (attn_tile_masked), so test every element;
+// otherwise every key is < sk and allowed.
+//
+// The scale is applied here, before the max, even without a transform
+// (ATTN_PLAIN_SCORES): softmax_scale may be negative, which reverses the
+// order of the raw sums, so the max of the raw sums is not the max score.
+// One FMUL per element is far from the MUFU exp2, the bound of this stage.
+template <bool MASKED, int NT>
+CKJIT_INLINE void attn_scores(float (&s)[NT][4], const ckjit_attention_args &a, const attn_tile &t,
+                              const attn_scorer &sc, int i0, int j0) {
+  (void)a;
+  (void)t;
+#pragma unroll
+  for (int n = 0; n < NT; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int i = i0 + (e >> 1) * 8, j = j0 + 8 * n + (e & 1);
+      if (MASKED && !attn_allowed(a, t, i, j)) {
+        s[n][e] = -CKJIT_INF;
+      } else {
+#if ATTN_PLAIN_SCORES
+        s[n][e] *= sc.scale_log2;
+#else
+        // Rows past sq (zero Q rows of the last tile, never stored) read
+        // the bias of the last row instead of memory past it.
+        s[n][e] = attn_score(sc, s[n][e], i < t.sq ? i : t.sq - 1, j);
+#endif
+      }
+    }
+}
+
+// One key tile of the online softmax: m (the running max, log2 units) and
+// l (this lane's share of the running sum) of rows g and g + 8 take the
+// tile's scores s, which become their probabilities exp2(s - m) (f32), and
+// the O accumulators are rescaled to the new max.
+//
+// A row whose scores are all -inf so far keeps m = -inf; it then exponentiates
+// against 0 instead of m, so its probabilities are 0 (not exp2(-inf + inf) =
+// NaN) and so is every earlier term's factor.  fmaxf skips a NaN score, which
+// still reaches l and O through its own exp2 (NaN); a +inf score makes the max
+// +inf and exp2(inf - inf) = NaN, as documented.
+template <int NT, int OT>
+CKJIT_INLINE void attn_online_softmax(float (&s)[NT][4], float (&o)[OT][4], float (&m)[2],
+                                      float (&l)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    float mx = m[h];
+#pragma unroll
+    for (int n = 0; n < NT; n++) mx = fmaxf(mx, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+    mx = fmaxf(mx, ckjit_shfl_xor(mx, 1));
+    mx = fmaxf(mx, ckjit_shfl_xor(mx, 2));
+    const float base = mx == -CKJIT_INF ? 0.0f : mx;
+    const float alpha = attn_exp2(m[h] - base); // 0 on the first tile (m = -inf)
+    m[h] = mx;
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+      for (int e = 2 * h; e < 2 * h + 2; e++) {
+        s[n][e] = attn_exp2(s[n][e] - base);
+        sum += s[n][e];
+      }
+    l[h] = l[h] * alpha + sum;
+#pragma unroll
+    for (int j = 0; j < OT; j++) {
+      o[j][2 * h] *= alpha;
+      o[j][2 * h + 1] *= alpha;
+    }
+  }
+}
+
+// The A fragment (m16 x k16) of P for keys [16 kk, 16 kk + 16) of the
+// tile: the C fragments of two 8-key blocks are, element for element, the
+// A fragment's registers (rows g / g + 8 by columns 2q, 2q + 1 and
+// 2q + 8, 2q + 9), once rounded to T (as the P V product reads P).
+template <int NT>
+CKJIT_INLINE void attn_p_frag(unsigned (&pa)[4], const float (&p)[NT][4], int kk) {
+  pa[0] = attn_pack(p[2 * kk][0], p[2 * kk][1]);
+  pa[1] = attn_pack(p[2 * kk][2], p[2 * kk][3]);
+  pa[2] = attn_pack(p[2 * kk + 1][0], p[2 * kk + 1][1]);
+  pa[3] = attn_pack(p[2 * kk + 1][2], p[2 * kk + 1][3]);
+}
+
+// A row's total of the four lanes' sums (every lane of the quad gets the
+// same bits: each step adds the same two values on both sides).
+CKJIT_INLINE float attn_quad_sum(float v) {
+  v += ckjit_shfl_xor(v, 1);
+  return v + ckjit_shfl_xor(v, 2);
+}
+
+#endif

@@ -1,0 +1,186 @@
+// attention_wgmma's per-warpgroup math: S = Q Kᵀ and O += P V on wgmma,
+// and the online softmax of a 64 x BN score tile in the accumulator layout.
+//
+// Accumulator layout of m64nN (each of the 128 threads): warp w, lane l
+// holds rows r0 = 16 w + l / 4 and r1 = r0 + 8; element 4 j + e is column
+// 8 j + 2 (l % 4) + (e & 1) of row e < 2 ? r0 : r1.  A row is spread over
+// the four lanes of a quad, so row reductions are two xor shuffles.
+//
+// Needs T, BN, HDIM, HDIM_V and wgmma_tiles.h.
+#pragma once
+
+#define S_ACC (BN / 2)
+#define O_ACC (HDIM_V / 2)
+
+template <typename X> struct is_bf16_t { static const bool value = false; };
+template <> struct is_bf16_t<ckjit_bf16> { static const bool value = true; };
+
+#if BN == 64
+#define WGMMA_SS_BN(ty) wgmma_##ty##_n64<0, 0>
+#elif BN == 128
+#define WGMMA_SS_BN(ty) wgmma_##ty##_n128<0, 0>
+#else
+#error "attention_wgmma: BN must be 64 or 128"
+#endif
+#define WGMMA_RS_HDV(ty) CKJIT_CAT3(wgmma_rs_, ty, CKJIT_CAT(_n, HDIM_V))<1>
+#define CKJIT_CAT_(a, b) a##b
+#define CKJIT_CAT(a, b) CKJIT_CAT_(a, b)
+#define CKJIT_CAT3(a, b, c) CKJIT_CAT(CKJIT_CAT(a, b), c)
+
+// Pins accumulator registers at a wgmma group boundary: the compiler may
+// not move their reads or writes across it (a read inside a group in
+// flight would make it serialize the products).
+template <int N> CKJIT_INLINE void fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// s = Q[row0 .. row0 + 64) K[tile]ᵀ, from zero (issued; the caller waits).
+CKJIT_INLINE void qk_gemm(float (&s)[S_ACC], unsigned q, int row0, unsigned k) {
+#pragma unroll
+  for (int i = 0; i < S_ACC; i++) s[i] = 0.0f;
+  fence_regs(s);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < HDIM; kk += 16) {
+    if (is_bf16_t<T>::value) WGMMA_SS_BN(bf16)(s, q_desc(q, row0, kk), k_desc(k, kk));
+    else WGMMA_SS_BN(f16)(s, q_desc(q, row0, kk), k_desc(k, kk));
+  }
+  wgmma_commit();
+}
+
+// Two f32 values as one register of two T (round to nearest even).
+CKJIT_INLINE unsigned pack2(float lo, float hi) {
+  unsigned r;
+  if (is_bf16_t<T>::value) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// P (the probabilities in s, rounded to T) as register A operands, 16
+// keys a step.  The accumulator of columns 16 c .. 16 c + 15 is, in this
+// layout, exactly an A fragment: no shuffle.
+CKJIT_INLINE void pack_p(unsigned (&pa)[BN / 16][4], const float (&p)[S_ACC]) {
+#pragma unroll
+  for (int c = 0; c < BN / 16; c++)
+#pragma unroll
+    for (int q = 0; q < 4; q++) pa[c][q] = pack2(p[8 * c + 2 * q], p[8 * c + 2 * q + 1]);
+}
+
+// o += P V[tile] (issued; the caller waits).
+CKJIT_INLINE void pv_gemm(float (&o)[O_ACC], const unsigned (&pa)[BN / 16][4], unsigned v) {
+  fence_regs(o);
+  wgmma_fence();
+#pragma unroll
+  for (int c = 0; c < BN / 16; c++) {
+    if (is_bf16_t<T>::value) WGMMA_RS_HDV(bf16)(o, pa[c], v_desc(v, 16 * c));
+    else WGMMA_RS_HDV(f16)(o, pa[c], v_desc(v, 16 * c));
+  }
+  wgmma_commit();
+}
+
+// 2^x on the special-function unit (flush-to-zero; 2^-inf = 0), the one
+// exponential of the softmax.
+CKJIT_INLINE float exp2_fast(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+CKJIT_INLINE float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+CKJIT_INLINE float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// The running state of this thread's two rows: max (log2 units) and this
+// thread's share of the sum (the quad's shares are added at the end).
+struct softmax_rows {
+  float m[2], l[2];
+};
+
+// Scores of the tile at key n0 to logits, masked keys -inf: the
+// transform (attn_score) and the mask only where needed.  With plain
+// scores and a positive scale the scale is left to the exponent (`fold`:
+// the row max of raw scores is the max of the scaled ones), else the
+// logits are in log2 units here.  row_i0 is the entry-local query row of
+// this thread's r0.
+CKJIT_INLINE void score_tile(float (&s)[S_ACC], const ckjit_attention_args &a, const attn_tile &t,
+                             const attn_scorer &sc, bool fold, int row_i0, int n0, bool masked) {
+  const int lane = threadIdx.x % 32;
+  if (fold && !masked) return;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int i = row_i0 + (e >= 2 ? 8 : 0), key = n0 + 8 * j + 2 * (lane % 4) + (e & 1);
+      float x = s[4 * j + e];
+#if ATTN_PLAIN_SCORES
+      if (!fold) x *= sc.scale_log2;
+#else
+      // (clamped: the bias is read only inside the entry; such keys and
+      // rows are masked or never stored)
+      x = attn_score(sc, x, i < t.sq ? i : t.sq - 1, key < t.sk ? key : t.sk - 1);
+#endif
+      if (masked && !attn_allowed(a, t, i, key)) x = -CKJIT_INF;
+      s[4 * j + e] = x;
+    }
+}
+
+// Turns the logits of s into probabilities p = 2^(c (x - max)) against the
+// updated row max (c: the folded scale, else 1), and returns per row the
+// factor 2^(c (old max - new max)) that o must be scaled by before the
+// next product (left to the caller: o may still be in flight).  A row with
+// no key seen yet keeps max -inf; it then uses 0 as the reference, so the
+// exponentials give 0, never NaN.
+CKJIT_INLINE void online_softmax(float (&s)[S_ACC], softmax_rows &st, float c, float (&rescale)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float mx = st.m[r];
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+    mx = quad_max(mx);
+    const float ref = mx == -CKJIT_INF ? 0.0f : mx * c;
+    rescale[r] = exp2_fast(st.m[r] * c - ref);
+    st.m[r] = mx;
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+      s[4 * j + 2 * r] = exp2_fast(fmaf(s[4 * j + 2 * r], c, -ref));
+      s[4 * j + 2 * r + 1] = exp2_fast(fmaf(s[4 * j + 2 * r + 1], c, -ref));
+      sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+    }
+    st.l[r] = st.l[r] * rescale[r] + sum;
+  }
+}
+
+CKJIT_INLINE void rescale_o(float (&o)[O_ACC], const float (&rescale)[2]) {
+#pragma unroll
+  for (int j = 0; j < HDIM_V / 8; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) o[4 * j + e] *= rescale[e / 2];
+}
+
+// O = o / l rounded to T for the rows inside the sequence (row_i0: this
+// thread's r0), and the LSE.  Only O's own elements are written.
+CKJIT_INLINE void store_rows(const ckjit_attention_args &a, const attn_tile &t, const float (&o)[O_ACC],
+                             softmax_rows &st, float c, int row_i0) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const int i = row_i0 + 8 * r;
+    const float l = quad_sum(st.l[r]);
+    if (i >= t.sq) continue;
+    const float inv = attn_inv_l(l);
+    T *row = t.o + (long long)i * a.o_stride.s;
+#pragma unroll
+    for (int j = 0; j < HDIM_V / 8; j++) {
+      const int col = 8 * j + 2 * (lane % 4);
+      *reinterpret_cast<unsigned *>(row + col) = pack2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+    }
+    if (t.lse && lane % 4 == 0) t.lse[(long long)i * t.lse_ss] = attn_lse(st.m[r] * c, l);
+  }
+}

@@ -1,0 +1,70 @@
+// attention_wgmma's shared-memory tiles: where Q and the K/V stages live,
+// the producer's cp.async copies into them, and the wgmma descriptors that
+// read them.
+//
+// Every tile is stored as panels of 64 head-dim columns: a panel holds its
+// rows as 128-byte lines in the 128-byte swizzle wgmma reads (16-byte chunk
+// c of row r at chunk c ^ (r % 8)), panel p of a ROWS-row tile at byte
+// p * ROWS * 128.  Q and K are read K-major (the head dim is the reduction
+// of Q Kᵀ); V is read transposed (the keys are the reduction of P V, the
+// head dim its N), in the same layout.
+//
+// Needs T, BM, BN, STAGES, HDIM, HDIM_V.
+#pragma once
+#include "core/async_copy.h"
+#include "core/wgmma.h"
+
+#define HD_PANELS (CKJIT_ATTENTION_PANELS(HDIM) / 64)
+#define HDV_PANELS (CKJIT_ATTENTION_PANELS(HDIM_V) / 64)
+#define Q_BYTES (BM * HD_PANELS * 128)
+#define K_BYTES (BN * HD_PANELS * 128)
+#define V_BYTES (BN * HDV_PANELS * 128)
+#define STAGE_BYTES (K_BYTES + V_BYTES)
+static_assert(Q_BYTES + STAGES * STAGE_BYTES + 1024 ==
+                  CKJIT_ATTENTION_WGMMA_SMEM(BM, BN, STAGES, HDIM, HDIM_V, 2),
+              "the layout fills the shared memory the host gives");
+
+CKJIT_INLINE unsigned q_tile(unsigned base) { return base; }
+CKJIT_INLINE unsigned k_tile(unsigned base, int stage) { return base + Q_BYTES + stage * STAGE_BYTES; }
+CKJIT_INLINE unsigned v_tile(unsigned base, int stage) { return k_tile(base, stage) + K_BYTES; }
+
+// Rows [r0, r0 + ROWS) x COLS head-dim columns of a matrix whose rows are
+// `ld` elements apart (head-dim stride 1) into the panels at `dst`, by the
+// 128 producer threads (`tid`); rows >= r_end read as zero, so no stale
+// or out-of-sequence value reaches the math.  Consecutive threads take
+// consecutive 16-byte chunks of a row: each row is one coalesced read.
+template <int ROWS, int COLS>
+CKJIT_INLINE void load_panels(unsigned dst, const T *src, long long ld, int r0, int r_end, int tid) {
+  constexpr int chunks = COLS / 8, total = ROWS * chunks;
+  static_assert(total % 128 == 0, "every producer thread copies as many chunks");
+#pragma unroll 4
+  for (int i = tid; i < total; i += 128) {
+    const int r = i / chunks, c = i % chunks;
+    const bool valid = r0 + r < r_end;
+    const T *p = valid ? src + (long long)(r0 + r) * ld + c * 8 : src;
+    const unsigned at = dst + (c / 8) * (ROWS * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16);
+    copy_async<16>(at, p, valid ? 16 : 0);
+  }
+}
+
+// The mbarrier at `bar` counts this thread's arrival once all of its
+// earlier cp.async copies have landed (the barrier's count includes it:
+// .noinc), so the producer never waits for its own copies.
+CKJIT_INLINE void copy_arrive(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+
+// Descriptors (core/wgmma.h: 128-byte swizzle, 8-row groups 1 KiB apart).
+// K step kk (16 head-dim columns) of rows [row0, row0 + 64) of Q, and of
+// the whole K tile: 32 bytes into a line, the panel of kk.
+CKJIT_INLINE ckjit_u64 q_desc(unsigned q, int row0, int kk) {
+  return wgmma_smem_desc(q + (kk / 64) * (BM * 128) + row0 * 128 + (kk % 64) * 2, 16, 1024);
+}
+CKJIT_INLINE ckjit_u64 k_desc(unsigned k, int kk) {
+  return wgmma_smem_desc(k + (kk / 64) * (BN * 128) + (kk % 64) * 2, 16, 1024);
+}
+// Keys [key0, key0 + 16) of V, read transposed: 16 lines further per step,
+// the head-dim panels BN lines apart.
+CKJIT_INLINE ckjit_u64 v_desc(unsigned v, int key0) {
+  return wgmma_smem_desc(v + key0 * 128, BN * 128, 1024);
+}

@@ -1,0 +1,51 @@
+/* attention_wgmma's tensor maps: Q, K and V as 4-D tensors (head dim,
+ * sequence, head, batch entry) read in boxes of 64 head-dim columns (128
+ * bytes, the swizzle's line) by the tile's rows. */
+#include <stdint.h>
+#include <string.h>
+
+#include "attention.h"
+#include "base/error.h"
+#include "runtime/backend.h"
+#include "runtime/runtime.h"
+
+/* TMA takes strides that are multiples of 16 bytes, below 2^40, and not
+ * zero (a broadcast batch or head is read with cp.async instead). */
+static int stride_ok(int64_t elements, size_t es, int used) {
+  const uint64_t bytes = (uint64_t)elements * es;
+  return !used || (elements > 0 && bytes % 16 == 0 && bytes < (1ull << 40));
+}
+
+static int encode(const ckjit_runtime *rt, ckjit_tensor_map *map, const ckjit_attention_desc *d,
+                  const void *ptr, const ckjit_attention_strides *st, int64_t heads, int64_t seq,
+                  int64_t dim, unsigned rows) {
+  const size_t es = ckjit_dtype_size(d->dtype);
+  if (!stride_ok(st->seq, es, seq > 1) || !stride_ok(st->head, es, heads > 1) ||
+      !stride_ok(st->batch, es, d->batch > 1))
+    return 0;
+  /* Unused strides (an extent of 1) still go to the driver: any valid one. */
+  const uint64_t s_seq = st->seq ? (uint64_t)st->seq * es : 16, s_head = st->head ? (uint64_t)st->head * es : 16,
+                 s_batch = st->batch ? (uint64_t)st->batch * es : 16;
+  const unsigned long long dims[4] = {(unsigned long long)dim, (unsigned long long)seq,
+                                      (unsigned long long)heads, (unsigned long long)d->batch};
+  const unsigned long long strides[3] = {s_seq, s_head, s_batch};
+  const unsigned box[4] = {64, rows, 1, 1};
+  return rt->device.tensor_map_encode(map, d->dtype, 4, ptr, dims, strides, box) == CKJIT_SUCCESS;
+}
+
+int ckjit__attention_encode_maps(const ckjit_runtime *rt, const attention_call *c,
+                                 const ckjit_spec *spec, ckjit_attention_tma_args *x) {
+  const ckjit_attention_desc *d = c->desc;
+  if (!rt->device.tensor_map_encode || d->cu_seqlens_q || d->seqlen_k == 0) return 0;
+  const unsigned bm = (unsigned)spec->value[AT_BM], bn = (unsigned)spec->value[AT_BN];
+  /* A refused map is not an error: the cp.async copies take the call. */
+  const int quiet = ckjit__error_quiet(1);
+  const int ok = encode(rt, &x->q_map, d, d->q, &d->q_strides, d->num_heads_q, d->seqlen_q,
+                        d->head_dim_qk, bm) &&
+                 encode(rt, &x->k_map, d, d->k, &d->k_strides, d->num_heads_kv, d->seqlen_k,
+                        d->head_dim_qk, bn) &&
+                 encode(rt, &x->v_map, d, d->v, &d->v_strides, d->num_heads_kv, d->seqlen_k,
+                        d->head_dim_v, bn);
+  ckjit__error_quiet(quiet);
+  return ok;
+}
