@@ -4,7 +4,6 @@ FlashAttention-2 backends on the same GPU, stream and inputs (issue 17).
 
 usage: attention_torch.py [--lib PATH] [--prewarm PATH] [--quick] [--only SUBSTRING]...
                           [--budget S] [--no-flush-l2] [--no-lse] [--check-layout]
-
 JSONL records on stdout for bench/make_results.py, whose "Attention" section of
 RESULTS.md says how each number is made.  ckjit runs through ctypes over torch tensors
 (.data_ptr(), torch's current stream); the peers are F.scaled_dot_product_attention
@@ -151,7 +150,6 @@ def note(text):
 
 
 def fail_records(case, status, error, extra=None):
-    """The records of a case without a number (one per peer)."""
     log(f'{case.base}: {status}: {error}')
     rec = dict(extra or {}, unit='us' if case.launch else 'TFLOP/s', value=None, impl='ckjit',
                status=status, error=error[:600])
@@ -184,13 +182,12 @@ class Ctx:
         self.stream = PTR(torch.cuda.current_stream().cuda_stream)
         self.quick, self.lse, self.gen = a.quick, not a.no_lse, torch.Generator(device='cuda')
         self.warmup, self.runs = (3, 20) if a.quick else (10, 50)
-        l2 = getattr(torch.cuda.get_device_properties(0), 'L2_cache_size', 0) or 0
-        self.flush_bytes = 0 if a.no_flush_l2 else max(2 * l2, 256 << 20)
+        self.flush_bytes = 0 if a.no_flush_l2 else max(2 * (getattr(
+            torch.cuda.get_device_properties(0), 'L2_cache_size', 0) or 0), 256 << 20)
         self.flush = self.flush_bytes and torch.empty(self.flush_bytes // 4, dtype=torch.int32,
                                                       device='cuda')
 
     def call(self, fn, desc):
-        """A callable: ckjit fn(&desc, torch's stream), raising CkjitFailed."""
         ref, stream, lib = ctypes.byref(desc), self.stream, self.lib
 
         def run():
@@ -202,9 +199,8 @@ class Ctx:
 
     def measure(self, fns):
         """Event-timed runs alternating over fns: name -> (median, min ms, remeasured)."""
-        for _ in range(self.warmup):
-            for fn in fns.values():
-                fn()
+        for fn in list(fns.values()) * self.warmup:  # alternating too
+            fn()
         torch.cuda.synchronize()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
@@ -228,12 +224,11 @@ class Ctx:
 
 
 def make_desc(ctx, case, q, k, v, o, lse=None, cu=None):
-    """q/k/v/o BSHD [b, s, h, d], LSE [b, h, s]; varlen (cu): packed [tokens, h, d],
-    LSE [h, tokens], no batch stride."""
+    """BSHD q/k/v/o, LSE [b, h, s]; varlen: packed [tokens, h, d], LSE [h, tokens]."""
     d = AttentionDesc()
     ctx.lib.ckjit_attention_desc_init(ctypes.byref(d))
     d.dtype, d.batch, d.num_heads_q, d.num_heads_kv = BF16, len(case.lens), case.hq, case.hkv
-    d.seqlen_q = d.seqlen_k = max(case.lens)
+    d.seqlen_q = d.seqlen_k = max(case.lens)  # varlen: the longest sequence
     d.head_dim_qk = d.head_dim_v = case.d
     for name, t in (('q', q), ('k', k), ('v', v), ('o', o), ('lse', lse)):
         if t is not None:  # (batch, seq, head, dim) / LSE (batch, head, seq, -); varlen: batch 0
@@ -244,7 +239,7 @@ def make_desc(ctx, case, q, k, v, o, lse=None, cu=None):
     if cu is not None:
         d.cu_seqlens_q = d.cu_seqlens_k = cu.data_ptr()
     d.softmax_scale, d.mask = 1.0 / math.sqrt(case.d), MASK_CAUSAL if case.causal else MASK_NONE
-    return d
+    return d  # (ckjit_attention_desc_init left window -1, no bias / ALiBi / softcap)
 
 
 def jnum(x):  # JSON has no NaN
@@ -259,9 +254,8 @@ def compare(got, ref):
 
 
 def sampled_check(case, seqs):
-    """(worst max diff, bad count) of ckjit's O against float64 attention on the first
-    and last 64 rows of the first and last head of each (q, k, v, o) sequence [s, h, d]
-    (sq == sk: the causal diagonal is i == j)."""
+    """(worst max diff, bad count): ckjit's O against float64 attention, first and last
+    64 rows and heads of each (q, k, v, o) [s, h, d] (sq == sk: causal keeps j <= i)."""
     worst, bad = 0.0, 0
     for q, k, v, o in seqs:
         n = q.shape[0]
@@ -286,9 +280,8 @@ def capture(fn):
             torch.cuda.synchronize()
             return out, None
         except Exception as e:  # a backend that refuses the case: a note, not a failure
-            why = [f'{type(e).__name__}: {(str(e).strip().splitlines() or [""])[0]}']
-            why += [(str(w.message).strip().splitlines() or [''])[0] for w in ws][:4]
-            return None, ' | '.join(why)[:600]
+            why = [f'{type(e).__name__}: {e}'] + [str(w.message) for w in ws][:4]
+            return None, ' | '.join((x.strip().splitlines() or [''])[0] for x in why)[:600]
 
 
 def sdpa(ctx, bk, seqs, kw):
@@ -359,9 +352,9 @@ def run_case(ctx, case):
     except CkjitFailed as e:
         return fail_records(case, *e.args)
     first_ms = (time.perf_counter() - t0) * 1e3
-    ref_diff, ref_bad = sampled_check(case, [  # the first and the longest sequence
-        tuple(t[starts[i]:starts[i + 1]] for t in (q, k, v, o)) for i in (0, lens.index(max(lens)))]
-        if case.varlen else [(q[i], k[i], v[i], o[i]) for i in (0, -1)])
+    ref_diff, ref_bad = sampled_check(case, [tuple(t[starts[i]:starts[i + 1]] for t in (
+        q, k, v, o)) for i in (0, lens.index(max(lens)))] if case.varlen else  # first, longest
+        [(q[i], k[i], v[i], o[i]) for i in (0, -1)])
     ways, notes = peer_ways(ctx, case, q, k, v, starts)
     ref = next(((p, w[0], w[3]) for p in PEERS for w in ways[p]), None)  # cuDNN, else flash
     peer_diff, peer_bad = compare(o, ref[2]) if ref else (0.0, 0)
@@ -397,8 +390,7 @@ def run_case(ctx, case):
                        peer_min_ms=mn)
             rec['varlen_mode' if case.varlen else 'gqa_mode' if case.hq != case.hkv else
                 'mode'] = label
-        if any(n.startswith(p + ':') for n in notes):
-            rec['note'] = '; '.join(n for n in notes if n.startswith(p + ':'))
+        rec['note'] = '; '.join(n for n in notes if n.startswith(p + ':')) or None
         log(f"{rec['metric']}: ckjit {ck_med:.4f} ms, {p} {rec.get('peer_ms', math.nan):.4f} ms")
         emit(rec)
 
@@ -415,8 +407,7 @@ def launch_us(fn, calls):  # host us per call; synchronized between chunks, unti
 
 
 def run_launch(ctx, case):
-    """Host us per ckjit_attention call (b1 h1 s128 d128, no LSE) against one
-    ckjit_gemm call (bf16 128x128x128 of ones, split_k 1), alternating repeats."""
+    """Host us per ckjit_attention call against one ckjit_gemm call, alternating."""
     calls, repeats = (2000, 5) if ctx.quick else (20000, 10)
     ctx.gen.manual_seed(99)
     q, k, v = (torch.randn(1, 128, 1, 128, device='cuda', dtype=torch.bfloat16, generator=ctx.gen)
@@ -460,26 +451,22 @@ def child(a, indices):
           'cudnn_version': torch.backends.cudnn.version(), 'lib': a.lib})
     for i in indices:
         print(f'#start {i}', flush=True)
-        alive = True
         try:
             (run_launch if CASES[i].launch else run_case)(ctx, CASES[i])
         except Exception as e:  # out of memory, a CUDA error
             fail_records(CASES[i], 'ERROR', f'{type(e).__name__}: {e}')
-            try:
-                torch.cuda.synchronize()
-            except Exception:  # the context is lost: a new child takes the next cases
-                alive = False
-        torch.cuda.empty_cache()
         print(f'#done {i}', flush=True)
-        if not alive:
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        except Exception:  # a kernel fault lost the context: a new child takes the next cases
             return 3
     return 0
 
 
 # ---- the parent: children, compile times -----------------------------------------------
 def run_children(a, pending, deadline):
-    """Runs the cases in a child process, and a new one after a crash or a hang
-    (killed after CASE_LIMIT s in one case); forwards the records; their statuses."""
+    """Cases in a child process, a new one after a crash or hang; records forwarded."""
     args = [sys.executable, os.path.abspath(__file__), '--lib', a.lib] + [
         f for f, on in (('--quick', a.quick), ('--no-flush-l2', a.no_flush_l2),
                         ('--no-lse', a.no_lse)) if on]
@@ -533,7 +520,6 @@ def run_children(a, pending, deadline):
 
 
 def compile_times(a, timeout):
-    """Compile time of every default attention spec, into a fresh cache."""
     tool = a.prewarm or os.path.join(os.path.dirname(a.lib), 'tools', 'ckjit-prewarm')
     if not os.access(tool, os.X_OK):
         return note(f'{tool}: no ckjit-prewarm, no compile times (--prewarm PATH)')
@@ -582,9 +568,10 @@ def main():
     if a.child:
         return child(a, [int(i) for i in a.child.split(',')])
     bad, how = layout_check()
-    if bad or a.check_layout:
-        return note(f'ctypes mirror != ckjit.h, nothing run: {"; ".join(bad)[:1000]}') or 1 \
-            if bad else print(f'layout ok: {how}') or 0
+    if bad:
+        return note(f'the ctypes mirror differs from ckjit.h, nothing run: {"; ".join(bad)}') or 1
+    if a.check_layout:
+        return print(f'layout ok: {how}') or 0
     log(f'struct layout: {how}')
     t0 = time.time()
     deadline = t0 + a.budget if a.budget else math.inf
@@ -601,7 +588,7 @@ def main():
                 note('no time left for the compile measurement (--budget)')
             else:
                 compile_times(a, min(deadline - time.time() - 5, 300))
-        except (OSError, ValueError, subprocess.SubprocessError) as e:  # a timeout, no JSON
+        except Exception as e:  # a timeout, no JSON: the timings above stand
             note(f'no compile times: {type(e).__name__}: {str(e)[:300]}')
     log(f'done in {time.time() - t0:.1f} s')
     return 2 if 'CHECK_FAILED' in statuses else int(

@@ -2,7 +2,8 @@
 # The whole GPU check in one script, for a CUDA machine without network:
 # build into build-gpu, run the GPU test suite (the CPU suites run in CI;
 # GPU_CHECK_TEST_ARGS="" runs them all), run the
-# benchmarks (bench_ckjit, bench_rows, bench_gemm, bench/peers.py), merge them into bench/results.json
+# benchmarks (bench_ckjit, bench_rows, bench_gemm, bench/attention_torch.py, bench/peers.py),
+# merge them into bench/results.json
 # and bench/RESULTS.md, and put into $OUT (./gpu-out when unset):
 #   results.json  RESULTS.md  gpu-logs.tar.gz  summary.txt
 # It installs nothing.  Debian packages the machine lacks (xxhash, cmocka, a
@@ -19,11 +20,13 @@
 #        args), GEMM_ARGS (extra bench_gemm args: --only SUBSTRING,
 #        --no-flush-l2, --quick; its --only and --no-flush-l2 are passed on
 #        to peers.py as --gemm-case / --no-flush-l2 unless PEERS_ARGS has
-#        them), PEERS_ARGS (extra peers.py args),
+#        them), ATTN_ARGS (extra bench/attention_torch.py args: --quick,
+#        --only SUBSTRING, --no-flush-l2, --no-lse), PEERS_ARGS (extra peers.py args),
 #        GPU_CHECK_BENCHES (which benchmark steps run: default
-#        "ckjit rows gemm tools peers"; e.g. "rows peers" with PEERS_ARGS="--only
-#        rows" measures only the row-wise ops, and "gemm peers" with
-#        PEERS_ARGS="--only gemm" only the GEMMs, keeping the other records of
+#        "ckjit rows gemm attention tools peers"; e.g. "rows peers" with PEERS_ARGS="--only
+#        rows" measures only the row-wise ops, "gemm peers" with
+#        PEERS_ARGS="--only gemm" only the GEMMs, and "attention" alone the
+#        attention records (its peers are in the same step), keeping the other records of
 #        bench/results.json; without gemm in the list and with no PEERS_ARGS,
 #        peers.py skips its gemm section)
 set -uo pipefail
@@ -120,12 +123,15 @@ summary_add() { # NAME DETAIL
 
 # Minimum times kept for later steps: test 60, bench 90, rows 60, peers 90,
 # results 20; with gemm in GPU_CHECK_BENCHES, bench and rows also keep
-# GEMM_KEEP seconds for it (the steps before them do not: a full default run
-# is tight in 560 s; run "gemm peers" alone for the GEMM numbers).
-BENCHES=" ${GPU_CHECK_BENCHES:-ckjit rows gemm tools peers} "
+# GEMM_KEEP seconds for it, and with attention bench, rows and gemm keep
+# ATTN_KEEP for that (the steps before them do not: a full default run is
+# tight in 560 s; run "gemm peers" or "attention" alone for those numbers).
+BENCHES=" ${GPU_CHECK_BENCHES:-ckjit rows gemm attention tools peers} "
 want() { [[ $BENCHES == *" $1 "* ]]; }
 GEMM_KEEP=0
 want gemm && GEMM_KEEP=60
+ATTN_KEEP=0
+want attention && ATTN_KEEP=60
 LAST_STATUS=""; LAST_SECS=""
 step env 30 370 "$LOGS/env.log" "$LOGS/env.log" -- bash -c '
   echo "date: $(date -u)"; echo "host: $(hostname)"; uname -a
@@ -202,13 +208,13 @@ if ! want ckjit; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "not in GPU_CHECK_BENCHES")")
 elif ((BUILT == 0)) && [ -x "$BENCH_BIN" ]; then
   # Fall back to --quick when little time is left.
-  left=$((DEADLINE - $(date +%s) - 170 - GEMM_KEEP))
+  left=$((DEADLINE - $(date +%s) - 170 - GEMM_KEEP - ATTN_KEEP))
   read -ra bench_args <<< "${BENCH_ARGS:-}"
   if ((left < 120)); then
     bench_args+=(--quick)
     NOTES+=("bench_ckjit ran with --quick (only ${left}s left for it)")
   fi
-  step bench 200 $((170 + GEMM_KEEP)) "$LOGS/bench-ckjit.jsonl" "$LOGS/bench-ckjit.log" -- "$BENCH_BIN" "${bench_args[@]}"
+  step bench 200 $((170 + GEMM_KEEP + ATTN_KEEP)) "$LOGS/bench-ckjit.jsonl" "$LOGS/bench-ckjit.log" -- "$BENCH_BIN" "${bench_args[@]}"
   summary_add bench "$(grep -c '^{' "$LOGS/bench-ckjit.jsonl") records${bench_args[*]:+ (${bench_args[*]})}"
 else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "no bench_ckjit (build failed or no cuda.h/libcuda)")")
@@ -224,7 +230,7 @@ rows_args=()
 if ! want rows; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' rows SKIPPED - "not in GPU_CHECK_BENCHES")")
 elif ((BUILT == 0)) && [ -x "$ROWS_BIN" ]; then
-  left=$((DEADLINE - $(date +%s) - 130 - GEMM_KEEP))
+  left=$((DEADLINE - $(date +%s) - 130 - GEMM_KEEP - ATTN_KEEP))
   rows_limit=$((left < 150 ? left : 150))
   read -ra rows_args <<< "${ROWS_ARGS:-}"
   if ((left < 100)); then
@@ -234,7 +240,7 @@ elif ((BUILT == 0)) && [ -x "$ROWS_BIN" ]; then
   # A case started just before the budget ends may run 20 s past it.
   ((rows_limit > 35)) && rows_args+=(--budget $((rows_limit - 25)))
   : > "$LOGS/bench-rows.jsonl"
-  step rows 150 $((130 + GEMM_KEEP)) "$LOGS/bench-rows.jsonl" "$LOGS/bench-rows.log" -- "$ROWS_BIN" "${rows_args[@]}"
+  step rows 150 $((130 + GEMM_KEEP + ATTN_KEEP)) "$LOGS/bench-rows.jsonl" "$LOGS/bench-rows.log" -- "$ROWS_BIN" "${rows_args[@]}"
   cat "$LOGS/bench-rows.jsonl" >> "$LOGS/bench-ckjit.jsonl"
   rows_detail=$(case_detail rows "$LOGS/bench-rows.jsonl")
   summary_add rows "$rows_detail${rows_args[*]:+ (${rows_args[*]})}"
@@ -252,7 +258,7 @@ gemm_args=()
 if ! want gemm; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' gemm SKIPPED - "not in GPU_CHECK_BENCHES")")
 elif ((BUILT == 0)) && [ -x "$GEMM_BIN" ]; then
-  left=$((DEADLINE - $(date +%s) - 130))
+  left=$((DEADLINE - $(date +%s) - 130 - ATTN_KEEP))
   gemm_limit=$((left < 180 ? left : 180))
   read -ra gemm_args <<< "${GEMM_ARGS:-}"
   if ((left < 100)); then
@@ -262,12 +268,45 @@ elif ((BUILT == 0)) && [ -x "$GEMM_BIN" ]; then
   # A case started just before the budget ends may run 20 s past it.
   ((gemm_limit > 35)) && gemm_args+=(--budget $((gemm_limit - 25)))
   : > "$LOGS/bench-gemm.jsonl"
-  step gemm 180 130 "$LOGS/bench-gemm.jsonl" "$LOGS/bench-gemm.log" -- "$GEMM_BIN" "${gemm_args[@]}"
+  step gemm 180 $((130 + ATTN_KEEP)) "$LOGS/bench-gemm.jsonl" "$LOGS/bench-gemm.log" -- "$GEMM_BIN" "${gemm_args[@]}"
   cat "$LOGS/bench-gemm.jsonl" >> "$LOGS/bench-ckjit.jsonl"
   gemm_detail=$(case_detail gemm "$LOGS/bench-gemm.jsonl")
   summary_add gemm "$gemm_detail${gemm_args[*]:+ (${gemm_args[*]})}"
 else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' gemm SKIPPED - "no bench_gemm (build failed or no cuda.h/libcuda)")")
+  FAILED=1
+fi
+
+# Fused attention: ckjit_attention against torch SDPA's cuDNN and
+# FlashAttention-2 backends (bench/attention_torch.py: ckjit through ctypes
+# over torch tensors, the peers in the same process and stream, alternating
+# runs), each case checked against cuDNN before it is timed; then the host
+# time of one call against one ckjit_gemm call, and the compile time of each
+# default attention spec (ckjit-prewarm into a fresh cache).  The cases run
+# on the prewarm step's cache; as gemm, a case ckjit does not support yet
+# gives a record with its status and does not fail the step, and --budget
+# ends it before the step's limit.
+attn_args=()
+if ! want attention; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' attention SKIPPED - "not in GPU_CHECK_BENCHES")")
+elif ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
+  left=$((DEADLINE - $(date +%s) - 130))
+  attn_limit=$((left < 150 ? left : 150))
+  read -ra attn_args <<< "${ATTN_ARGS:-}"
+  if ((left < 100)); then
+    attn_args+=(--quick)
+    NOTES+=("attention_torch.py ran with --quick (only ${left}s left for it)")
+  fi
+  ((attn_limit > 35)) && attn_args+=(--budget $((attn_limit - 20)))
+  : > "$LOGS/bench-attention.jsonl"
+  step attention 150 130 "$LOGS/bench-attention.jsonl" "$LOGS/bench-attention.log" -- \
+    env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/attention_torch.py \
+    --lib "$ROOT/$BUILD/libckjit.so" --prewarm "$ROOT/$BUILD/tools/ckjit-prewarm" "${attn_args[@]}"
+  cat "$LOGS/bench-attention.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  attn_detail=$(case_detail attention "$LOGS/bench-attention.jsonl")
+  summary_add attention "$attn_detail${attn_args[*]:+ (${attn_args[*]})}"
+else
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' attention SKIPPED - "no $BUILD/libckjit.so (build failed)")")
   FAILED=1
 fi
 
@@ -321,6 +360,7 @@ ran=""
 want ckjit && ran+="; $BENCH_BIN ${bench_args[*]:-}"
 want rows && ran+="; $ROWS_BIN ${rows_args[*]:-}"
 want gemm && ran+="; $GEMM_BIN ${gemm_args[*]:-}"
+want attention && ran+="; python3 bench/attention_torch.py ${attn_args[*]:-}"
 want peers && ran+="; python3 bench/peers.py ${peers_args[*]:-}"
 ran="${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"}${ran}"
 step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \

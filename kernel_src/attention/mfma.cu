@@ -47,7 +47,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 64) ckjit_attention(const c
   const long long total = a.m_blocks * a.heads_q * a.batch;
   for (long long tile_index = blockIdx.x; tile_index < total; tile_index += gridDim.x) {
     attn_tile t;
-    if (!attn_tile_at(a, tile_index, t)) continue; // block-uniform: no barrier is skipped by part of it
+    if (!attn_tile_at(a, tile_index, t)) continue; // block-uniform: the barriers stay matched
     int begin, end;
     attn_key_range(a, t, BN, begin, end);
 
@@ -79,7 +79,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 64) ckjit_attention(const c
       if (n0 + BN < end) kv.load(a, t, n0 + BN);
       mfma_scores_t s;
       mfma_scores(s, k_lds, qf, lane);
-      mfma_logits(s, a, t, sc, row_i, n0, lane, attn_tile_masked(a, t, n0, BN));
+      if (attn_tile_masked(a, t, n0, BN)) mfma_logits<true>(s, a, t, sc, row_i, n0, lane);
+      else mfma_logits<false>(s, a, t, sc, row_i, n0, lane);
       mfma_online_softmax(s, o, st);
       mfma_pv(o, s, vt_lds, lane);
       __syncthreads(); // every wave is done with K and V^T before the next store

@@ -59,12 +59,25 @@ CKJIT_INLINE mfma_f32x4 mfma_16x16x16(mfma_quad a, mfma_quad b, mfma_f32x4 acc) 
   }
 }
 
+// f32 to T's bits, nearest even, as ckjit_from_float (a NaN stays a quiet
+// NaN), but without a branch: the compiler turned the prelude's bf16 NaN
+// test into a divergent branch per element.
+CKJIT_INLINE unsigned short mfma_to_bits(float f) {
+  if constexpr (mfma_is_bf16<T>::value) {
+    const unsigned u = __float_as_uint(f);
+    const unsigned rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (unsigned short)(f != f ? (u >> 16) | 0x40u : rounded);
+  } else {
+    return ckjit_from_float<T>(f).bits;
+  }
+}
+
 // Four probabilities rounded (nearest even) to T: an operand of P V.
 CKJIT_INLINE mfma_quad mfma_round_p(const mfma_f32x4 &p) {
   mfma_quad q;
   if constexpr (mfma_is_bf16<T>::value) {
 #pragma unroll
-    for (int e = 0; e < 4; e++) q[e] = (short)ckjit_from_float<ckjit_bf16>(p[e]).bits;
+    for (int e = 0; e < 4; e++) q[e] = (short)mfma_to_bits(p[e]);
   } else {
     const mfma_f16x4 h = {(_Float16)p[0], (_Float16)p[1], (_Float16)p[2], (_Float16)p[3]};
     __builtin_memcpy(&q, &h, 8);
@@ -73,7 +86,8 @@ CKJIT_INLINE mfma_quad mfma_round_p(const mfma_f32x4 &p) {
 }
 
 // This wave's Q operands, kept in registers for the whole key loop.
-CKJIT_INLINE void mfma_read_q(mfma_q_frags_t &qf, const unsigned short *q_lds, int wave_row0, int lane) {
+CKJIT_INLINE void mfma_read_q(mfma_q_frags_t &qf, const unsigned short *q_lds, int wave_row0,
+                              int lane) {
 #pragma unroll
   for (int qb = 0; qb < MFMA_ROW_BLOCKS; qb++)
 #pragma unroll
@@ -101,12 +115,13 @@ CKJIT_INLINE void mfma_scores(mfma_scores_t &s, const unsigned short *k_lds, con
 }
 
 // Raw scores to log2-unit logits (attn_score), masked keys -inf.  The
-// per-element mask runs only on tiles that need it (attn_tile_masked);
-// row_i is the entry-local query row of the lane's row block 0.  A row or
-// key outside the sequence is clamped for the bias read only: its logit
-// is either masked or never stored.
+// per-element mask is compiled into the MASKED copy only, which runs on the
+// tiles that need it (attn_tile_masked); row_i is the entry-local query row
+// of the lane's row block 0.  A row or key outside the sequence is clamped
+// for the bias read only: its logit is either masked or never stored.
+template <bool MASKED>
 CKJIT_INLINE void mfma_logits(mfma_scores_t &s, const ckjit_attention_args &a, const attn_tile &t,
-                              const attn_scorer &sc, int row_i, int n0, int lane, bool masked) {
+                              const attn_scorer &sc, int row_i, int n0, int lane) {
 #pragma unroll
   for (int qb = 0; qb < MFMA_ROW_BLOCKS; qb++)
 #pragma unroll
@@ -120,7 +135,7 @@ CKJIT_INLINE void mfma_logits(mfma_scores_t &s, const ckjit_attention_args &a, c
 #else
         x = attn_score(sc, x, i < t.sq ? i : t.sq - 1, j < t.sk ? j : t.sk - 1);
 #endif
-        if (masked && !attn_allowed(a, t, i, j)) x = -CKJIT_INF;
+        if (MASKED && !attn_allowed(a, t, i, j)) x = -CKJIT_INF;
         s[qb][kb][e] = x;
       }
 }
@@ -137,8 +152,12 @@ struct mfma_rows {
 // keys keeps max -inf and takes 0 as reference: exp2 gives 0, not NaN.
 // fmaxf skips a NaN logit, whose exp2 then carries it into l and O; a
 // +inf one makes the reference +inf and exp2(inf - inf) NaN, as ckjit.h
-// specifies.
+// specifies.  When every factor of the wave is exactly 1 (no row's max
+// moved, the common case after the first tiles), o's rescale is skipped:
+// on gfx90a o lives in AGPRs, a read, a multiply and a write per element.
 CKJIT_INLINE void mfma_online_softmax(mfma_scores_t &s, mfma_out_t &o, mfma_rows &st) {
+  float rescale[MFMA_ROW_BLOCKS];
+  bool moved = false;
 #pragma unroll
   for (int qb = 0; qb < MFMA_ROW_BLOCKS; qb++) {
     float mx = st.m[qb];
@@ -148,7 +167,8 @@ CKJIT_INLINE void mfma_online_softmax(mfma_scores_t &s, mfma_out_t &o, mfma_rows
     mx = fmaxf(mx, ckjit_shfl_xor(mx, 16));
     mx = fmaxf(mx, ckjit_shfl_xor(mx, 32));
     const float ref = mx == -CKJIT_INF ? 0.0f : mx;
-    const float rescale = mfma_exp2(st.m[qb] - ref);
+    rescale[qb] = mfma_exp2(st.m[qb] - ref);
+    moved |= rescale[qb] != 1.0f; // a NaN factor counts: it must reach o
     st.m[qb] = mx;
     float sum = 0.0f;
 #pragma unroll
@@ -158,15 +178,19 @@ CKJIT_INLINE void mfma_online_softmax(mfma_scores_t &s, mfma_out_t &o, mfma_rows
         s[qb][kb][e] = mfma_exp2(s[qb][kb][e] - ref);
         sum += s[qb][kb][e];
       }
-    st.l[qb] = st.l[qb] * rescale + sum;
-#pragma unroll
-    for (int db = 0; db < MFMA_DIM_BLOCKS; db++) o[qb][db] *= rescale;
+    st.l[qb] = st.l[qb] * rescale[qb] + sum;
   }
+  if (__ballot(moved) == 0) return; // wave-uniform
+#pragma unroll
+  for (int qb = 0; qb < MFMA_ROW_BLOCKS; qb++)
+#pragma unroll
+    for (int db = 0; db < MFMA_DIM_BLOCKS; db++) o[qb][db] *= rescale[qb];
 }
 
 // o += P V: P (f32 in s) rounded to T, V^T from LDS.  Key block outer so
 // consecutive MFMAs write different accumulators.
-CKJIT_INLINE void mfma_pv(mfma_out_t &o, const mfma_scores_t &s, const unsigned short *vt_lds, int lane) {
+CKJIT_INLINE void mfma_pv(mfma_out_t &o, const mfma_scores_t &s, const unsigned short *vt_lds,
+                          int lane) {
 #pragma unroll
   for (int kb = 0; kb < MFMA_KEY_BLOCKS; kb++) {
     mfma_quad p[MFMA_ROW_BLOCKS];
@@ -186,8 +210,8 @@ CKJIT_INLINE void mfma_pv(mfma_out_t &o, const mfma_scores_t &s, const unsigned 
 // store each.  A row whose keys were all masked (l = 0) writes exact
 // zeros: its o may hold 0 * inf = NaN from a V element of a key other rows
 // see, and ckjit.h promises O = 0 there.
-CKJIT_INLINE void mfma_store_rows(const ckjit_attention_args &a, const attn_tile &t, const mfma_out_t &o,
-                                  const mfma_rows &st, int row_i, int lane) {
+CKJIT_INLINE void mfma_store_rows(const ckjit_attention_args &a, const attn_tile &t,
+                                  const mfma_out_t &o, const mfma_rows &st, int row_i, int lane) {
 #pragma unroll
   for (int qb = 0; qb < MFMA_ROW_BLOCKS; qb++) {
     float l = st.l[qb];
@@ -202,7 +226,7 @@ CKJIT_INLINE void mfma_store_rows(const ckjit_attention_args &a, const attn_tile
       unsigned short out[4];
 #pragma unroll
       for (int e = 0; e < 4; e++)
-        out[e] = ckjit_from_float<T>(l == 0.0f ? 0.0f : o[qb][db][e] * inv).bits;
+        out[e] = mfma_to_bits(l == 0.0f ? 0.0f : o[qb][db][e] * inv);
       const mfma_u32x2 packed = {out[0] | (unsigned)out[1] << 16, out[2] | (unsigned)out[3] << 16};
       *(__attribute__((address_space(1))) mfma_u32x2 *)(row + 16 * db) = packed;
     }

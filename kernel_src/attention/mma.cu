@@ -44,7 +44,9 @@ enum {
   KSTEPS = HDIM / 16,       // k steps of S = Q K^T
   NT = BN / 8,              // 8-key blocks of S per warp
   OT = HDIM_V / 8,          // 8-column blocks of O per warp
-  STAGE_ELEMS = BN * (HDIM + HDIM_V),
+  Q_BYTES = BM * HDIM * (int)sizeof(T),  // the Q tile
+  K_BYTES = BN * HDIM * (int)sizeof(T),  // a K tile; its V tile follows
+  STAGE_BYTES = BN * (HDIM + HDIM_V) * (int)sizeof(T),
   // Up to head dim 128 a warp's Q fragments (HDIM / 4 registers) stay in
   // registers; beyond, with the O accumulators of up to 256 columns,
   // they would spill, and one ldmatrix per k step is cheaper.
@@ -58,10 +60,14 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
 #if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  T *const q_tile = reinterpret_cast<T *>(smem_raw);
-  T *const kv_ring = q_tile + BM * HDIM; // stage s: K at s * STAGE_ELEMS, V after it
+  // Shared addresses: the Q tile, then the ring (stage s: K, then V).
+  const unsigned q_tile = smem_addr(smem_raw);
+  const unsigned kv_ring = q_tile + Q_BYTES;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wrow = warp * 16; // the warp's first row in the tile
+  const attn_ldsm_lane<QC, 0> q_lane;
+  const attn_ldsm_lane<QC, 1> k_lane;
+  const attn_ldsm_lane<VC, 0> v_lane;
   const long long total = a.m_blocks * a.heads_q * a.batch;
 
 #pragma unroll 1
@@ -76,9 +82,9 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
     // Key step kt into ring stage `stage`; keys past sk read as zero.
     auto load_kv = [&](int kt, int stage) {
       const int n0 = begin + kt * BN;
-      T *const k_dst = kv_ring + stage * STAGE_ELEMS;
+      const unsigned k_dst = kv_ring + stage * STAGE_BYTES;
       attn_copy_tile<BN, QC>(k_dst, t.k + n0 * ks, ks, t.sk - n0);
-      attn_copy_tile<BN, VC>(k_dst + BN * HDIM, t.v + n0 * vs, vs, t.sk - n0);
+      attn_copy_tile<BN, VC>(k_dst + K_BYTES, t.v + n0 * vs, vs, t.sk - n0);
     };
 
     __syncthreads(); // every warp is done with the previous tile's shared memory
@@ -100,7 +106,6 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
 #pragma unroll
       for (int e = 0; e < 4; e++) o[j][e] = 0.0f;
     const int i0 = t.m0 + wrow + lane / 4; // this lane's rows: i0, i0 + 8
-    const T *const q_warp = q_tile + wrow * HDIM;
 
     unsigned qf[Q_IN_REGS ? KSTEPS : 1][4];
     if (n_tiles > 0) {
@@ -109,7 +114,7 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
       if (Q_IN_REGS)
 #pragma unroll
         for (int kk = 0; kk < (Q_IN_REGS ? KSTEPS : 1); kk++)
-          attn_frag_a<QC>(qf[kk], q_warp, 0, kk * 16);
+          attn_ldsm(qf[kk], q_lane.at(q_tile, wrow, kk));
     }
 
 #pragma unroll 1
@@ -127,8 +132,8 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
         copy_wait<0>();
         __syncthreads();
       }
-      const T *const k_tile = kv_ring + (kt % STAGES) * STAGE_ELEMS;
-      const T *const v_tile = k_tile + BN * HDIM;
+      const unsigned k_tile = kv_ring + (kt % STAGES) * STAGE_BYTES;
+      const unsigned v_tile = k_tile + K_BYTES;
       const int n0 = begin + kt * BN;
 
       // S = Q K^T, raw f32 sums.
@@ -144,12 +149,12 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
 #pragma unroll
           for (int r = 0; r < 4; r++) qa[r] = qf[Q_IN_REGS ? kk : 0][r];
         } else {
-          attn_frag_a<QC>(qa, q_warp, 0, kk * 16);
+          attn_ldsm(qa, q_lane.at(q_tile, wrow, kk));
         }
 #pragma unroll
         for (int jn = 0; jn < BN / 16; jn++) {
           unsigned kb[4];
-          attn_frag_k<QC>(kb, k_tile, jn * 16, kk * 16);
+          attn_ldsm(kb, k_lane.at(k_tile, jn * 16, kk));
           attn_mma(s[2 * jn], qa, kb[0], kb[1]);
           attn_mma(s[2 * jn + 1], qa, kb[2], kb[3]);
         }
@@ -169,7 +174,7 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
 #pragma unroll
         for (int jd = 0; jd < HDIM_V / 16; jd++) {
           unsigned vb[4];
-          attn_frag_v<VC>(vb, v_tile, kk * 16, jd * 16);
+          attn_ldsm_trans(vb, v_lane.at(v_tile, kk * 16, jd));
           attn_mma(o[2 * jd], pa, vb[0], vb[1]);
           attn_mma(o[2 * jd + 1], pa, vb[2], vb[3]);
         }
@@ -187,7 +192,8 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
       if (t.lse && lane % 4 == 0 && i < t.sq) t.lse[i * t.lse_ss] = attn_lse(m[h], row_l);
     }
     const int row = t.m0 + wrow;
-    attn_store_o(o, inv_l, q_tile + wrow * HDIM, t.o + row * a.o_stride.s, a.o_stride.s,
+    T *const q_rows = reinterpret_cast<T *>(smem_raw) + wrow * HDIM; // this warp's, free now
+    attn_store_o(o, inv_l, q_rows, t.o + row * a.o_stride.s, a.o_stride.s,
                  t.sq - row < 16 ? t.sq - row : 16);
   }
 #else

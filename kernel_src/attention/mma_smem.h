@@ -6,29 +6,38 @@
 // 24 or 32), no padding.  ldmatrix reads one chunk of eight consecutive
 // rows per 8x8 matrix; those eight chunks must sit in eight different
 // 16-byte bank groups (128 bytes = all 32 banks), so the chunk index is
-// XORed with a function of the row:
+// XORed with a function of the row, attn_swz_x:
 //   C % 8 == 0: a row is a whole number of 128-byte lines, every row
 //               starts at bank group 0, so XOR with row % 8;
 //   C == 12:    a row is 1.5 lines, odd rows start at bank group 4 (half a
 //               line), so rows r and r ^ 1 already differ in the top bit;
 //               XOR the low two bits with (row / 2) % 4, which keeps the
 //               chunk inside its aligned group of four (12 = 3 * 4).
+// Either way the pattern of a row depends only on row % 8.
+//
+// Tiles are addressed by 32-bit shared-memory addresses (smem_addr of the
+// base, once): a fragment load is then one add (or an immediate offset)
+// away from a lane's base, not a 64-bit pointer converted per load.
 #pragma once
 #include "core/mma_sync.h"
 #if defined(CKJIT_NVIDIA)
 
-template <int C> CKJIT_INLINE int attn_swz(int row, int chunk) {
+template <int C> CKJIT_INLINE int attn_swz_x(int row) {
   static_assert(C % 8 == 0 || C == 12, "head dims 64, 96, 128, 192, 256");
-  const int x = C % 8 == 0 ? (row & 7) : ((row >> 1) & 3);
-  return (row * C + (chunk ^ x)) * 8;
+  return C % 8 == 0 ? (row & 7) : ((row >> 1) & 3);
+}
+// Byte offset of chunk `chunk` of row `row`.
+template <int C> CKJIT_INLINE unsigned attn_swz(int row, int chunk) {
+  return (unsigned)(row * C + (chunk ^ attn_swz_x<C>(row))) * 16u;
 }
 
 // Copies rows [0, ROWS) of a matrix (row r at src + r * ld, C chunks
-// long) into a swizzled tile; rows >= valid_rows read as zero, so rows
-// past a sequence's end never bring garbage (a NaN in V would survive a
-// zero probability).  No commit: the caller groups the copies.
+// long) into the swizzled tile at shared address `tile`; rows >=
+// valid_rows read as zero, so rows past a sequence's end never bring
+// garbage (a NaN in V would survive a zero probability).  No commit: the
+// caller groups the copies.
 template <int ROWS, int C>
-CKJIT_INLINE void attn_copy_tile(T *tile, const T *src, long long ld, int valid_rows) {
+CKJIT_INLINE void attn_copy_tile(unsigned tile, const T *src, long long ld, int valid_rows) {
   constexpr int TOTAL = ROWS * C;
   // When THREADS is a multiple of C every thread keeps one chunk column
   // and steps whole rows: no division per copy.
@@ -43,34 +52,53 @@ CKJIT_INLINE void attn_copy_tile(T *tile, const T *src, long long ld, int valid_
     const bool inside = r < valid_rows;
     // An empty copy still needs a mapped address: the tile's first row.
     const T *g = inside ? src + r * ld + c * 8 : src;
-    copy_async<16>(smem_addr(tile + attn_swz<C>(r, c)), g, inside ? 16 : 0);
+    copy_async<16>(tile + attn_swz<C>(r, c), g, inside ? 16 : 0);
   }
 }
 
-// The A fragment (m16 x k16) of rows [m, m + 16), columns [k, k + 16) of
-// a row-major tile (Q): a[0] rows 0-7 / cols 0-7, a[1] rows 8-15 / cols
-// 0-7, a[2] rows 0-7 / cols 8-15, a[3] rows 8-15 / cols 8-15.
-template <int C> CKJIT_INLINE void attn_frag_a(unsigned (&a)[4], const T *tile, int m, int k) {
-  const int lane = threadIdx.x % 32, mat = lane / 8, r = lane % 8;
-  ldmatrix_x4(a, tile + attn_swz<C>(m + r + (mat & 1) * 8, k / 8 + (mat >> 1)));
+// ldmatrix x4 (.trans: each 8x8 matrix transposed) at a shared address.
+CKJIT_INLINE void attn_ldsm(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+CKJIT_INLINE void attn_ldsm_trans(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
 }
 
-// B fragments of S = Q K^T from a K tile (key rows, head dim contiguous):
-// keys [n, n + 16), dims [k, k + 16).  {b[0], b[1]}: keys n .. n + 7,
-// {b[2], b[3]}: keys n + 8 .. n + 15 (each: dims k .. k + 7, k + 8 .. k + 15).
-template <int C> CKJIT_INLINE void attn_frag_k(unsigned (&b)[4], const T *tile, int n, int k) {
-  const int lane = threadIdx.x % 32, mat = lane / 8, r = lane % 8;
-  ldmatrix_x4(b, tile + attn_swz<C>(n + r + (mat >> 1) * 8, k / 8 + (mat & 1)));
-}
-
-// B fragments of O = P V from a V tile (key rows, head dim contiguous,
-// read transposed): keys [k, k + 16), dims [n, n + 16).  {b[0], b[1]}:
-// dims n .. n + 7, {b[2], b[3]}: dims n + 8 .. n + 15 (each: keys k .. k + 7,
-// k + 8 .. k + 15).
-template <int C> CKJIT_INLINE void attn_frag_v(unsigned (&b)[4], const T *tile, int k, int n) {
-  const int lane = threadIdx.x % 32, mat = lane / 8, r = lane % 8;
-  ldmatrix_x4_trans(b, tile + attn_swz<C>(k + r + (mat & 1) * 8, n / 8 + (mat >> 1)));
-}
+// One lane's row pointer of an ldmatrix x4 over a 16 x 16 block (rows
+// [row0, row0 + 16), 16-column block c16) of a swizzled tile of C chunks
+// per row.  Lane l points at matrix l / 8, row l % 8 of it; the matrix
+// index picks 8 more rows with one bit and the upper 8 columns with the
+// other:
+//   rows_bit 0 (A operand Q, B operand V read .trans): matrices are
+//     (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15),
+//     (rows 8-15, cols 8-15), the register order of an m16k16 A fragment
+//     and of two k16n8 B fragments of a row-major (key x dim) V;
+//   rows_bit 1 (B operand K, keys as rows): (rows 0-7, cols 0-7), (rows
+//     0-7, cols 8-15), (rows 8-15, cols 0-7), (rows 8-15, cols 8-15): two
+//     n8k16 B fragments, keys 0-7 then keys 8-15.
+// The 16-column block's two chunks are 2 c16 and 2 c16 + 1, so the
+// swizzled chunk is 8 (c16 / 4) + (2 (c16 % 4) ^ y) with y = (the lane's
+// upper-column bit) ^ attn_swz_x(row): a lane constant, as row0 is a
+// multiple of 8.  c16 is a compile-time constant in the unrolled loops, so
+// an address is the lane's base, one XOR per c16 % 4 and an immediate.
+template <int C, int rows_bit> struct attn_ldsm_lane {
+  unsigned row_bytes; // the lane's row within the 16-row block, in bytes
+  unsigned y16;       // 16 y
+  CKJIT_INLINE attn_ldsm_lane() {
+    const int lane = threadIdx.x % 32, mat = lane / 8;
+    const int row = lane % 8 + 8 * ((mat >> rows_bit) & 1), col_bit = (mat >> (1 - rows_bit)) & 1;
+    row_bytes = (unsigned)row * C * 16u;
+    y16 = (unsigned)(col_bit ^ attn_swz_x<C>(row)) * 16u;
+  }
+  CKJIT_INLINE unsigned at(unsigned tile, int row0, int c16) const {
+    return tile + row_bytes + (unsigned)row0 * C * 16u + (unsigned)(c16 / 4) * 128u +
+           ((unsigned)(c16 % 4) * 32u ^ y16);
+  }
+};
 
 // Two f32 values rounded (nearest even) into one register of two T, the
 // lower column in the low half: the operand layout of mma.sync.
@@ -91,11 +119,14 @@ CKJIT_INLINE void attn_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, u
   mma_m16n8k16<attn_is_bf16<T>::value>(d, a, b0, b1);
 }
 
+// x / l for a row of O, with inv_l = attn_inv_l(l): 0 when l is 0 (every
+// key masked), even where a NaN in V met a zero probability.
+CKJIT_INLINE float attn_scaled(float x, float inv_l) { return inv_l == 0.0f ? 0.0f : x * inv_l; }
+
 // The O tile of one warp: 16 rows x HDIM_V columns as mma.sync C fragments
 // (o[j]: columns 8j .. 8j + 7; lane g = lane / 4, q = lane % 4 holds rows
-// g and g + 8, columns 2q and 2q + 1), each row times its scale[2] ({row g,
-// row g + 8}; a scale of 0 gives 0, even where a NaN in V met a zero
-// probability), rounded to T, stored to rows [0, rows) of dst (row r at
+// g and g + 8, columns 2q and 2q + 1), row h (g, g + 8) times inv_l[h]
+// (attn_scaled), rounded to T, stored to rows [0, rows) of dst (row r at
 // dst + r * ld).
 //
 // With HDIM_V <= HDIM the warp's own 16 rows of the Q tile (`stage`, read
@@ -103,21 +134,21 @@ CKJIT_INLINE void attn_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, u
 // 16-byte chunks: a row of O is written by consecutive lanes instead of
 // 4 bytes by each of 8 rows per store.  Otherwise the fragments go to
 // global memory directly.
-CKJIT_INLINE float attn_scaled(float x, float scale) { return scale == 0.0f ? 0.0f : x * scale; }
-
 template <int OT>
-CKJIT_INLINE void attn_store_o(const float (&o)[OT][4], const float (&scale)[2], T *stage, T *dst,
+CKJIT_INLINE void attn_store_o(const float (&o)[OT][4], const float (&inv_l)[2], T *stage, T *dst,
                                long long ld, int rows) {
   constexpr int VC = HDIM_V / 8;
   const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
 #if HDIM_V <= HDIM
+  unsigned char *const bytes = reinterpret_cast<unsigned char *>(stage);
   __syncwarp(); // every lane is done reading this warp's Q rows
 #pragma unroll
   for (int j = 0; j < OT; j++)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      const unsigned v = attn_pack(attn_scaled(o[j][2 * h], scale[h]), attn_scaled(o[j][2 * h + 1], scale[h]));
-      *reinterpret_cast<unsigned *>(stage + attn_swz<VC>(g + 8 * h, j) + 2 * q) = v;
+      const unsigned v = attn_pack(attn_scaled(o[j][2 * h], inv_l[h]),
+                                   attn_scaled(o[j][2 * h + 1], inv_l[h]));
+      *reinterpret_cast<unsigned *>(bytes + attn_swz<VC>(g + 8 * h, j) + 4 * q) = v;
     }
   __syncwarp();
 #pragma unroll
@@ -125,7 +156,7 @@ CKJIT_INLINE void attn_store_o(const float (&o)[OT][4], const float (&scale)[2],
     const int r = i / VC, c = i % VC;
     if (r < rows)
       *reinterpret_cast<uint4 *>(dst + r * ld + c * 8) =
-          *reinterpret_cast<const uint4 *>(stage + attn_swz<VC>(r, c));
+          *reinterpret_cast<const uint4 *>(bytes + attn_swz<VC>(r, c));
   }
 #else
   (void)stage;
@@ -134,8 +165,8 @@ CKJIT_INLINE void attn_store_o(const float (&o)[OT][4], const float (&scale)[2],
 #pragma unroll
     for (int h = 0; h < 2; h++)
       if (g + 8 * h < rows)
-        *reinterpret_cast<unsigned *>(dst + (g + 8 * h) * ld + 8 * j + 2 * q) =
-            attn_pack(attn_scaled(o[j][2 * h], scale[h]), attn_scaled(o[j][2 * h + 1], scale[h]));
+        *reinterpret_cast<unsigned *>(dst + (g + 8 * h) * ld + 8 * j + 2 * q) = attn_pack(
+            attn_scaled(o[j][2 * h], inv_l[h]), attn_scaled(o[j][2 * h + 1], inv_l[h]));
 #endif
 }
 

@@ -53,6 +53,16 @@ CKJIT_INLINE void attn_scores(float (&s)[NT][4], const ckjit_attention_args &a, 
     }
 }
 
+// The max (MAX) or sum of v[0 .. N) as a pairwise tree: log2(N) dependent
+// steps instead of N, for the few warps a scheduler has to hide them.
+template <bool MAX, int N> CKJIT_INLINE float attn_tree(float (&v)[N]) {
+#pragma unroll
+  for (int w = 1; w < N; w *= 2)
+#pragma unroll
+    for (int n = 0; n + w < N; n += 2 * w) v[n] = MAX ? fmaxf(v[n], v[n + w]) : v[n] + v[n + w];
+  return v[0];
+}
+
 // One key tile of the online softmax: m (the running max, log2 units) and
 // l (this lane's share of the running sum) of rows g and g + 8 take the
 // tile's scores s, which become their probabilities exp2(s - m) (f32), and
@@ -68,23 +78,22 @@ CKJIT_INLINE void attn_online_softmax(float (&s)[NT][4], float (&o)[OT][4], floa
                                       float (&l)[2]) {
 #pragma unroll
   for (int h = 0; h < 2; h++) {
-    float mx = m[h];
+    float part[NT];
 #pragma unroll
-    for (int n = 0; n < NT; n++) mx = fmaxf(mx, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+    for (int n = 0; n < NT; n++) part[n] = fmaxf(s[n][2 * h], s[n][2 * h + 1]);
+    float mx = fmaxf(m[h], attn_tree<true>(part));
     mx = fmaxf(mx, ckjit_shfl_xor(mx, 1));
     mx = fmaxf(mx, ckjit_shfl_xor(mx, 2));
     const float base = mx == -CKJIT_INF ? 0.0f : mx;
     const float alpha = attn_exp2(m[h] - base); // 0 on the first tile (m = -inf)
     m[h] = mx;
-    float sum = 0.0f;
 #pragma unroll
-    for (int n = 0; n < NT; n++)
-#pragma unroll
-      for (int e = 2 * h; e < 2 * h + 2; e++) {
-        s[n][e] = attn_exp2(s[n][e] - base);
-        sum += s[n][e];
-      }
-    l[h] = l[h] * alpha + sum;
+    for (int n = 0; n < NT; n++) {
+      s[n][2 * h] = attn_exp2(s[n][2 * h] - base);
+      s[n][2 * h + 1] = attn_exp2(s[n][2 * h + 1] - base);
+      part[n] = s[n][2 * h] + s[n][2 * h + 1];
+    }
+    l[h] = l[h] * alpha + attn_tree<false>(part);
 #pragma unroll
     for (int j = 0; j < OT; j++) {
       o[j][2 * h] *= alpha;

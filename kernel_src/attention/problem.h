@@ -32,6 +32,7 @@ struct attn_tile {
   T *o;
   float *lse;       // row 0 of the entry's head h; NULL: none
   long long lse_ss; // LSE's row stride
+  int q_tok0, k_tok0; // varlen: the entry's first packed token of Q and of K, V (dense: 0)
 };
 
 // Tile `t` of m_blocks * heads_q * batch: the query tile fastest, reversed
@@ -55,6 +56,8 @@ CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_
     k_off = k0;
     o_off = q0 * a.o_stride.s;
     lse_off = q0 * a.lse_stride.s;
+    tile.q_tok0 = q0;
+    tile.k_tok0 = k0;
   } else {
     tile.sq = a.seqlen_q;
     tile.sk = a.seqlen_k;
@@ -62,6 +65,7 @@ CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_
     k_off = -1;
     o_off = tile.b * a.o_stride.b;
     lse_off = tile.b * a.lse_stride.b;
+    tile.q_tok0 = tile.k_tok0 = 0;
   }
   if (tile.m0 >= tile.sq) return false;
   tile.diag = tile.sk - tile.sq;

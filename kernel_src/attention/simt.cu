@@ -37,15 +37,17 @@ typedef DTYPE T;
 #include "attention/problem.h"
 #include "attention/simt_lanes.h"
 
-// Occupancy, the launch bound's second argument.  NVIDIA (blocks per SM):
-// as many as fit at 64 registers a thread, 128 when the q and O slices are
-// 64 floats (ptxas: no spills at 64 for head dims up to 128 with bn 32; a
-// few bytes at 128 for 256).  AMD (waves per SIMD): 2 where the LDS holds
-// blocks enough for that (two 32 KiB tiles of 4 waves), else 1; without a
-// bound the compiler spends up to 512 VGPRs and halves the resident waves.
+// Occupancy, the launch bound's second argument.  NVIDIA (blocks per SM,
+// at most 16, the fewest any target keeps): as many as fit at 64 registers
+// a thread, 128 when the q and O slices are 64 floats; ptxas then spills a
+// few bytes of long-lived values at most (the key loop needs no more).
+// AMD (waves per SIMD): 2 where the LDS holds blocks enough for that (two
+// 32 KiB tiles of 4 waves), else 1; without a bound the compiler spends up
+// to 512 VGPRs on scheduling and halves the resident waves.
 #if defined(CKJIT_NVIDIA)
 #define SIMT_REGISTERS (HDIM + HDIM_V <= 256 ? 64 : 128)
-#define SIMT_OCCUPANCY (THREADS * SIMT_REGISTERS <= 32768 ? 65536 / (THREADS * SIMT_REGISTERS) : 1)
+#define SIMT_BLOCKS (65536 / (THREADS * SIMT_REGISTERS))
+#define SIMT_OCCUPANCY (SIMT_BLOCKS < 1 ? 1 : SIMT_BLOCKS > 16 ? 16 : SIMT_BLOCKS)
 #else
 #define SIMT_LDS_BLOCKS (65536 / CKJIT_ATTENTION_SIMT_SMEM(BM, BN, STAGES, HDIM, HDIM_V, 4))
 #define SIMT_OCCUPANCY (SIMT_LDS_BLOCKS * THREADS >= 512 ? 2 : 1)

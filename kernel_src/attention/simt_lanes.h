@@ -2,7 +2,9 @@
 // (see simt.cu): eight consecutive lanes share a query row; lane l holds
 // the dims 4 (l + 8c) + e (e < 4) of its row's q and O; K and V tiles are
 // staged in shared memory as f32 rows.  Needs T, HDIM, HDIM_V, BN, BM and
-// WARPS.
+// WARPS.  Lane indices are taken from threadIdx.x unsigned: from a signed
+// int the compiler must allow a negative lane and gives up folding the
+// shared-memory offsets into the loads (a register per key and dim).
 #pragma once
 #include "core/prelude.h"
 

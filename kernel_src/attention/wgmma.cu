@@ -8,8 +8,9 @@
 //           threads fill the Q tile (once per tile) and the K and V tiles
 //           of each key step into rings of STAGES buffers, zero-filled past
 //           the sequences, and signal mbarriers as the copies land: one
-//           thread with TMA (dense problems, the host's tensor maps), or
-//           all 128 with cp.async (varlen, strides TMA refuses; 64-bit
+//           thread with TMA (the host's tensor maps; varlen: the tiles
+//           inside a sequence), or all 128 with cp.async (strides TMA
+//           refuses, a varlen sequence's last partial tile; 64-bit
 //           offsets).  Each
 //           consumer warpgroup owns 64 query rows: S = Q Kᵀ (wgmma, both
 //           from shared memory), the online softmax in registers, then
@@ -47,16 +48,50 @@ struct barriers {
   ckjit_u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
 };
 
+// Fills one buffer of ROWS rows [r0, r0 + ROWS) of a sequence of `len`
+// rows, COLS head-dim columns, and announces it on the mbarrier `bar`
+// (count 1).  With `tma`, one thread issues a TMA copy per 64-column panel
+// (the barrier counts the bytes; the map's rows are at `coord`: the packed
+// token for varlen, else the row with the batch entry as a coordinate).
+// Otherwise the `copiers` producer threads copy with cp.async (rows >= len
+// read as zero), wait for their copies, fence them to the async proxy
+// (wgmma's) and meet; one of them then arrives.
+#define PRODUCER_BARRIER 8 // named barrier of the producer warpgroup (the consumers take 1..3)
+template <int ROWS, int COLS>
+CKJIT_INLINE void fill(unsigned dst, bool tma, const ckjit_tensor_map *map, int coord, int head,
+                       int batch, const T *src, long long ld, int r0, int len, unsigned bar,
+                       int copiers) {
+  constexpr int panels = CKJIT_ATTENTION_PANELS(COLS) / 64;
+  const int tid = threadIdx.x;
+  if (tma) {
+    if (tid == 0) {
+      mbar_expect(bar, ROWS * panels * 128);
+      for (int p = 0; p < panels; p++) tma_load_4d(dst + p * ROWS * 128, map, 64 * p, coord, head, batch, bar);
+    }
+    return;
+  }
+  load_panels<ROWS, COLS>(dst, src, ld, r0, len, tid, copiers);
+  copy_commit();
+  copy_wait<0>();
+  fence_async_shared();
+  named_barrier_sync(PRODUCER_BARRIER, copiers);
+  if (tid == 0) mbar_arrive(bar);
+}
+
 // The producer warpgroup: per tile, Q once (after the consumers are done
 // with the last one), then K and V of each key step into their rings.
-// With tensor maps one thread issues a TMA copy per 64-column panel and
-// the barrier counts the bytes; otherwise all 128 threads copy with
-// cp.async and each arrives once its copies land.
+// Buffers go through TMA when the host made tensor maps (p.tma), except,
+// for varlen, a sequence's last partial tile: the packed map knows no
+// sequence ends, so those rows come from cp.async, zero-filled.  With
+// maps only the first warp stays (the others would only spin on the
+// barriers, taking issue slots from the consumers); it copies varlen's
+// partial tiles.
 CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barriers &bar) {
   const ckjit_attention_args &a = x.p;
-  const int tid = threadIdx.x;
+  const int copiers = a.tma ? 32 : 128;
+  if ((int)threadIdx.x >= copiers) return;
   const long long tiles = a.m_blocks * a.heads_q * (long long)a.batch;
-  if (a.tma && tid != 0) return;
+  const bool varlen = a.cu_seqlens_q != nullptr;
   unsigned q_phase = 0;
   int step = 0;
   for (long long ti = blockIdx.x; ti < tiles; ti += gridDim.x) {
@@ -64,42 +99,23 @@ CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barr
     if (!attn_tile_at(a, ti, t)) continue;
     int begin, end;
     attn_key_range(a, t, BN, begin, end);
+    const int batch = varlen ? 0 : t.b;
     mbar_wait(smem_addr(&bar.q_empty), q_phase ^ 1);
-    const unsigned q_full = smem_addr(&bar.q_full);
-    if (a.tma) {
-      mbar_expect(q_full, Q_BYTES);
-      for (int p = 0; p < HD_PANELS; p++)
-        tma_load_4d(q_tile(base) + p * BM * 128, &x.q_map, 64 * p, t.m0, t.h, t.b, q_full);
-    } else {
-      load_panels<BM, HDIM>(q_tile(base), t.q, a.q_stride.s, t.m0, t.sq, tid);
-      copy_arrive(q_full);
-    }
+    fill<BM, HDIM>(q_tile(base), a.tma && (!varlen || t.m0 + BM <= t.sq), &x.q_map, t.q_tok0 + t.m0,
+                   t.h, batch, t.q, a.q_stride.s, t.m0, t.sq, smem_addr(&bar.q_full), copiers);
     q_phase ^= 1;
     for (int n0 = begin; n0 < end; n0 += BN, step++) {
       const int s = step % STAGES;
       const unsigned free_phase = ((step / STAGES) & 1) ^ 1;
-      const unsigned k_full = smem_addr(&bar.k_full[s]), v_full = smem_addr(&bar.v_full[s]);
+      const bool tma = a.tma && (!varlen || n0 + BN <= t.sk);
       mbar_wait(smem_addr(&bar.k_empty[s]), free_phase);
-      if (a.tma) {
-        mbar_expect(k_full, K_BYTES);
-        for (int p = 0; p < HD_PANELS; p++)
-          tma_load_4d(k_tile(base, s) + p * BN * 128, &x.k_map, 64 * p, n0, t.g, t.b, k_full);
-      } else {
-        load_panels<BN, HDIM>(k_tile(base, s), t.k, a.k_stride.s, n0, t.sk, tid);
-        copy_arrive(k_full);
-      }
+      fill<BN, HDIM>(k_tile(base, s), tma, &x.k_map, t.k_tok0 + n0, t.g, batch, t.k, a.k_stride.s,
+                     n0, t.sk, smem_addr(&bar.k_full[s]), copiers);
       mbar_wait(smem_addr(&bar.v_empty[s]), free_phase);
-      if (a.tma) {
-        mbar_expect(v_full, V_BYTES);
-        for (int p = 0; p < HDV_PANELS; p++)
-          tma_load_4d(v_tile(base, s) + p * BN * 128, &x.v_map, 64 * p, n0, t.g, t.b, v_full);
-      } else {
-        load_panels<BN, HDIM_V>(v_tile(base, s), t.v, a.v_stride.s, n0, t.sk, tid);
-        copy_arrive(v_full);
-      }
+      fill<BN, HDIM_V>(v_tile(base, s), tma, &x.v_map, t.k_tok0 + n0, t.g, batch, t.v, a.v_stride.s,
+                       n0, t.sk, smem_addr(&bar.v_full[s]), copiers);
     }
   }
-  copy_wait<0>(); // nothing in flight when the warpgroup exits
 }
 
 // The consumers take turns issuing their products (ping-pong): warpgroup
@@ -110,12 +126,9 @@ CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barr
 CKJIT_INLINE void turn_wait(int c) { named_barrier_sync(1 + c, 128 * 2); }
 CKJIT_INLINE void turn_pass(int c) { named_barrier_arrive(1 + (c + 1) % CONSUMERS, 128 * 2); }
 
-// Waits for a ring buffer; cp.async writes (not TMA's) must then be made
-// visible to wgmma (the async proxy).
-CKJIT_INLINE void wait_full(ckjit_u64 &bar, unsigned phase, bool tma) {
-  mbar_wait(smem_addr(&bar), phase);
-  if (!tma) fence_async_shared();
-}
+// Waits for a ring buffer (its writes are visible to wgmma: TMA writes
+// through the async proxy, the cp.async producer fences its own).
+CKJIT_INLINE void wait_full(ckjit_u64 &bar, unsigned phase) { mbar_wait(smem_addr(&bar), phase); }
 
 // A consumer warpgroup: 64 query rows of each tile.  Key step i issues
 // S_i = Q K_iᵀ and then O += P_(i-1) V_(i-1), and computes the softmax of
@@ -146,7 +159,7 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
     q_phase ^= 1;
     if (end > begin) {
       int s = step % STAGES;
-      wait_full(bar.k_full[s], (step / STAGES) & 1, a.tma);
+      wait_full(bar.k_full[s], (step / STAGES) & 1);
       turn_wait(wg);
       qk_gemm(s_acc, q_tile(base), row0, k_tile(base, s));
       turn_pass(wg);
@@ -160,8 +173,8 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
         const int prev = s;
         const unsigned prev_phase = (step / STAGES) & 1;
         s = ++step % STAGES;
-        wait_full(bar.k_full[s], (step / STAGES) & 1, a.tma);
-        wait_full(bar.v_full[prev], prev_phase, a.tma);
+        wait_full(bar.k_full[s], (step / STAGES) & 1);
+        wait_full(bar.v_full[prev], prev_phase);
         turn_wait(wg);
         qk_gemm(s_acc, q_tile(base), row0, k_tile(base, s));
         pv_gemm(o, p, v_tile(base, prev));
@@ -177,7 +190,7 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
         rescale_o(o, rescale);
         pack_p(p, s_acc);
       }
-      wait_full(bar.v_full[s], (step / STAGES) & 1, a.tma);
+      wait_full(bar.v_full[s], (step / STAGES) & 1);
       turn_wait(wg);
       pv_gemm(o, p, v_tile(base, s));
       turn_pass(wg);
@@ -201,13 +214,12 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_tma_args x) {
   // Swizzled tiles start on 1 KiB boundaries (the host adds the slack).
   const unsigned raw = smem_addr(smem_raw), base = (raw + 1023) & ~1023u;
   if (threadIdx.x == 0) {
-    const unsigned fills = a.tma ? 1 : 128; // TMA: the expect_tx arrival; else each copying thread
-    mbar_init(smem_addr(&bar.q_full), fills);
+    mbar_init(smem_addr(&bar.q_full), 1); // one arrival per fill (fill())
     mbar_init(smem_addr(&bar.q_empty), 128 * CONSUMERS);
 #pragma unroll
     for (int s = 0; s < STAGES; s++) {
-      mbar_init(smem_addr(&bar.k_full[s]), fills);
-      mbar_init(smem_addr(&bar.v_full[s]), fills);
+      mbar_init(smem_addr(&bar.k_full[s]), 1);
+      mbar_init(smem_addr(&bar.v_full[s]), 1);
       mbar_init(smem_addr(&bar.k_empty[s]), 128 * CONSUMERS);
       mbar_init(smem_addr(&bar.v_empty[s]), 128 * CONSUMERS);
     }

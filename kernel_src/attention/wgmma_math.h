@@ -15,13 +15,7 @@
 template <typename X> struct is_bf16_t { static const bool value = false; };
 template <> struct is_bf16_t<ckjit_bf16> { static const bool value = true; };
 
-#if BN == 64
-#define WGMMA_SS_BN(ty) wgmma_##ty##_n64<0, 0>
-#elif BN == 128
-#define WGMMA_SS_BN(ty) wgmma_##ty##_n128<0, 0>
-#else
-#error "attention_wgmma: BN must be 64 or 128"
-#endif
+#define WGMMA_SS_BN(ty) CKJIT_CAT3(wgmma_, ty, CKJIT_CAT(_n, BN))<0, 0>
 #define WGMMA_RS_HDV(ty) CKJIT_CAT3(wgmma_rs_, ty, CKJIT_CAT(_n, HDIM_V))<1>
 #define CKJIT_CAT_(a, b) a##b
 #define CKJIT_CAT(a, b) CKJIT_CAT_(a, b)

@@ -29,29 +29,22 @@ CKJIT_INLINE unsigned k_tile(unsigned base, int stage) { return base + Q_BYTES +
 CKJIT_INLINE unsigned v_tile(unsigned base, int stage) { return k_tile(base, stage) + K_BYTES; }
 
 // Rows [r0, r0 + ROWS) x COLS head-dim columns of a matrix whose rows are
-// `ld` elements apart (head-dim stride 1) into the panels at `dst`, by the
-// 128 producer threads (`tid`); rows >= r_end read as zero, so no stale
+// `ld` elements apart (head-dim stride 1) into the panels at `dst`, by
+// `threads` producer threads (`tid`); rows >= r_end read as zero, so no stale
 // or out-of-sequence value reaches the math.  Consecutive threads take
 // consecutive 16-byte chunks of a row: each row is one coalesced read.
 template <int ROWS, int COLS>
-CKJIT_INLINE void load_panels(unsigned dst, const T *src, long long ld, int r0, int r_end, int tid) {
+CKJIT_INLINE void load_panels(unsigned dst, const T *src, long long ld, int r0, int r_end, int tid,
+                             int threads) {
   constexpr int chunks = COLS / 8, total = ROWS * chunks;
-  static_assert(total % 128 == 0, "every producer thread copies as many chunks");
 #pragma unroll 4
-  for (int i = tid; i < total; i += 128) {
+  for (int i = tid; i < total; i += threads) {
     const int r = i / chunks, c = i % chunks;
     const bool valid = r0 + r < r_end;
     const T *p = valid ? src + (long long)(r0 + r) * ld + c * 8 : src;
     const unsigned at = dst + (c / 8) * (ROWS * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16);
     copy_async<16>(at, p, valid ? 16 : 0);
   }
-}
-
-// The mbarrier at `bar` counts this thread's arrival once all of its
-// earlier cp.async copies have landed (the barrier's count includes it:
-// .noinc), so the producer never waits for its own copies.
-CKJIT_INLINE void copy_arrive(unsigned bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
 
 // Descriptors (core/wgmma.h: 128-byte swizzle, 8-row groups 1 KiB apart).

@@ -3,7 +3,8 @@
 run are tagged with its date and command, a later run replaces only the
 metrics it measured, RESULTS.md lists the runs behind its records, and a
 run that compiled every default spec retires the cold-compile rows it no
-longer produces.
+longer produces; the attention records (bench/attention_torch.py) with their
+ratios, targets, failed checks and the Attention section of RESULTS.md.
 
 usage: test_make_results.py PATH/TO/make_results.py
 """
@@ -157,6 +158,74 @@ def main():
                       'seventh command', '2026-01-07 15:00 UTC')
         g = res.get('gemm bf16 1024x1024x1024 rr vs cublas')
         check(g is not None and 'unsteady' not in (g.get('note') or ''), 'steady timings: no note')
+
+        # Attention (bench/attention_torch.py): both sides in one record.
+        def attn(case, peer, ck_ms, peer_ms, check='ok', **kw):
+            flops = 4 * 4 * 16 * 4096 * 4096 * int(case.split()[3][1:])
+            r = {'metric': f'attention bf16 {case} vs {peer}', 'kind': 'attention',
+                 'impl': 'ckjit', 'unit': 'TFLOP/s', 'peer': peer, 'case': case,
+                 'value': flops / ck_ms / 1e9, 'peer_value': flops / peer_ms / 1e9,
+                 'peer_name': f'sdpa {peer}', 'flops': flops, 'check': check,
+                 'ckjit_ms': ck_ms, 'ckjit_min_ms': ck_ms, 'peer_ms': peer_ms,
+                 'peer_min_ms': peer_ms}
+            r.update(kw)
+            return r
+
+        def compile_rec(spec, ms):
+            return {'metric': f'attention compile {spec} sm_90', 'kind': 'attention_compile',
+                    'impl': 'ckjit', 'unit': 'ms', 'value': ms, 'jobs': 16}
+
+        def compile_total(ms):
+            return {'metric': 'attention compile all default attention specs sm_90',
+                    'kind': 'attention_compile_total', 'impl': 'ckjit', 'unit': 'ms',
+                    'value': ms, 'specs': 2}
+        ck_attn = [attn('b4 h16 s4096 d128', 'cudnn', 1.0, 1.1),
+                   attn('b4 h16 s4096 d128', 'flash', 1.0, 1.5, note='flash: a note'),
+                   attn('b4 h16 s4096 d256', 'cudnn', 2.0, 2.0),
+                   attn('b4 h16 s4096 d64 causal', 'cudnn', 1.0, 1.0, check='failed',
+                        status='CHECK_FAILED', error='max |diff| 0.5'),
+                   {'metric': 'attention launch host time bf16 b1 h1 s128 d128 vs ckjit_gemm '
+                              'bf16 128x128x128', 'kind': 'attention_launch', 'impl': 'ckjit',
+                    'unit': 'us', 'value': 4.0, 'peer_value': 3.0, 'check': 'ok',
+                    'peer_name': 'ckjit_gemm via ctypes'},
+                   compile_rec('attention_wgmma:a=1', 900.0),
+                   compile_rec('attention_wgmma:a=2', 1100.0), compile_total(1500.0),
+                   {'metric': 'attention settings', 'kind': 'info', 'impl': 'attention',
+                    'value': None, 'torch_version': '2.11', 'cudnn_version': 91900}]
+        res, md = run(tool, d, ck_attn, [], 'attention command', '2026-01-08 16:00 UTC')
+        a = res.get('attention bf16 b4 h16 s4096 d128 vs cudnn')
+        check(a is not None and abs(a['ratio'] - 1.1) < 1e-3 and a['unit'] == 'TFLOP/s' and
+              a['details']['ckjit_ms'] == 1.0 and a['details']['peer_ms'] == 1.1 and
+              a['check'] == 'ok', 'attention vs cudnn: ratio = peer time / ckjit time, ms kept')
+        check(a is not None and a['target'] == '>= 1x cudnn' and a['target_met'] is True,
+              'attention vs cudnn: target 1.0x, met')
+        f = res.get('attention bf16 b4 h16 s4096 d128 vs flash')
+        check(f is not None and f['target_met'] is False and 'flash: a note' in f.get('note', ''),
+              'attention vs flash: 1.5x misses the 1.8x target; the note is kept')
+        w = res.get('attention bf16 b4 h16 s4096 d256 vs cudnn')
+        check(w is not None and '700 TFLOP/s' in w['target'] and w['target_met'] is False,
+              'attention d256 non-causal: the 700 TFLOP/s target too')
+        x = res.get('attention bf16 b4 h16 s4096 d64 causal vs cudnn')
+        check(x is not None and x['ckjit'] is None and x['ratio'] is None and
+              'CHECK_FAILED' in x.get('note', '') and x['check'] == 'failed',
+              'attention: a failed check posts no ckjit number')
+        lh = res.get('attention launch host time bf16 b1 h1 s128 d128 vs ckjit_gemm bf16 '
+                     '128x128x128')
+        check(lh is not None and abs(lh['ratio'] - 0.75) < 1e-3,
+              'attention launch host time: ratio = gemm us / attention us')
+        check(res.get('attention compile attention_wgmma:a=1 sm_90', {}).get('ckjit') == 900.0,
+              'attention compile times are records')
+        check('## Attention' in md and '| bf16 b4 h16 s4096 d128 | cudnn |' in md and
+              'cuDNN 91900' in md, 'RESULTS.md has the Attention section and the peer versions')
+        check('attention bf16' not in md.split('## Attention')[0],
+              'attention rows only in their section')
+        check('copy bf16 8192x8192 vs torch' in res, 'other records are kept')
+        res, md = run(tool, d, [compile_rec('attention_wgmma:a=1', 950.0), compile_total(950.0)],
+                      [], 'attention compile again', '2026-01-09 16:00 UTC')
+        check('attention compile attention_wgmma:a=2 sm_90' not in res and
+              res['attention compile attention_wgmma:a=1 sm_90']['ckjit'] == 950.0 and
+              'attention bf16 b4 h16 s4096 d128 vs cudnn' in res,
+              'a full attention compile run retires the specs it did not compile, nothing else')
     print(f'{len(FAILS)} failures')
     return 1 if FAILS else 0
 

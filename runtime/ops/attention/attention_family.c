@@ -102,9 +102,11 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
                        "spec: attention_wgmma bm=%d, warps=%d: bm must be 128 or 192 and warps 4 * "
                        "(bm / 64 + 1) (the consumer warpgroups and the producer)",
                        v[AT_BM], v[AT_WARPS]);
-  if ((v[AT_BN] != 64 && v[AT_BN] != 128) || v[AT_STAGES] < 2)
+  /* The S product's N: the wgmma shapes core/wgmma.h spells out. */
+  const int bn = v[AT_BN];
+  if ((bn != 64 && bn != 80 && bn != 128 && bn != 176) || v[AT_STAGES] < 2)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "spec: attention_wgmma bn=%d must be 64 or 128, stages=%d >= 2", v[AT_BN],
+                       "spec: attention_wgmma bn=%d must be 64, 80, 128 or 176, stages=%d >= 2", bn,
                        v[AT_STAGES]);
   return CKJIT_SUCCESS;
 }

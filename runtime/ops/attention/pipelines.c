@@ -28,11 +28,14 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
 };
 
 /* Tiles (bench/NOTES.md has the measurements behind them):
- *   wgmma  128 query rows (two consumer warpgroups + the producer), 128 keys
- *          a step up to head dim 128, 64 beyond (the K and V stages and the
- *          Q tile fill 227 KiB at 256), two stages; head dim 64: 192 rows
- *          (three consumers: the products are short next to the softmax,
- *          so a third warpgroup keeps the tensor cores busy);
+ *   wgmma  128 query rows (two consumer warpgroups + the producer), two
+ *          stages; keys a step: 176 without a mask up to head dim 128 (the
+ *          per-step softmax and barrier costs spread over more keys), 128
+ *          with one (its diagonal tiles are cheaper narrow), 80 beyond
+ *          head dim 128 (the K and V stages and the Q tile then fill the
+ *          227 KiB); head dim 64: 192 rows (three consumers: the products
+ *          are short next to the softmax, so a third warpgroup keeps the
+ *          tensor cores busy);
  *   mma    one warp per 16 rows: 8 warps on 128 rows up to head dim 128,
  *          4 on 64 beyond (the O accumulators of 256 columns fill the
  *          registers); 64 or 32 keys a step, two stages (96 KiB: sm_86's
@@ -41,12 +44,12 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
  *          64 KiB LDS;
  *   simt   16 rows of 4 warps, 64 keys (32 beyond 128) of f32. */
 attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v, int mask) {
-  (void)mask;
   const int wide = hdim > 128 || hdim_v > 128;
   switch (p) {
   case ATTENTION_WGMMA:
     if (hdim <= 64 && hdim_v <= 64) return (attention_tile){.bm = 192, .bn = 128, .stages = 2, .warps = 16};
-    return (attention_tile){.bm = 128, .bn = wide ? 64 : 128, .stages = 2, .warps = 12};
+    if (wide) return (attention_tile){.bm = 128, .bn = 80, .stages = 2, .warps = 12};
+    return (attention_tile){.bm = 128, .bn = mask == MASK_NONE ? 176 : 128, .stages = 2, .warps = 12};
   case ATTENTION_MMA:
     return wide ? (attention_tile){.bm = 64, .bn = 32, .stages = 2, .warps = 4}
                 : (attention_tile){.bm = 128, .bn = 64, .stages = 2, .warps = 8};

@@ -16,18 +16,26 @@ static int stride_ok(int64_t elements, size_t es, int used) {
   return !used || (elements > 0 && bytes % 16 == 0 && bytes < (1ull << 40));
 }
 
+/* Varlen: the sequence dimension is the packed tokens and the batch
+ * dimension has one entry.  How many tokens there are is on the device,
+ * so the map claims 2^31 - 1; the kernel reads through it only whole tiles
+ * inside a sequence (a sequence's partial last tile goes through cp.async),
+ * so no row past the packed tensor is ever read. */
 static int encode(const ckjit_runtime *rt, ckjit_tensor_map *map, const ckjit_attention_desc *d,
                   const void *ptr, const ckjit_attention_strides *st, int64_t heads, int64_t seq,
                   int64_t dim, unsigned rows) {
   const size_t es = ckjit_dtype_size(d->dtype);
+  const int varlen = d->cu_seqlens_q != NULL;
+  const int64_t batch = varlen ? 1 : d->batch;
+  if (varlen) seq = INT32_MAX;
   if (!stride_ok(st->seq, es, seq > 1) || !stride_ok(st->head, es, heads > 1) ||
-      !stride_ok(st->batch, es, d->batch > 1))
+      !stride_ok(st->batch, es, batch > 1))
     return 0;
   /* Unused strides (an extent of 1) still go to the driver: any valid one. */
   const uint64_t s_seq = st->seq ? (uint64_t)st->seq * es : 16, s_head = st->head ? (uint64_t)st->head * es : 16,
                  s_batch = st->batch ? (uint64_t)st->batch * es : 16;
   const unsigned long long dims[4] = {(unsigned long long)dim, (unsigned long long)seq,
-                                      (unsigned long long)heads, (unsigned long long)d->batch};
+                                      (unsigned long long)heads, (unsigned long long)batch};
   const unsigned long long strides[3] = {s_seq, s_head, s_batch};
   const unsigned box[4] = {64, rows, 1, 1};
   return rt->device.tensor_map_encode(map, d->dtype, 4, ptr, dims, strides, box) == CKJIT_SUCCESS;
@@ -36,7 +44,7 @@ static int encode(const ckjit_runtime *rt, ckjit_tensor_map *map, const ckjit_at
 int ckjit__attention_encode_maps(const ckjit_runtime *rt, const attention_call *c,
                                  const ckjit_spec *spec, ckjit_attention_tma_args *x) {
   const ckjit_attention_desc *d = c->desc;
-  if (!rt->device.tensor_map_encode || d->cu_seqlens_q || d->seqlen_k == 0) return 0;
+  if (!rt->device.tensor_map_encode || d->seqlen_k == 0) return 0;
   const unsigned bm = (unsigned)spec->value[AT_BM], bn = (unsigned)spec->value[AT_BN];
   /* A refused map is not an error: the cp.async copies take the call. */
   const int quiet = ckjit__error_quiet(1);

@@ -1,6 +1,5 @@
 /* The cases of the attention GPU test (test_attention_gpu.c runs each on
- * every pipeline the device has), the pipelines' selection, and the list
- * of kernel specs the cases need (for bench/gpu-test-specs.txt).
+ * every pipeline the device has) and the pipelines' selection.
  *
  * Kernel specs are the expensive part (each is compiled, or prewarmed),
  * so the features are combined onto few specs: per dtype a handful of
@@ -38,11 +37,6 @@ unsigned pipes_required(const ckjit_device_info *info) {
     if (sm == 90) need |= 1u << PIPE_WGMMA;
   }
   return need;
-}
-
-int case_tensor_core_layout(const att_case *c) {
-  return c->dt != CKJIT_F32 && c->layout != LAY_SEQ_PAD_ODD && c->layout != LAY_MISALIGNED &&
-         c->layout != LAY_DIM_STRIDE2;
 }
 
 /* ---- building the list ------------------------------------------------------------------ */
@@ -237,55 +231,4 @@ void build_cases(void) {
   head_dim_cases();
   dtype_cases();
   long_cases();
-}
-
-/* ---- the specs the cases need ---------------------------------------------------------- */
-
-/* The mask a kernel is compiled for: validate.c narrows a window unbounded
- * on the left to causal (right 0) or none (right unbounded). */
-static const char *spec_mask(ckjit_attention_mask mask, int64_t wl, int64_t wr) {
-  if (mask != CKJIT_ATTENTION_MASK_WINDOW) return mask == CKJIT_ATTENTION_MASK_CAUSAL ? "causal" : "none";
-  const int64_t unbounded = (int64_t)1 << 30;
-  if (wl >= 0 && wl < unbounded) return "window";
-  if (wr == 0) return "causal";
-  return wr < 0 || wr >= unbounded ? "none" : "window";
-}
-
-/* pipelines.c's tile policy. */
-static void spec_line(const char *arch, int pipe, ckjit_dtype dt, int64_t d, int64_t dv, const char *mask,
-                      const char *bias, int alibi, int softcap) {
-  const int wide = d > 128 || dv > 128;
-  int bm, bn, stages, warps;
-  if (pipe == PIPE_WGMMA)
-    bm = 128, bn = wide ? 64 : 128, stages = 2, warps = 12;
-  else if (pipe == PIPE_MMA)
-    bm = wide ? 64 : 128, bn = wide ? 32 : 64, stages = 2, warps = wide ? 4 : 8;
-  else
-    bm = 16, bn = wide ? 32 : 64, stages = 1, warps = 4;
-  printf("ckjit-spec 1 %s attention_%s:dtype=%s,hdim=%lld,hdim_v=%lld,mask=%s,bias=%s,alibi=%d,softcap=%d,"
-         "bm=%d,bn=%d,stages=%d,warps=%d\n",
-         arch, pipe_names[pipe], ckjit_dtype_name(dt), LL(d), LL(dv), mask, bias, alibi, softcap, bm, bn,
-         stages, warps);
-}
-
-void print_specs(const char *arch) {
-  build_cases();
-  for (size_t i = 0; i < g_ncases; i++) {
-    const att_case *c = &g_cases[i];
-    const char *mask = spec_mask(c->mask, c->wl, c->wr);
-    const char *bias = c->bias == ATB_NONE ? "none" : c->bias == ATB_F32 || c->dt == CKJIT_F32 ? "f32" : "dtype";
-    for (int pipe = PIPE_WGMMA; pipe < PIPE_COUNT; pipe++) {
-      if (pipe == PIPE_MFMA || (pipe != PIPE_SIMT && !case_tensor_core_layout(c))) continue;
-      spec_line(arch, pipe, c->dt, c->dqk, c->dv, mask, bias, c->alibi != ALIBI_NONE, c->softcap > 0.0f);
-    }
-  }
-  /* attention_large.c: bf16, d 128, no mask (dense) and causal (varlen) */
-  for (int pipe = PIPE_WGMMA; pipe < PIPE_COUNT; pipe++) {
-    if (pipe == PIPE_MFMA) continue;
-    spec_line(arch, pipe, CKJIT_BF16, 128, 128, "none", "none", 0, 0);
-    spec_line(arch, pipe, CKJIT_BF16, 128, 128, "causal", "none", 0, 0);
-  }
-  free(g_cases);
-  g_cases = NULL;
-  g_cap = g_ncases = 0;
 }

@@ -1,9 +1,12 @@
 /* Shared by the sources of the attention GPU test (test_attention_gpu):
  *   attention_reference.c  the float64 reference of ckjit.h's semantics, the
  *                          tolerances and their self-checks
- *   attention_cases.c      the case list and the kernel specs it needs
- *   test_attention_gpu.c   layouts, buffers, the runs on every pipeline, checks
- *   attention_large.c      the problems whose tensors pass 2^31 elements */
+ *   attention_cases.c      the case list, the pipelines' selection
+ *   attention_layout.c     each case's tensors in its buffers, its descriptor
+ *   test_attention_gpu.c   buffers, the runs on every pipeline, checks
+ *   attention_large.c      the problems whose tensors pass 2^31 elements
+ *   attention_specs.c      the kernel specs the cases request (a CPU test
+ *                          against bench/gpu-test-specs.txt) */
 #ifndef CKJIT_TESTS_GPU_ATTENTION_GPU_H
 #define CKJIT_TESTS_GPU_ATTENTION_GPU_H
 
@@ -129,13 +132,39 @@ extern att_case *g_cases;
 extern size_t g_ncases;
 void build_cases(void);
 
+/* ---- layouts and descriptors (attention_layout.c) -------------------------------------- */
+
+enum { B_Q, B_K, B_V, B_O, B_LSE, B_BIAS, B_ALIBI, B_CUQ, B_CUK, NBUF }; /* a case's buffers */
+
+/* A tensor inside one of the case's buffers: element (b, h, s, d) is at
+ * off + b sb + h sh + s ss + d sd (varlen: s is the packed token, b unused). */
+typedef struct tview {
+  int buf;
+  int64_t off;
+  ckjit_attention_strides st;
+  int64_t nb, nh, ns, nd; /* stored extents (a broadcast dimension stores 1) */
+} tview;
+
+/* Where everything of a case lies. */
+typedef struct att_plan {
+  tview q, k, v, o, lse, bias;
+  int64_t alibi_sb;                          /* 0: one row of slopes */
+  int64_t len_q[MAX_VARLEN], len_k[MAX_VARLEN];
+  int64_t tok_q[MAX_VARLEN + 1], tok_k[MAX_VARLEN + 1]; /* varlen: cu_seqlens */
+  int64_t elems[NBUF];                       /* elements of each buffer (0: none) */
+  ckjit_dtype dt[NBUF];
+} att_plan;
+
+int64_t view_index(const tview *t, int64_t b, int64_t h, int64_t s, int64_t d);
+
+/* The case's lengths, views and buffer sizes. */
+void plan_case(const att_case *c, att_plan *p);
+
+/* The descriptor of case c, its buffers at base[B_*] (device addresses). */
+void plan_desc(const att_case *c, const att_plan *p, void *const base[NBUF], ckjit_attention_desc *d);
+
 /* Whether the tensor-core pipelines take the case's layout (ckjit.h's rule). */
 int case_tensor_core_layout(const att_case *c);
-
-/* Prints, one a line, the "ckjit-spec 1 ARCH family:params" each NVIDIA
- * pipeline requests for the cases and the large problems (a mirror of
- * runtime/ops/attention/pipelines.c, for bench/gpu-test-specs.txt). */
-void print_specs(const char *arch);
 
 /* ---- the pipelines ------------------------------------------------------------------- */
 

@@ -22,10 +22,9 @@
  * Then the problems past 2^31 elements (attention_large.c) and the API
  * behaviour that needs a device (an unknown CKJIT_ATTENTION_PIPELINE).
  *
- * `test_attention_gpu --print-specs [ARCH]` prints the kernel specs the
- * NVIDIA pipelines request (for bench/gpu-test-specs.txt); it needs no GPU.
  * Environment: CKJIT_TEST_SEED, CKJIT_TEST_THREADS (reference threads),
- * CKJIT_TEST_SKIP_LARGE=1 (skips the > 2^31-element problems). */
+ * CKJIT_TEST_SKIP_LARGE=1 (skips the > 2^31-element problems),
+ * CKJIT_TEST_ATTENTION_ONLY=TEXT (only what TEXT is part of the name of). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,27 +33,14 @@
 
 #include "attention_gpu.h"
 
-/* ---- layouts ---------------------------------------------------------------------------- */
-
-enum { B_Q, B_K, B_V, B_O, B_LSE, B_BIAS, B_ALIBI, B_CUQ, B_CUK, NBUF };
-
-/* A tensor inside one of the case's buffers: element (b, h, s, d) is at
- * off + b sb + h sh + s ss + d sd (varlen: s is the packed token, b unused). */
-typedef struct tview {
-  int buf;
-  int64_t off;
-  ckjit_attention_strides st;
-  int64_t nb, nh, ns, nd; /* stored extents (a broadcast dimension stores 1) */
-} tview;
+/* ---- set-up ----------------------------------------------------------------------------- */
 
 typedef struct run {
   const att_case *c;
   int varlen;
+  att_plan pl;             /* lengths, views, buffer sizes */
   gt_buf buf[NBUF];
   double *dbl[NBUF];       /* inputs as doubles, element for element */
-  tview q, k, v, o, lse, bias;
-  int64_t alibi_sb;
-  int64_t len_q[MAX_VARLEN], len_k[MAX_VARLEN], tok_q[MAX_VARLEN + 1], tok_k[MAX_VARLEN + 1];
   att_problem prob;
   att_rowid *ids;          /* the rows compared with the reference */
   int64_t nids;
@@ -63,87 +49,6 @@ typedef struct run {
   uint8_t *o_in, *lse_in;  /* 1: the element belongs to O / LSE */
   ckjit_attention_desc desc;
 } run;
-
-/* Strides of a [nb][ns][nh][nd] tensor in layout `lay` (lay is one of the
- * per-tensor kinds: BSHD, BHSD, the padded ones, head-dim stride 2). */
-static ckjit_attention_strides layout_strides(int lay, int64_t ns, int64_t nh, int64_t nd) {
-  ckjit_attention_strides s = ckjit_attention_strides_bshd(ns, nh, nd);
-  switch (lay) {
-    case LAY_BHSD: return ckjit_attention_strides_bhsd(ns, nh, nd);
-    case LAY_SEQ_PAD8: s.seq += 8, s.batch = ns * s.seq + 16; break;
-    case LAY_SEQ_PAD_ODD: s.seq += 3, s.batch = ns * s.seq + 5; break;
-    case LAY_DIM_STRIDE2: s.dim = 2, s.head *= 2, s.seq *= 2, s.batch *= 2; break;
-    default: break;
-  }
-  return s;
-}
-
-/* O and LSE with gaps between rows, heads and entries (strides still
- * multiples of 8, so the tensor-core layout is kept). */
-static void pad_output(ckjit_attention_strides *s, int64_t ns, int64_t nh) {
-  const int head_major = s->head > s->seq;
-  s->seq += 8;
-  if (head_major) s->head = ns * s->seq + 16;
-  s->batch = head_major ? nh * s->head + 24 : ns * s->seq + 24;
-}
-
-static int64_t view_index(const tview *t, int64_t b, int64_t h, int64_t s, int64_t d) {
-  return t->off + b * t->st.batch + h * t->st.head + s * t->st.seq + d * t->st.dim;
-}
-
-/* Elements the buffer needs for the view. */
-static int64_t view_extent(const tview *t) {
-  if (!t->nb || !t->nh || !t->ns || !t->nd) return t->off;
-  return view_index(t, t->nb - 1, t->nh - 1, t->ns - 1, t->nd - 1) + 1;
-}
-
-static void set_view(tview *t, int buf, int64_t off, ckjit_attention_strides st, int64_t nb, int64_t nh, int64_t ns,
-                     int64_t nd) {
-  *t = (tview){buf, off, st, nb, nh, ns, nd};
-}
-
-/* Q, K, V, O, LSE and bias views of case c (tokens ns for varlen). */
-static void make_views(run *r) {
-  const att_case *c = r->c;
-  const int64_t nb = r->varlen ? 1 : c->batch;
-  const int64_t nq = r->varlen ? r->tok_q[c->batch] : c->sq, nk = r->varlen ? r->tok_k[c->batch] : c->sk;
-  const int lay = c->layout;
-  const int64_t mis = lay == LAY_MISALIGNED; /* one element past a 16-byte boundary */
-  if (lay == LAY_QKV_PACKED) {
-    const int64_t row = c->hq * c->dqk + c->hk * (c->dqk + c->dv);
-    const ckjit_attention_strides sq = {nq * row, c->dqk, row, 1}, sv = {nq * row, c->dv, row, 1};
-    set_view(&r->q, B_Q, 0, sq, nb, c->hq, nq, c->dqk);
-    set_view(&r->k, B_Q, c->hq * c->dqk, sq, nb, c->hk, nk, c->dqk);
-    set_view(&r->v, B_Q, (c->hq + c->hk) * c->dqk, sv, nb, c->hk, nk, c->dv);
-  } else {
-    const int lq = lay == LAY_MIXED ? LAY_BHSD : lay, lk = lay == LAY_MIXED ? LAY_BSHD : lay;
-    const int lv = lay == LAY_MIXED ? LAY_BHSD : lay;
-    const int64_t kvb = lay == LAY_KV_BCAST ? 1 : nb;
-    set_view(&r->q, B_Q, mis, layout_strides(lq, nq, c->hq, c->dqk), nb, c->hq, nq, c->dqk);
-    set_view(&r->k, B_K, mis, layout_strides(lk, nk, c->hk, c->dqk), kvb, c->hk, nk, c->dqk);
-    set_view(&r->v, B_V, mis, layout_strides(lv, nk, c->hk, c->dv), kvb, c->hk, nk, c->dv);
-    if (lay == LAY_KV_BCAST) r->k.st.batch = r->v.st.batch = 0;
-  }
-  const int lo = lay == LAY_MIXED || lay == LAY_QKV_PACKED || lay == LAY_KV_BCAST ? LAY_BSHD : lay;
-  ckjit_attention_strides so = layout_strides(lo, nq, c->hq, c->dv);
-  if (c->pad_out) pad_output(&so, nq, c->hq);
-  set_view(&r->o, B_O, (c->pad_out ? 8 : 0) + mis, so, nb, c->hq, nq, c->dv);
-  if (c->lse) {
-    const int64_t rows = nq + (c->pad_out ? 3 : 0);
-    const ckjit_attention_strides sl = {c->hq * rows + (c->pad_out ? 5 : 0), rows, 1, 0};
-    set_view(&r->lse, B_LSE, c->pad_out ? 2 : 0, sl, nb, c->hq, nq, 1);
-  }
-  if (r->varlen) /* "stride_batch is not used": an odd one shows if it is */
-    r->q.st.batch = r->k.st.batch = r->v.st.batch = r->o.st.batch = r->lse.st.batch = 12345;
-  if (c->bias) {
-    const int64_t ss = c->sk + 3, sh = c->sq * ss + 5, nh = c->bias_bcast & BB_HEAD ? 1 : c->hq;
-    const ckjit_attention_strides sb = {c->bias_bcast & BB_BATCH ? 0 : nh * sh + 7, c->bias_bcast & BB_HEAD ? 0 : sh,
-                                        ss, 1};
-    set_view(&r->bias, B_BIAS, 1, sb, c->bias_bcast & BB_BATCH ? 1 : c->batch, nh, c->sq, c->sk);
-  }
-}
-
-/* ---- set-up ----------------------------------------------------------------------------- */
 
 static void fill_view(gt_buf *b, const tview *t, tu_rng *rng, double lo, double hi) {
   for (int64_t e = 0; e < t->nb; e++)
@@ -156,7 +61,7 @@ static void fill_view(gt_buf *b, const tview *t, tu_rng *rng, double lo, double 
 /* The bias: uniform in [-2, 2]; with bias_inf also an eighth of the
  * entries and the whole row sq / 3 of every stored (entry, head) -inf. */
 static void fill_bias(run *r, tu_rng *rng) {
-  const tview *t = &r->bias;
+  const tview *t = &r->pl.bias;
   gt_buf *b = &r->buf[B_BIAS];
   fill_view(b, t, rng, -2.0, 2.0);
   if (!r->c->bias_inf) return;
@@ -168,22 +73,91 @@ static void fill_bias(run *r, tu_rng *rng) {
             gt_put(b->dt, b->host, (size_t)view_index(t, e, h, i, j), -INFINITY);
 }
 
-static int alloc_buf(gt_check *ck, run *r, int i, ckjit_dtype dt, int64_t elems) {
-  if (gt_buf_alloc(ck, &r->buf[i], dt, (size_t)elems + GUARD)) return -1;
-  return 0;
-}
-
 /* Marks the elements of an output view (O: nd dims; LSE: one) in `in`. */
 static void mark_rows(const run *r, const tview *t, uint8_t *in) {
   for (int64_t b = 0; b < r->c->batch; b++)
     for (int64_t h = 0; h < t->nh; h++)
-      for (int64_t i = 0; i < r->len_q[b]; i++)
+      for (int64_t i = 0; i < r->pl.len_q[b]; i++)
         for (int64_t d = 0; d < t->nd; d++)
-          in[r->varlen ? view_index(t, 0, h, r->tok_q[b] + i, d) : view_index(t, b, h, i, d)] = 1;
+          in[r->varlen ? view_index(t, 0, h, r->pl.tok_q[b] + i, d) : view_index(t, b, h, i, d)] = 1;
 }
 
 static att_view as_doubles(const run *r, const tview *t) {
   return (att_view){r->dbl[t->buf] + t->off, t->st.batch, t->st.head, t->st.seq, t->st.dim};
+}
+
+/* Inputs: NaN everywhere, then the tensors' values; uploaded, and kept as
+ * doubles for the reference. */
+static int setup_inputs(gt_check *ck, run *r, tu_rng *rng) {
+  const att_case *c = r->c;
+  const att_plan *pl = &r->pl;
+  for (int i = 0; i < NBUF; i++)
+    if (pl->elems[i] && gt_buf_alloc(ck, &r->buf[i], pl->dt[i], (size_t)pl->elems[i] + GUARD)) return -1;
+  for (int i = B_Q; i <= B_ALIBI; i++)
+    if (r->buf[i].dev && i != B_O && i != B_LSE) gt_fill_nan(r->buf[i].dt, r->buf[i].host, r->buf[i].elems);
+  fill_view(&r->buf[B_Q], &pl->q, rng, -1.0, 1.0);
+  fill_view(&r->buf[pl->k.buf], &pl->k, rng, -1.0, 1.0);
+  fill_view(&r->buf[pl->v.buf], &pl->v, rng, -1.0, 1.0);
+  if (c->bias) fill_bias(r, rng);
+  if (c->alibi) /* ALiBi's geometric slopes 2^(-8 (h + 1) / heads), varied per entry */
+    for (int64_t b = 0; b < (c->alibi == ALIBI_PER_BATCH ? c->batch : 1); b++)
+      for (int64_t h = 0; h < c->hq; h++)
+        gt_put(CKJIT_F32, r->buf[B_ALIBI].host, (size_t)(b * pl->alibi_sb + h),
+               exp2(-8.0 * (double)(h + 1) / (double)c->hq) * (1.0 + 0.5 * (double)b));
+  for (int64_t b = 0; c->varlen && b <= c->batch; b++) {
+    const int32_t tq = (int32_t)pl->tok_q[b], tk = (int32_t)pl->tok_k[b];
+    memcpy(r->buf[B_CUQ].host + 4 * b, &tq, 4);
+    memcpy(r->buf[B_CUK].host + 4 * b, &tk, 4);
+  }
+  for (int i = 0; i < NBUF; i++) {
+    if (!r->buf[i].dev || i == B_O || i == B_LSE) continue;
+    if (gt_buf_upload(ck, &r->buf[i])) return -1;
+    if (i >= B_CUQ) continue;
+    r->dbl[i] = malloc(r->buf[i].elems * sizeof(double));
+    if (!r->dbl[i]) {
+      gt_fail(ck, "host malloc failed");
+      return -1;
+    }
+    for (size_t e = 0; e < r->buf[i].elems; e++) r->dbl[i][e] = gt_get(r->buf[i].dt, r->buf[i].host, e);
+  }
+  return 0;
+}
+
+/* The reference problem and its rows (all, or a sample and each (b, h)'s
+ * first and last rows). */
+static int setup_reference(gt_check *ck, run *r, tu_rng *rng, int threads) {
+  const att_case *c = r->c;
+  const att_plan *pl = &r->pl;
+  att_problem *p = &r->prob;
+  p->dt = c->dt, p->batch = c->batch, p->hq = c->hq, p->hk = c->hk, p->dqk = c->dqk, p->dv = c->dv;
+  p->len_q = pl->len_q, p->len_k = pl->len_k;
+  p->tok_q = c->varlen ? pl->tok_q : NULL, p->tok_k = c->varlen ? pl->tok_k : NULL;
+  p->q = as_doubles(r, &pl->q), p->k = as_doubles(r, &pl->k), p->v = as_doubles(r, &pl->v);
+  if (c->bias) p->bias = as_doubles(r, &pl->bias);
+  if (c->alibi) p->slopes = r->dbl[B_ALIBI], p->slope_sb = pl->alibi_sb;
+  /* the scale ckjit uses: the float given, or (float)(1 / sqrt(dqk)) */
+  p->scale = c->scale != 0.0f ? (double)c->scale : (double)(float)(1.0 / sqrt((double)c->dqk));
+  p->softcap = c->softcap, p->mask = c->mask, p->wl = c->wl, p->wr = c->wr;
+  int64_t rows = 0;
+  for (int64_t b = 0; b < c->batch; b++) rows += c->hq * pl->len_q[b];
+  const int64_t cap = c->sample > 0 ? c->sample + 2 * c->batch * c->hq : rows;
+  r->ids = malloc((size_t)(cap + 1) * sizeof *r->ids);
+  r->ref_o = malloc((size_t)(cap + 1) * (size_t)c->dv * sizeof *r->ref_o);
+  r->ref_rows = malloc((size_t)(cap + 1) * sizeof *r->ref_rows);
+  if (!r->ids || !r->ref_o || !r->ref_rows) {
+    gt_fail(ck, "host malloc failed");
+    return -1;
+  }
+  for (int64_t b = 0; b < c->batch; b++)
+    for (int64_t h = 0; h < c->hq; h++)
+      for (int64_t i = 0; i < pl->len_q[b]; i++)
+        if (c->sample <= 0 || i == 0 || i == pl->len_q[b] - 1) r->ids[r->nids++] = (att_rowid){b, h, i};
+  for (int s = 0; s < c->sample; s++) {
+    const int64_t b = tu_rng_range(rng, 0, c->batch - 1), h = tu_rng_range(rng, 0, c->hq - 1);
+    if (pl->len_q[b]) r->ids[r->nids++] = (att_rowid){b, h, tu_rng_range(rng, 0, pl->len_q[b] - 1)};
+  }
+  att_ref_rows(p, r->ids, r->nids, r->ref_o, r->ref_rows, threads);
+  return 0;
 }
 
 static int setup_run(gt_check *ck, run *r, const att_case *c, uint64_t seed, int threads) {
@@ -191,112 +165,20 @@ static int setup_run(gt_check *ck, run *r, const att_case *c, uint64_t seed, int
   r->c = c;
   r->varlen = c->varlen;
   tu_rng rng = {seed};
-  for (int64_t b = 0; b < c->batch; b++) {
-    r->len_q[b] = c->varlen ? c->lens_q[b] : c->sq;
-    r->len_k[b] = c->varlen ? c->lens_k[b] : c->sk;
-    r->tok_q[b + 1] = r->tok_q[b] + r->len_q[b];
-    r->tok_k[b + 1] = r->tok_k[b] + r->len_k[b];
-  }
-  make_views(r);
-  /* buffers: NaN inputs, values in the tensors, poisoned outputs */
-  const int packed = c->layout == LAY_QKV_PACKED;
-  if (alloc_buf(ck, r, B_Q, c->dt, packed ? view_extent(&r->v) : view_extent(&r->q)) ||
-      (!packed && (alloc_buf(ck, r, B_K, c->dt, view_extent(&r->k)) ||
-                   alloc_buf(ck, r, B_V, c->dt, view_extent(&r->v)))) ||
-      alloc_buf(ck, r, B_O, c->dt, view_extent(&r->o)) ||
-      (c->lse && alloc_buf(ck, r, B_LSE, CKJIT_F32, view_extent(&r->lse))) ||
-      (c->bias && alloc_buf(ck, r, B_BIAS, c->bias == ATB_F32 ? CKJIT_F32 : c->dt, view_extent(&r->bias))))
-    return -1;
-  r->alibi_sb = c->alibi == ALIBI_PER_BATCH ? c->hq + 1 : 0;
-  if (c->alibi && alloc_buf(ck, r, B_ALIBI, CKJIT_F32, (c->alibi == ALIBI_PER_BATCH ? c->batch : 1) * (c->hq + 1)))
-    return -1;
-  if (c->varlen && (alloc_buf(ck, r, B_CUQ, CKJIT_I32, c->batch + 1) || alloc_buf(ck, r, B_CUK, CKJIT_I32, c->batch + 1)))
-    return -1;
-  for (int i = 0; i < NBUF; i++)
-    if (r->buf[i].dev && i != B_O && i != B_LSE && i != B_CUQ && i != B_CUK) gt_fill_nan(r->buf[i].dt, r->buf[i].host, r->buf[i].elems);
-  fill_view(&r->buf[B_Q], &r->q, &rng, -1.0, 1.0);
-  fill_view(&r->buf[r->k.buf], &r->k, &rng, -1.0, 1.0);
-  fill_view(&r->buf[r->v.buf], &r->v, &rng, -1.0, 1.0);
-  if (c->bias) fill_bias(r, &rng);
-  if (c->alibi) /* ALiBi's geometric slopes 2^(-8 (h + 1) / heads), varied per entry */
-    for (int64_t b = 0; b < (c->alibi == ALIBI_PER_BATCH ? c->batch : 1); b++)
-      for (int64_t h = 0; h < c->hq; h++)
-        gt_put(CKJIT_F32, r->buf[B_ALIBI].host, (size_t)(b * r->alibi_sb + h),
-               exp2(-8.0 * (double)(h + 1) / (double)c->hq) * (1.0 + 0.5 * (double)b));
-  for (int64_t b = 0; c->varlen && b <= c->batch; b++) {
-    const int32_t tq = (int32_t)r->tok_q[b], tk = (int32_t)r->tok_k[b];
-    memcpy(r->buf[B_CUQ].host + 4 * b, &tq, 4);
-    memcpy(r->buf[B_CUK].host + 4 * b, &tk, 4);
-  }
-  for (int i = 0; i < NBUF; i++) {
-    if (!r->buf[i].dev || i == B_O || i == B_LSE) continue;
-    if (gt_buf_upload(ck, &r->buf[i])) return -1;
-    r->dbl[i] = malloc(r->buf[i].elems * sizeof(double));
-    if (!r->dbl[i]) {
-      gt_fail(ck, "host malloc failed");
-      return -1;
-    }
-    for (size_t e = 0; e < r->buf[i].elems; e++)
-      r->dbl[i][e] = i >= B_CUQ ? 0.0 : gt_get(r->buf[i].dt, r->buf[i].host, e);
-  }
+  plan_case(c, &r->pl);
+  if (setup_inputs(ck, r, &rng)) return -1;
   r->o_in = calloc(r->buf[B_O].elems, 1);
   r->lse_in = c->lse ? calloc(r->buf[B_LSE].elems, 1) : NULL;
   if (!r->o_in || (c->lse && !r->lse_in)) {
     gt_fail(ck, "host malloc failed");
     return -1;
   }
-  mark_rows(r, &r->o, r->o_in);
-  if (c->lse) mark_rows(r, &r->lse, r->lse_in);
-
-  /* the descriptor */
-  ckjit_attention_desc *d = &r->desc;
-  ckjit_attention_desc_init(d);
-  d->dtype = c->dt, d->batch = c->batch, d->num_heads_q = c->hq, d->num_heads_kv = c->hk;
-  d->seqlen_q = c->sq, d->seqlen_k = c->sk, d->head_dim_qk = c->dqk, d->head_dim_v = c->dv;
-  d->q = gt_buf_ptr(&r->buf[B_Q], r->q.off), d->q_strides = r->q.st;
-  d->k = gt_buf_ptr(&r->buf[r->k.buf], r->k.off), d->k_strides = r->k.st;
-  d->v = gt_buf_ptr(&r->buf[r->v.buf], r->v.off), d->v_strides = r->v.st;
-  d->o = gt_buf_ptr(&r->buf[B_O], r->o.off), d->o_strides = r->o.st;
-  if (c->lse) d->lse = gt_buf_ptr(&r->buf[B_LSE], r->lse.off), d->lse_strides = r->lse.st;
-  if (c->varlen) d->cu_seqlens_q = r->buf[B_CUQ].dev, d->cu_seqlens_k = r->buf[B_CUK].dev;
-  d->softmax_scale = c->scale, d->softcap = c->softcap;
-  d->mask = c->mask, d->window_left = c->wl, d->window_right = c->wr;
-  if (c->bias) {
-    d->bias = gt_buf_ptr(&r->buf[B_BIAS], r->bias.off), d->bias_strides = r->bias.st;
-    d->bias_dtype = r->buf[B_BIAS].dt;
-  }
-  if (c->alibi) d->alibi_slopes = r->buf[B_ALIBI].dev, d->alibi_stride_batch = r->alibi_sb;
-
-  /* the reference */
-  att_problem *p = &r->prob;
-  p->dt = c->dt, p->batch = c->batch, p->hq = c->hq, p->hk = c->hk, p->dqk = c->dqk, p->dv = c->dv;
-  p->len_q = r->len_q, p->len_k = r->len_k;
-  p->tok_q = c->varlen ? r->tok_q : NULL, p->tok_k = c->varlen ? r->tok_k : NULL;
-  p->q = as_doubles(r, &r->q), p->k = as_doubles(r, &r->k), p->v = as_doubles(r, &r->v);
-  if (c->bias) p->bias = as_doubles(r, &r->bias);
-  if (c->alibi) p->slopes = r->dbl[B_ALIBI], p->slope_sb = r->alibi_sb;
-  p->scale = c->scale != 0.0f ? (double)c->scale : (double)(float)(1.0 / sqrt((double)c->dqk));
-  p->softcap = c->softcap, p->mask = c->mask, p->wl = c->wl, p->wr = c->wr;
-  int64_t rows = 0;
-  for (int64_t b = 0; b < c->batch; b++) rows += c->hq * r->len_q[b];
-  const int64_t want = c->sample > 0 ? c->sample + 2 * c->batch * c->hq : rows;
-  r->ids = malloc((size_t)(want + 1) * sizeof *r->ids);
-  r->ref_o = malloc((size_t)(want + 1) * (size_t)c->dv * sizeof *r->ref_o);
-  r->ref_rows = malloc((size_t)(want + 1) * sizeof *r->ref_rows);
-  if (!r->ids || !r->ref_o || !r->ref_rows) {
-    gt_fail(ck, "host malloc failed");
-    return -1;
-  }
-  for (int64_t b = 0; b < c->batch; b++)
-    for (int64_t h = 0; h < c->hq; h++)
-      for (int64_t i = 0; i < r->len_q[b]; i++)
-        if (c->sample <= 0 || i == 0 || i == r->len_q[b] - 1) r->ids[r->nids++] = (att_rowid){b, h, i};
-  for (int s = 0; s < c->sample; s++) {
-    const int64_t b = tu_rng_range(&rng, 0, c->batch - 1), h = tu_rng_range(&rng, 0, c->hq - 1);
-    if (r->len_q[b]) r->ids[r->nids++] = (att_rowid){b, h, tu_rng_range(&rng, 0, r->len_q[b] - 1)};
-  }
-  att_ref_rows(p, r->ids, r->nids, r->ref_o, r->ref_rows, threads);
-  return 0;
+  mark_rows(r, &r->pl.o, r->o_in);
+  if (c->lse) mark_rows(r, &r->pl.lse, r->lse_in);
+  void *base[NBUF];
+  for (int i = 0; i < NBUF; i++) base[i] = r->buf[i].dev;
+  plan_desc(c, &r->pl, base, &r->desc);
+  return setup_reference(ck, r, &rng, threads);
 }
 
 static void free_run(run *r) {
@@ -354,10 +236,10 @@ static void check_values(gt_check *ck, const run *r) {
   char why[512];
   for (int64_t n = 0; n < r->nids; n++) {
     const att_rowid id = r->ids[n];
-    const int64_t t = r->varlen ? r->tok_q[id.b] + id.i : id.i, eb = r->varlen ? 0 : id.b;
-    for (int64_t d = 0; d < c->dv; d++) got[d] = gt_get(c->dt, ob->host, (size_t)view_index(&r->o, eb, id.h, t, d));
+    const int64_t t = r->varlen ? r->pl.tok_q[id.b] + id.i : id.i, eb = r->varlen ? 0 : id.b;
+    for (int64_t d = 0; d < c->dv; d++) got[d] = gt_get(c->dt, ob->host, (size_t)view_index(&r->pl.o, eb, id.h, t, d));
     double lse = 0.0;
-    if (c->lse) lse = gt_get(CKJIT_F32, r->buf[B_LSE].host, (size_t)view_index(&r->lse, eb, id.h, t, 0));
+    if (c->lse) lse = gt_get(CKJIT_F32, r->buf[B_LSE].host, (size_t)view_index(&r->pl.lse, eb, id.h, t, 0));
     if (att_compare_row(&r->prob, got, c->lse ? &lse : NULL, r->ref_o + n * c->dv, &r->ref_rows[n], why, sizeof why))
       gt_fail(ck, "row b %lld h %lld i %lld: %s", LL(id.b), LL(id.h), LL(id.i), why);
     else
@@ -531,6 +413,13 @@ static long api_checks(gt_check *ck, const ckjit_device_info *info, uint64_t see
 
 /* ---- main -------------------------------------------------------------------------------- */
 
+/* CKJIT_TEST_ATTENTION_ONLY=TEXT runs only what TEXT is part of the name
+ * of (a case, "CKJIT_ATTENTION_PIPELINE values", "large problems"). */
+static int selected(const char *name) {
+  const char *only = getenv("CKJIT_TEST_ATTENTION_ONLY");
+  return !only || !*only || strstr(name, only);
+}
+
 static gt_result run_all(gt_ctx *ctx) {
   gt_check *ck = ctx->ck;
   const time_t t0 = time(NULL);
@@ -541,13 +430,18 @@ static gt_result run_all(gt_ctx *ctx) {
   printf("\n");
   build_cases();
   long cases = 0, failed = 0;
-  for (size_t i = 0; i < g_ncases; i++, cases++)
-    failed += run_case(ck, i, &g_cases[i], ctx->seed ^ (0x9E3779B97F4A7C15ull * (i + 1)), ctx->threads) != 0;
-  cases++;
-  failed += api_checks(ck, &ctx->info, ctx->seed, ctx->threads) != 0;
+  for (size_t i = 0; i < g_ncases; i++)
+    if (selected(g_cases[i].name)) {
+      cases++;
+      failed += run_case(ck, i, &g_cases[i], ctx->seed ^ (0x9E3779B97F4A7C15ull * (i + 1)), ctx->threads) != 0;
+    }
+  if (selected("CKJIT_ATTENTION_PIPELINE values")) {
+    cases++;
+    failed += api_checks(ck, &ctx->info, ctx->seed, ctx->threads) != 0;
+  }
   if (ctx->skip_large) {
     printf("SKIP the > 2^31-element problems: CKJIT_TEST_SKIP_LARGE is set\n");
-  } else {
+  } else if (selected("large problems")) {
     cases++;
     failed += run_large(ck, ctx->seed, g_required, ctx->threads) != 0;
   }
@@ -567,10 +461,4 @@ static const gt_suite suite = {
     .check_stats = 1,
 };
 
-int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "--print-specs") == 0) {
-    print_specs(argc > 2 ? argv[2] : "sm_90");
-    return 0;
-  }
-  return gt_main(&suite, argc, argv);
-}
+GT_MAIN(suite)
