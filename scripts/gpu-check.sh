@@ -393,7 +393,8 @@ def f(v):
 print('%-52s %10s %10s %-7s %7s' % ('metric', 'ckjit', 'peer', 'unit', 'ratio'))
 for r in res:
     m = r['metric']
-    if m.startswith('cold compile') and not m.startswith('cold compile all'):
+    if (m.startswith('cold compile') and not m.startswith('cold compile all')) or (
+            m.startswith('attention compile') and not m.startswith('attention compile all')):
         continue
     print('%-52s %10s %10s %-7s %7s' % (m[:52], f(r['ckjit']), f(r['peer']), r['unit'] or '',
                                         f(r['ratio'])))

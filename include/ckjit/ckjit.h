@@ -543,8 +543,11 @@ CKJIT_API ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int coun
  *                                a negative bound being unbounded on that side
  *                                (left < 0, right 0 is CAUSAL; both < 0 is NONE).
  * A row whose keys are all masked (or all -inf after the bias) gives O = 0
- * and LSE = -inf, as FlashAttention, not NaN.  A NaN or +inf score, or a
- * NaN in V, makes the affected output NaN.
+ * and LSE = -inf, as FlashAttention, not NaN.  A NaN or +inf score makes
+ * its row NaN; a NaN or infinity in V makes NaN the rows that see its key
+ * and, on the tensor-core kernels, possibly other rows of the same tiles
+ * (they multiply p = 0 by it, as FlashAttention does; the SIMT kernel
+ * skips p = 0).
  *
  * Precision: the scores, the running max and sum and O are f32; the
  * tensor-core kernels (f16, bf16) round p to the input dtype before the

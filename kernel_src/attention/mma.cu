@@ -69,6 +69,9 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
   const attn_ldsm_lane<QC, 1> k_lane;
   const attn_ldsm_lane<VC, 0> v_lane;
   const long long total = a.m_blocks * a.heads_q * a.batch;
+  // Scale folded into the softmax's exponent (attn_scores): plain scores
+  // and a positive scale.
+  const bool fold = ATTN_PLAIN_SCORES && a.scale_log2 > 0.0f;
 
 #pragma unroll 1
   for (long long tile_index = blockIdx.x; tile_index < total; tile_index += gridDim.x) {
@@ -162,9 +165,9 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
 
       // Scores, mask, online softmax: s becomes P (f32).
       const int j0 = n0 + 2 * (lane % 4);
-      if (attn_tile_masked(a, t, n0, BN)) attn_scores<true>(s, a, t, sc, i0, j0);
-      else attn_scores<false>(s, a, t, sc, i0, j0);
-      attn_online_softmax(s, o, m, l);
+      if (attn_tile_masked(a, t, n0, BN)) attn_scores<true>(s, a, t, sc, fold, i0, j0);
+      else attn_scores<false>(s, a, t, sc, fold, i0, j0);
+      attn_online_softmax(s, o, m, l, fold ? a.scale_log2 : 1.0f);
 
       // O += P V.
 #pragma unroll

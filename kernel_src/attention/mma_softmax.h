@@ -1,6 +1,6 @@
 // attention/mma.cu's register side: a warp's scores as mma.sync C
 // fragments, their transform and mask, the online softmax, and the P
-// operand of P V.  Needs T, BN, HDIM_V and attention/problem.h.
+// operand of P V.  Needs T and attention/problem.h.
 //
 // Fragment layout (m16n8): lane g = lane / 4, q = lane % 4 holds, of each
 // 8-column block n, s[n][0..1] = row g, columns 2q, 2q + 1 and s[n][2..3] =
@@ -10,9 +10,9 @@
 #include "attention/mma_smem.h"
 #if defined(CKJIT_NVIDIA)
 
-// 2^x in one MUFU instruction; 2^-inf = +0, NaN stays NaN.  (exp2f would
-// add range fix-ups for denormal results, which P rounded to 16 bits and a
-// sum of at least 1 cannot see.)
+// 2^x in one MUFU instruction; 2^-inf = +0, NaN stays NaN.  (exp2f adds
+// fix-ups for denormal results; a probability under 2^-126 of its row's
+// largest, 1, is lost in l >= 1 and in P V alike.)
 CKJIT_INLINE float attn_exp2(float x) {
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
@@ -25,31 +25,25 @@ CKJIT_INLINE float attn_exp2(float x) {
 // mask edge or the sequence end (attn_tile_masked), so test every element;
 // otherwise every key is < sk and allowed.
 //
-// The scale is applied here, before the max, even without a transform
-// (ATTN_PLAIN_SCORES): softmax_scale may be negative, which reverses the
-// order of the raw sums, so the max of the raw sums is not the max score.
-// One FMUL per element is far from the MUFU exp2, the bound of this stage.
+// fold (ATTN_PLAIN_SCORES and a positive scale, uniform): the sums stay
+// raw, and the softmax applies the scale inside its exponent, one FFMA
+// (attn_online_softmax's c), so an unmasked tile needs no pass here.  A
+// negative softmax_scale reverses the order of the raw sums (the max of
+// the sums is not the max score), so it is applied here instead.
 template <bool MASKED, int NT>
 CKJIT_INLINE void attn_scores(float (&s)[NT][4], const ckjit_attention_args &a, const attn_tile &t,
-                              const attn_scorer &sc, int i0, int j0) {
+                              const attn_scorer &sc, bool fold, int i0, int j0) {
   (void)a;
-  (void)t;
+  if (!MASKED && fold) return;
 #pragma unroll
   for (int n = 0; n < NT; n++)
 #pragma unroll
     for (int e = 0; e < 4; e++) {
       const int i = i0 + (e >> 1) * 8, j = j0 + 8 * n + (e & 1);
-      if (MASKED && !attn_allowed(a, t, i, j)) {
-        s[n][e] = -CKJIT_INF;
-      } else {
-#if ATTN_PLAIN_SCORES
-        s[n][e] *= sc.scale_log2;
-#else
-        // Rows past sq (zero Q rows of the last tile, never stored) read
-        // the bias of the last row instead of memory past it.
-        s[n][e] = attn_score(sc, s[n][e], i < t.sq ? i : t.sq - 1, j);
-#endif
-      }
+      // Rows past sq (zero Q rows of the last tile, never stored) take the
+      // bias of the last row instead of reading past the bias tensor.
+      if (MASKED && !attn_allowed(a, t, i, j)) s[n][e] = -CKJIT_INF;
+      else if (!fold) s[n][e] = attn_score(sc, s[n][e], i < t.sq ? i : t.sq - 1, j);
     }
 }
 
@@ -65,8 +59,9 @@ template <bool MAX, int N> CKJIT_INLINE float attn_tree(float (&v)[N]) {
 
 // One key tile of the online softmax: m (the running max, log2 units) and
 // l (this lane's share of the running sum) of rows g and g + 8 take the
-// tile's scores s, which become their probabilities exp2(s - m) (f32), and
-// the O accumulators are rescaled to the new max.
+// tile's scores c s (c: the folded scale, else 1; c > 0 keeps the order of
+// s), which become their probabilities exp2(c s - m) (f32), and the O
+// accumulators are rescaled to the new max.
 //
 // A row whose scores are all -inf so far keeps m = -inf; it then exponentiates
 // against 0 instead of m, so its probabilities are 0 (not exp2(-inf + inf) =
@@ -75,22 +70,22 @@ template <bool MAX, int N> CKJIT_INLINE float attn_tree(float (&v)[N]) {
 // +inf and exp2(inf - inf) = NaN, as documented.
 template <int NT, int OT>
 CKJIT_INLINE void attn_online_softmax(float (&s)[NT][4], float (&o)[OT][4], float (&m)[2],
-                                      float (&l)[2]) {
+                                      float (&l)[2], float c) {
 #pragma unroll
   for (int h = 0; h < 2; h++) {
     float part[NT];
 #pragma unroll
     for (int n = 0; n < NT; n++) part[n] = fmaxf(s[n][2 * h], s[n][2 * h + 1]);
-    float mx = fmaxf(m[h], attn_tree<true>(part));
+    float mx = attn_tree<true>(part);
     mx = fmaxf(mx, ckjit_shfl_xor(mx, 1));
-    mx = fmaxf(mx, ckjit_shfl_xor(mx, 2));
+    mx = fmaxf(m[h], c * fmaxf(mx, ckjit_shfl_xor(mx, 2)));
     const float base = mx == -CKJIT_INF ? 0.0f : mx;
     const float alpha = attn_exp2(m[h] - base); // 0 on the first tile (m = -inf)
     m[h] = mx;
 #pragma unroll
     for (int n = 0; n < NT; n++) {
-      s[n][2 * h] = attn_exp2(s[n][2 * h] - base);
-      s[n][2 * h + 1] = attn_exp2(s[n][2 * h + 1] - base);
+      s[n][2 * h] = attn_exp2(fmaf(c, s[n][2 * h], -base));
+      s[n][2 * h + 1] = attn_exp2(fmaf(c, s[n][2 * h + 1], -base));
       part[n] = s[n][2 * h] + s[n][2 * h + 1];
     }
     l[h] = l[h] * alpha + attn_tree<false>(part);

@@ -169,11 +169,13 @@ CKJIT_INLINE void store_rows(const ckjit_attention_args &a, const attn_tile &t, 
     const float l = quad_sum(st.l[r]);
     if (i >= t.sq) continue;
     const float inv = attn_inv_l(l);
+    const bool none = l == 0.0f; // every key masked: exactly 0, whatever 0 x V gave
     T *row = t.o + (long long)i * a.o_stride.s;
 #pragma unroll
     for (int j = 0; j < HDIM_V / 8; j++) {
       const int col = 8 * j + 2 * (lane % 4);
-      *reinterpret_cast<unsigned *>(row + col) = pack2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+      const float lo = none ? 0.0f : o[4 * j + 2 * r] * inv, hi = none ? 0.0f : o[4 * j + 2 * r + 1] * inv;
+      *reinterpret_cast<unsigned *>(row + col) = pack2(lo, hi);
     }
     if (t.lse && lane % 4 == 0) t.lse[(long long)i * t.lse_ss] = attn_lse(st.m[r] * c, l);
   }

@@ -3,7 +3,7 @@
 
 Host:   base/ -> cache/ -> runtime/ (core) -> runtime/ops/ (the op families).
 Kernel: kernel_src/core/ and kernel_src/abi/ -> the families' folders
-        (kernel_src/elementwise/, rows/, gemm/); abi/ is also read by the
+        (kernel_src/elementwise/, rows/, gemm/, attention/); abi/ is also read by the
         host (runtime/), nothing else under kernel_src/ is.
 
 LAYERS says which project folders the files of each layer may include
@@ -138,6 +138,8 @@ def self_check():
         'kernel_src/gemm/g.h': '#include "core/prelude.h"\n',
         'runtime/bad.c': '#include "rows/r.cu"\n',
         'kernel_src/elementwise/e.cu': '#include "abi/x_args.h"\n',
+        'kernel_src/attention/a.cu': '#include "core/prelude.h"\n#include "attention/p.h"\n',
+        'kernel_src/attention/p.h': '#include "abi/x_args.h"\n',
     }
     with tempfile.TemporaryDirectory() as root:
         for rel, text in files.items():

@@ -32,10 +32,10 @@ _Static_assert(MASK_NONE == (int)CKJIT_ATTENTION_MASK_NONE &&
   }
 
 /* Defaults: each pipeline's hdim 128 tile (pipelines.c keeps the policy). */
-static const ckjit_param_desc wgmma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 128, 128, 2, 12);
+static const ckjit_param_desc wgmma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 128, 176, 2, 12);
 static const ckjit_param_desc mma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 128, 64, 2, 8);
 static const ckjit_param_desc mfma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 64, 64, 1, 4);
-static const ckjit_param_desc simt_params[AT_COUNT] = ATTENTION_PARAMS(0, 16, 64, 1, 4);
+static const ckjit_param_desc simt_params[AT_COUNT] = ATTENTION_PARAMS(0, 32, 32, 1, 8);
 
 const ckjit_family_id ckjit__attention_families[ATTENTION_PIPELINE_COUNT] = {
     [ATTENTION_WGMMA] = CKJIT_FAMILY_ATTENTION_WGMMA,

@@ -42,7 +42,9 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
  *          99 KiB holds it too);
  *   mfma   4 wave64s on 64 rows, 64 keys (32 beyond head dim 128) in the
  *          64 KiB LDS;
- *   simt   16 rows of 4 warps, 64 keys (32 beyond 128) of f32. */
+ *   simt   32 rows of 8 warps, 32 keys (16 when the head dims add up past
+ *          256) of f32: at most 32 KiB, so two blocks share an AMD CU's
+ *          LDS and sm_90 runs four (64 registers up to head dim 128). */
 attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v, int mask) {
   const int wide = hdim > 128 || hdim_v > 128;
   switch (p) {

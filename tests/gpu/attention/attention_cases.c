@@ -141,7 +141,7 @@ static void layout_cases(void) {
 static void varlen_cases(void) {
   static const int64_t q5[] = {17, 0, 1, 100, 33}, k5[] = {40, 5, 0, 100, 257};
   att_case *c = varlen(add("varlen causal, empty entries", BF, 0, 4, 2, 128, 300, 128, 128), 5, q5, k5);
-  c->mask = CAUSAL, c->pad_out = 1; /* maxima 128 / 300 above the longest 100 / 257 */
+  c->mask = CAUSAL, c->pad_out = 1, c->odd_batch_stride = 1; /* maxima 128 / 300 above the longest 100 / 257 */
   static const int64_t q4[] = {1, 1, 1, 1}, k4[] = {1, 7, 1, 0};
   varlen(add("varlen length-1 entries", BF, 0, 2, 1, 0, 0, 128, 128), 4, q4, k4)->scale = 0.5f;
   static const int64_t q3[] = {10, 37, 0}, k3[] = {50, 1, 20};
@@ -213,12 +213,17 @@ static void dtype_cases(void) {
   c->layout = LAY_DIM_STRIDE2, c->mask = CAUSAL;
 }
 
-/* Many query and key tiles, grid-stride walks: a sample of rows is checked. */
+/* Many query and key tiles: a sample of rows is checked (and every O
+ * element must be finite).  Unmasked dense problems of more tiles than an
+ * H100 has multiprocessors (132) run wgmma's persistent grid, each block
+ * taking several tiles. */
 static void long_cases(void) {
   att_case *c = add("2048 x 2048 causal (sampled)", BF, 1, 4, 1, 2048, 2048, 128, 128);
   c->mask = CAUSAL, c->sample = 64;
   c = add("300 x 4000 (sampled)", BF, 2, 2, 2, 300, 4000, 128, 128);
   c->sample = 32, c->scale = 0.5f;
+  c = add("persistent grid, 288 tiles (sampled)", BF, 2, 16, 4, 1100, 300, 128, 128);
+  c->sample = 96, c->scale = 0.5f;
 }
 
 void build_cases(void) {

@@ -124,6 +124,7 @@ typedef struct att_case {
   int lse;                                /* LSE written */
   int pad_out;                            /* O and LSE padded (and offset) */
   int varlen;
+  int odd_batch_stride;                   /* varlen: the unused batch strides odd, not 8k */
   int64_t lens_q[MAX_VARLEN], lens_k[MAX_VARLEN];
   int sample;                             /* > 0: rows checked against the reference */
 } att_case;

@@ -4,8 +4,8 @@
  *
  * Every layout leaves gaps the kernels must neither read into a result
  * (the test fills them with NaN) nor write (poison): padded rows, heads
- * and entries, a misaligned start.  Varlen tensors get an odd batch stride,
- * which ckjit.h says is not used. */
+ * and entries, a misaligned start.  Varlen tensors get a wrong batch
+ * stride, which ckjit.h says is not used. */
 #include <string.h>
 
 #include "attention_gpu.h"
@@ -82,8 +82,13 @@ static void plan_views(const att_case *c, att_plan *p) {
     const ckjit_attention_strides sl = {c->hq * rows + (c->pad_out ? 5 : 0), rows, 1, 0};
     set_view(&p->lse, B_LSE, c->pad_out ? 2 : 0, sl, nb, c->hq, nq, 1);
   }
-  if (c->varlen) /* "stride_batch is not used": an odd one shows if it is */
-    p->q.st.batch = p->k.st.batch = p->v.st.batch = p->o.st.batch = p->lse.st.batch = 12345;
+  /* Varlen: "stride_batch is not used", so give a wrong one (entry b > 0
+   * would read the wrong rows through it).  A multiple of 8 elements keeps
+   * the layout wgmma's tensor maps take; an odd one (odd_batch_stride)
+   * must not change the layout rule either. */
+  if (c->varlen)
+    p->q.st.batch = p->k.st.batch = p->v.st.batch = p->o.st.batch = p->lse.st.batch =
+        c->odd_batch_stride ? 12345 : 12344;
   if (c->bias) { /* [b][h][i][j], rows padded; a broadcast dimension has stride 0 */
     const int64_t ss = c->sk + 3, sh = c->sq * ss + 5, nh = c->bias_bcast & BB_HEAD ? 1 : c->hq;
     const ckjit_attention_strides sb = {c->bias_bcast & BB_BATCH ? 0 : nh * sh + 7,

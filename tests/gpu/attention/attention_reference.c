@@ -41,7 +41,7 @@
  *        (m + log2 l) ln 2 are f32; 2^-10 (~1e-3) covers the kernels'
  *        approximate exp2 / log2 and the rounding of the p's an l may be
  *        summed from, with a wide margin.  It still catches a key too many
- *        or too few in a row of 1000 equal keys (log(1001/1000) = 1e-3).
+ *        or too few in a row of 500 equal keys (log(501/500) = 2e-3).
  * A row without visible keys must be exactly O = 0 (either sign) and
  * LSE = -inf.  att_reference_self_check proves each mistake of enum
  * att_wrong fails these bounds, for every dtype. */
