@@ -626,7 +626,9 @@ CKJIT_API ckjit_attention_strides ckjit_attention_strides_bhsd(int64_t seq, int6
                                                                int64_t dim);
 
 /* One attention forward.  batch 0, seqlen_q 0 or num_heads_q 0 does
- * nothing; seqlen_k 0 gives O = 0 and LSE = -inf. */
+ * nothing (after the descriptor's checks: a bad dtype, head dim or option
+ * still fails); seqlen_k 0 gives O = 0 and LSE = -inf.  A stride whose
+ * extent is one entry (varlen's batch stride, LSE's dim) is not read. */
 CKJIT_API ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *stream);
 
 #ifdef __cplusplus

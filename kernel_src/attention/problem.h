@@ -51,6 +51,7 @@ CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_
     const int q0 = a.cu_seqlens_q[tile.b], k0 = a.cu_seqlens_k[tile.b];
     tile.sq = a.cu_seqlens_q[tile.b + 1] - q0;
     tile.sk = a.cu_seqlens_k[tile.b + 1] - k0;
+    tile.diag = tile.sk - tile.sq; // from the true lengths (ckjit.h's diagonal)
     if (tile.sq > a.seqlen_q) tile.sq = a.seqlen_q; // rows past the maximum are not computed
     q_off = q0 * a.q_stride.s;
     k_off = k0;
@@ -61,6 +62,7 @@ CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_
   } else {
     tile.sq = a.seqlen_q;
     tile.sk = a.seqlen_k;
+    tile.diag = tile.sk - tile.sq;
     q_off = tile.b * a.q_stride.b;
     k_off = -1;
     o_off = tile.b * a.o_stride.b;
@@ -68,7 +70,6 @@ CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_
     tile.q_tok0 = tile.k_tok0 = 0;
   }
   if (tile.m0 >= tile.sq) return false;
-  tile.diag = tile.sk - tile.sq;
   tile.q = static_cast<const T *>(a.q) + q_off + tile.h * a.q_stride.h;
   tile.o = static_cast<T *>(a.o) + o_off + tile.h * a.o_stride.h;
   const long long kb = k_off < 0 ? tile.b * a.k_stride.b : k_off * a.k_stride.s;

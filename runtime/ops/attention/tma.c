@@ -32,8 +32,9 @@ static int encode(const ckjit_runtime *rt, ckjit_tensor_map *map, const ckjit_at
       !stride_ok(st->batch, es, batch > 1))
     return 0;
   /* Unused strides (an extent of 1) still go to the driver: any valid one. */
-  const uint64_t s_seq = st->seq ? (uint64_t)st->seq * es : 16, s_head = st->head ? (uint64_t)st->head * es : 16,
-                 s_batch = st->batch ? (uint64_t)st->batch * es : 16;
+  const uint64_t s_seq = seq > 1 ? (uint64_t)st->seq * es : 16,
+                 s_head = heads > 1 ? (uint64_t)st->head * es : 16,
+                 s_batch = batch > 1 ? (uint64_t)st->batch * es : 16;
   const unsigned long long dims[4] = {(unsigned long long)dim, (unsigned long long)seq,
                                       (unsigned long long)heads, (unsigned long long)batch};
   const unsigned long long strides[3] = {s_seq, s_head, s_batch};

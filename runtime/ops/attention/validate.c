@@ -44,10 +44,11 @@ static ckjit_status check_tensor(const char *name, const void *p, size_t es,
   int64_t last = 0;
   for (int i = 0; i < 4; i++) {
     int64_t term;
+    if (n[i] <= 1) continue; /* an unused stride (one entry): any value */
     if (s[i] < 0)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s has a negative stride (%lld)", API,
                          name, (long long)s[i]);
-    if (n[i] > 0 && (__builtin_mul_overflow(n[i] - 1, s[i], &term) ||
+    if ((__builtin_mul_overflow(n[i] - 1, s[i], &term) ||
                      __builtin_add_overflow(last, term, &last)))
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s's extent overflows 64 bits", API,
                          name);
@@ -73,8 +74,9 @@ static ckjit_status check_shape(const ckjit_attention_desc *d) {
   if (st) return st;
   if (d->batch < 0 || d->batch > INT32_MAX - 1 || d->num_heads_q < 0 || d->num_heads_q > INT32_MAX)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: batch (%lld) and num_heads_q (%lld) must be in 0 .. 2^31 - 2", API,
-                       (long long)d->batch, (long long)d->num_heads_q);
+                       "%s: batch (%lld) must be in 0 .. 2^31 - 2 and num_heads_q (%lld) in 0 .. "
+                       "2^31 - 1",
+                       API, (long long)d->batch, (long long)d->num_heads_q);
   if (d->num_heads_kv < 1 || d->num_heads_kv > d->num_heads_q ||
       d->num_heads_q % d->num_heads_kv)
     if (d->num_heads_q > 0)
@@ -126,9 +128,17 @@ static ckjit_status check_options(const ckjit_attention_desc *d, attention_call 
                          ckjit_dtype_name(d->bias_dtype), ckjit_dtype_name(d->dtype));
     c->bias = d->bias_dtype == CKJIT_F32 ? BIAS_F32 : BIAS_DTYPE;
   }
-  if (d->alibi_slopes && ((uintptr_t)d->alibi_slopes % 4 || d->alibi_stride_batch < 0))
+  int64_t alibi_last;
+  if (d->alibi_slopes &&
+      ((uintptr_t)d->alibi_slopes % 4 || d->alibi_stride_batch < 0 ||
+       __builtin_mul_overflow(d->batch > 0 ? d->batch - 1 : 0, d->alibi_stride_batch, &alibi_last) ||
+       __builtin_add_overflow(alibi_last, d->num_heads_q, &alibi_last) ||
+       __builtin_mul_overflow(alibi_last, (int64_t)sizeof(float), &alibi_last) ||
+       (uintptr_t)d->alibi_slopes + (uint64_t)alibi_last < (uintptr_t)d->alibi_slopes))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: alibi_slopes must be 4-byte aligned, alibi_stride_batch >= 0", API);
+                       "%s: alibi_slopes must be 4-byte aligned, alibi_stride_batch >= 0, and "
+                       "[batch][num_heads_q] slopes inside the address space",
+                       API);
   return CKJIT_SUCCESS;
 }
 
