@@ -1,6 +1,6 @@
 /* The one way ckjit writes files: every file the library writes (cache
  * entries, CKJIT_DUMP_DIR dumps, the CKJIT_RECORD file, CKJIT_TUNE's
- * gemm-tune.txt, ckjit-cache's archive export) goes through these functions, so each kind of write has one
+ * gemm-tune.txt and attention-tune.txt, ckjit-cache's archive export) goes through these functions, so each kind of write has one
  * implementation and one argument for why readers never see a torn file.
  *
  * The ways to write:

@@ -60,6 +60,7 @@ ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *stream) {
   ckjit_launch_plan p;
   ckjit__plan_init(&p, CKJIT_FAMILY_ATTENTION_SIMT);
   if ((st = ckjit__attention_pick(rt, &c, &p.spec))) return st;
+  ckjit__attention_tune(rt, &c, &p.spec, stream); /* CKJIT_TUNE: a measured wgmma tile */
   plan(rt, &c, &p);
   if (p.spec.family == CKJIT_FAMILY_ATTENTION_WGMMA) {
     ckjit_attention_tma_args x;

@@ -7,10 +7,12 @@
  *   validate.c          the descriptor's defaults and checks
  *   pipelines.c         the pipeline table: which family runs a call, its tile
  *   tma.c               attention_wgmma's tensor maps
+ *   tune.c              CKJIT_TUNE: attention_wgmma's tiles timed per shape class
  *   attention.c         plan, arguments, run (ckjit_attention) */
 #ifndef CKJIT_RUNTIME_OPS_ATTENTION_H
 #define CKJIT_RUNTIME_OPS_ATTENTION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/attention_args.h"
@@ -77,6 +79,29 @@ struct ckjit_runtime;
 /* The spec of the first pipeline that runs `call` on the device. */
 ckjit_status ckjit__attention_pick(const struct ckjit_runtime *rt, const attention_call *call,
                                    ckjit_spec *spec);
+
+/* CKJIT_TUNE (tune.c): attention_wgmma's tile from the record of measured
+ * winners for the call's shape class, measured first under CKJIT_TUNE=1
+ * (each candidate run on the call's stream and buffers, the stream
+ * synchronized: not under graph capture).  Other families' specs, and
+ * the spec when nothing is known, stay as picked. */
+void ckjit__attention_tune(struct ckjit_runtime *rt, const attention_call *call, ckjit_spec *spec,
+                           void *stream);
+/* Its pieces, for the unit tests.  The shape class of `call` on `arch`
+ * (0 when it would not fit `len` or a record line):
+ *   <arch>/<dtype>/hd<qk>x<v>/<mask>/bias-<bias>/alibi<0|1>/softcap<0|1>/
+ *   <dense|varlen>/q<a>k<b>bh<c>
+ * with a, b, c the base-2 logarithms, rounded up, of seqlen_q, seqlen_k
+ * (varlen: the largest lengths) and batch * num_heads_q. */
+int ckjit__attention_tune_class(const char *arch, const attention_call *call, char *out,
+                                size_t len);
+/* The tiles timed for wgmma `spec` on a device of `max_shared_bytes`, the
+ * spec's own first; at most `max`.  Returns how many. */
+int ckjit__attention_tune_candidates(const ckjit_spec *spec, int max_shared_bytes,
+                                     attention_tile *out, int max);
+/* The record (runtime/ops/tune_record.h) as tiles: bm, bn, stages, warps. */
+int ckjit__attention_tune_lookup(const char *dir, const char *cls, attention_tile *out);
+void ckjit__attention_tune_store(const char *dir, const char *cls, const attention_tile *tile);
 
 /* attention_wgmma's tensor maps for `call` (tma.c): 1 when Q's, K's and
  * V's were made (a dense problem whose strides TMA takes, on a driver that

@@ -2,13 +2,13 @@
  * applies the recorded winner (the record: tune_record.c). */
 #include "tune.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/error.h"
 #include "runtime/dispatch.h"
+#include "runtime/ops/tune_record.h"
 #include "run.h"
 
 static int ceil_log2(int64_t x) {
@@ -123,9 +123,7 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
 
 void ckjit__gemm_tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int *splits,
                       void *stream) {
-  static _Atomic int mode_plus_2; /* CKJIT_TUNE, read on the first call (0: not yet) */
-  int mode = atomic_load_explicit(&mode_plus_2, memory_order_relaxed) - 2;
-  if (mode == -2) atomic_store(&mode_plus_2, (mode = ckjit__gemm_tune_mode()) + 2);
+  const int mode = ckjit__tune_mode_cached(); /* CKJIT_TUNE, read on the first call */
   if (mode < 0 || g->split_k != 0 || pl->pipe == PIPE_SIMT || pl->pipe == PIPE_MFMA ||
       g->ab_dtype == CKJIT_F32)
     return;

@@ -1,5 +1,7 @@
 /* CKJIT_TUNE: GEMM configurations measured per shape class (tune.c) and
- * their record, in memory and in the cache directory (tune_record.c). */
+ * their record, in memory and in the cache directory (tune_record.c: the
+ * GEMM's values in the record every tuned family shares,
+ * runtime/ops/tune_record.h). */
 #ifndef CKJIT_RUNTIME_OPS_GEMM_TUNE_H
 #define CKJIT_RUNTIME_OPS_GEMM_TUNE_H
 
