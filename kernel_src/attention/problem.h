@@ -35,13 +35,28 @@ struct attn_tile {
   int q_tok0, k_tok0; // varlen: the entry's first packed token of Q and of K, V (dense: 0)
 };
 
-// Tile `t` of m_blocks * heads_q * batch: the query tile fastest, reversed
-// (the heaviest causal tiles start first), then the head (so the heads that
-// share a K/V head run together), then the batch entry.  Returns false when
-// the entry has no row in it (varlen: a shorter sequence).
+// Tile `t` of m_blocks * heads_q * batch.  Without a mask (tiles of equal
+// work): the query tile fastest, then the head (so the heads that share a
+// K/V head run together), then the batch entry.  With one, tiles differ in
+// work: the (head, entry) pairs go in groups of ATTN_HEAD_GROUP whose K and
+// V fit in L2 together, and inside a group the query tiles heaviest first
+// across the group's heads, so the light tiles fill the end of the grid
+// instead of a heavy one starting last.  Returns false when the entry has
+// no row in it (varlen: a shorter sequence).
+#define ATTN_HEAD_GROUP 8
 CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_tile &tile) {
-  const long long mb = a.m_blocks - 1 - t % a.m_blocks;
-  const long long bh = t / a.m_blocks;
+  long long mb, bh;
+  if (MASK == MASK_NONE) {
+    mb = a.m_blocks - 1 - t % a.m_blocks;
+    bh = t / a.m_blocks;
+  } else {
+    const long long pairs = (long long)a.heads_q * a.batch, span = ATTN_HEAD_GROUP * a.m_blocks;
+    const long long group = t / span, in_group = t % span;
+    const long long rest = pairs - group * ATTN_HEAD_GROUP;
+    const long long size = rest < ATTN_HEAD_GROUP ? rest : ATTN_HEAD_GROUP;
+    mb = a.m_blocks - 1 - in_group / size;
+    bh = group * ATTN_HEAD_GROUP + in_group % size;
+  }
   tile.h = (int)(bh % a.heads_q);
   tile.b = (int)(bh / a.heads_q);
   tile.g = tile.h / (a.heads_q / a.heads_kv);
