@@ -1,11 +1,14 @@
 #include "library_path.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../base/buffer.h"
 
@@ -49,16 +52,61 @@ int ckjit__find_library(const char *const *names, const char *const *extra_dirs,
   return -1;
 }
 
+/* The GNU build-id note of the 64-bit ELF file at `path` as hex into
+ * `hex` (at least 2 * 32 + 1 bytes); 0 when it has none.  The note lives
+ * in a PT_NOTE segment near the start of the file: two or three small
+ * reads, not a walk of NVRTC's 100 MB of sections. */
+static int build_id(const char *path, char *hex, size_t len) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int found = 0;
+  Elf64_Ehdr eh;
+  if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum <= 64) {
+    Elf64_Phdr ph[64];
+    const size_t ph_bytes = (size_t)eh.e_phnum * sizeof ph[0];
+    if (pread(fd, ph, ph_bytes, (off_t)eh.e_phoff) == (ssize_t)ph_bytes) {
+      for (int i = 0; i < eh.e_phnum && !found; i++) {
+        unsigned char note[512];
+        if (ph[i].p_type != PT_NOTE || ph[i].p_filesz > sizeof note) continue;
+        const ssize_t n = pread(fd, note, ph[i].p_filesz, (off_t)ph[i].p_offset);
+        for (size_t off = 0; n > 0 && off + sizeof(Elf64_Nhdr) <= (size_t)n && !found;) {
+          Elf64_Nhdr nh;
+          memcpy(&nh, note + off, sizeof nh);
+          const size_t name_at = off + sizeof nh, desc_at = name_at + ((nh.n_namesz + 3) & ~3u);
+          const size_t next = desc_at + ((nh.n_descsz + 3) & ~3u);
+          if (next > (size_t)n) break;
+          if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && !memcmp(note + name_at, "GNU", 4) &&
+              nh.n_descsz > 0 && nh.n_descsz <= 32 && 2 * nh.n_descsz < len) {
+            for (size_t k = 0; k < nh.n_descsz; k++) snprintf(hex + 2 * k, 3, "%02x", note[desc_at + k]);
+            found = 1;
+          }
+          off = next;
+        }
+      }
+    }
+  }
+  close(fd);
+  return found;
+}
+
+/* The build-id names the build itself, so a cache prewarmed on one machine
+ * serves another with the same compiler build; the file's mtime (used only
+ * where there is no build-id) differs between installs of one build. */
 void ckjit__library_identity(const char *path, char *out, size_t len) {
   struct stat st;
+  char id[2 * 32 + 1];
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   if (stat(path, &st)) {
     snprintf(out, len, "%.100s", base);
     return;
   }
-  snprintf(out, len, "%.100s size=%lld mtime=%lld", base, (long long)st.st_size,
-           (long long)st.st_mtime);
+  if (build_id(path, id, sizeof id))
+    snprintf(out, len, "%.100s size=%lld build-id=%s", base, (long long)st.st_size, id);
+  else
+    snprintf(out, len, "%.100s size=%lld mtime=%lld", base, (long long)st.st_size,
+             (long long)st.st_mtime);
 }
 
 void ckjit__library_version(const char *path, int *major, int *minor) {

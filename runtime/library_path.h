@@ -3,7 +3,8 @@
  * Loading NVRTC or hipRTC costs far more than a warm start may take
  * (bench/NOTES.md #3), yet the cache key needs the compiler's identity.  So ckjit resolves
  * the library file itself, takes its identity from the file (name, size,
- * mtime), and dlopens exactly that file later, only on a cache miss. */
+ * GNU build-id, or the mtime where it has none), and dlopens exactly that
+ * file later, only on a cache miss. */
 #ifndef CKJIT_RUNTIME_LIBRARY_PATH_H
 #define CKJIT_RUNTIME_LIBRARY_PATH_H
 
@@ -16,8 +17,9 @@
 int ckjit__find_library(const char *const *names, const char *const *extra_dirs,
                         const char *env_override, char *out, size_t len);
 
-/* "libnvrtc.so.13.0.88 size=109338064 mtime=1760564160": the identity of a
- * library file for the cache key. */
+/* "libnvrtc.so.13.0.88 size=109338064 build-id=65be0db3...": the identity
+ * of a library file for the cache key ("... mtime=1760564160" for a file
+ * without a build-id note). */
 void ckjit__library_identity(const char *path, char *out, size_t len);
 
 /* Major and minor version from a soname-style file name ("libx.so.13.0.88"
