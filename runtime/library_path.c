@@ -92,7 +92,8 @@ static int build_id(const char *path, char *hex, size_t len) {
 
 /* The build-id names the build itself, so a cache prewarmed on one machine
  * serves another with the same compiler build; the file's mtime (used only
- * where there is no build-id) differs between installs of one build. */
+ * where there is no build-id) and its name differ between installs of one
+ * build. */
 void ckjit__library_identity(const char *path, char *out, size_t len) {
   struct stat st;
   char id[2 * 32 + 1];
@@ -102,8 +103,15 @@ void ckjit__library_identity(const char *path, char *out, size_t len) {
     snprintf(out, len, "%.100s", base);
     return;
   }
-  if (build_id(path, id, sizeof id))
-    snprintf(out, len, "%.100s size=%lld build-id=%s", base, (long long)st.st_size, id);
+  if (build_id(path, id, sizeof id)) {
+    /* The file's own name varies with how the build was installed
+     * (libnvrtc.so.13 here, libnvrtc.so.13.0.88 behind symlinks there):
+     * only the library's stem goes with the build-id. */
+    const char *so = strstr(base, ".so");
+    const int stem = so ? (int)(so - base) : (int)strlen(base);
+    snprintf(out, len, "%.*s size=%lld build-id=%s", stem < 100 ? stem : 100, base,
+             (long long)st.st_size, id);
+  }
   else
     snprintf(out, len, "%.100s size=%lld mtime=%lld", base, (long long)st.st_size,
              (long long)st.st_mtime);

@@ -17,9 +17,10 @@
 int ckjit__find_library(const char *const *names, const char *const *extra_dirs,
                         const char *env_override, char *out, size_t len);
 
-/* "libnvrtc.so.13.0.88 size=109338064 build-id=65be0db3...": the identity
- * of a library file for the cache key ("... mtime=1760564160" for a file
- * without a build-id note). */
+/* "libnvrtc size=109338064 build-id=65be0db3...": the identity of a
+ * library file for the cache key (the stem of its name, its size and GNU
+ * build-id; "libnvrtc.so.13.0.88 size=109338064 mtime=1760564160", the
+ * whole name and the mtime, for a file without a build-id note). */
 void ckjit__library_identity(const char *path, char *out, size_t len);
 
 /* Major and minor version from a soname-style file name ("libx.so.13.0.88"
