@@ -20,8 +20,6 @@
 typedef float mfma_f32x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 mfma_f16x4 __attribute__((ext_vector_type(4)));
 
-template <typename X> struct mfma_is_bf16 { static constexpr bool value = false; };
-template <> struct mfma_is_bf16<ckjit_bf16> { static constexpr bool value = true; };
 
 #define MFMA_WAVE_ROWS (BM / WARPS)        // query rows of one wave
 #define MFMA_ROW_BLOCKS (MFMA_WAVE_ROWS / 16) // its 16-row MFMA blocks
@@ -41,7 +39,7 @@ CKJIT_INLINE float mfma_exp2(float x) { return __builtin_exp2f(x); }
 
 // acc += A B for one 16x16x16 block.
 CKJIT_INLINE mfma_f32x4 mfma_16x16x16(mfma_quad a, mfma_quad b, mfma_f32x4 acc) {
-  if constexpr (mfma_is_bf16<T>::value) {
+  if constexpr (ckjit_is_bf16<T>) {
 #if defined(__gfx908__)
     // gfx908 has no bf16 MFMA of this shape; the host sends bf16 there to
     // attention_simt (no CKJIT_MATRIX_MFMA_BF16), and, as gemm_mfma, this
@@ -63,7 +61,7 @@ CKJIT_INLINE mfma_f32x4 mfma_16x16x16(mfma_quad a, mfma_quad b, mfma_f32x4 acc) 
 // NaN), but without a branch: the compiler turned the prelude's bf16 NaN
 // test into a divergent branch per element.
 CKJIT_INLINE unsigned short mfma_to_bits(float f) {
-  if constexpr (mfma_is_bf16<T>::value) {
+  if constexpr (ckjit_is_bf16<T>) {
     const unsigned u = __float_as_uint(f);
     const unsigned rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
     return (unsigned short)(f != f ? (u >> 16) | 0x40u : rounded);
@@ -75,7 +73,7 @@ CKJIT_INLINE unsigned short mfma_to_bits(float f) {
 // Four probabilities rounded (nearest even) to T: an operand of P V.
 CKJIT_INLINE mfma_quad mfma_round_p(const mfma_f32x4 &p) {
   mfma_quad q;
-  if constexpr (mfma_is_bf16<T>::value) {
+  if constexpr (ckjit_is_bf16<T>) {
 #pragma unroll
     for (int e = 0; e < 4; e++) q[e] = (short)mfma_to_bits(p[e]);
   } else {
@@ -226,7 +224,7 @@ CKJIT_INLINE void mfma_store_rows(const ckjit_attention_args &a, const attn_tile
       unsigned short out[4];
 #pragma unroll
       for (int e = 0; e < 4; e++)
-        out[e] = mfma_to_bits(l == 0.0f ? 0.0f : o[qb][db][e] * inv);
+        out[e] = mfma_to_bits(attn_scaled(o[qb][db][e], inv));
       const mfma_u32x2 packed = {out[0] | (unsigned)out[1] << 16, out[2] | (unsigned)out[3] << 16};
       *(__attribute__((address_space(1))) mfma_u32x2 *)(row + 16 * db) = packed;
     }

@@ -68,7 +68,7 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
   const attn_ldsm_lane<QC, 0> q_lane;
   const attn_ldsm_lane<QC, 1> k_lane;
   const attn_ldsm_lane<VC, 0> v_lane;
-  const long long total = a.m_blocks * a.heads_q * a.batch;
+  const long long total = attn_tile_count(a);
   // Scale folded into the softmax's exponent (attn_scores): plain scores
   // and a positive scale.
   const bool fold = ATTN_PLAIN_SCORES && a.scale_log2 > 0.0f;

@@ -20,6 +20,7 @@
 // away from a lane's base, not a 64-bit pointer converted per load.
 #pragma once
 #include "core/mma_sync.h"
+#include "attention/nv_math.h"
 #if defined(CKJIT_NVIDIA)
 
 template <int C> CKJIT_INLINE int attn_swz_x(int row) {
@@ -100,28 +101,10 @@ template <int C, int rows_bit> struct attn_ldsm_lane {
   }
 };
 
-// Two f32 values rounded (nearest even) into one register of two T, the
-// lower column in the low half: the operand layout of mma.sync.
-template <typename U> struct attn_is_bf16 { static const bool value = false; };
-template <> struct attn_is_bf16<ckjit_bf16> { static const bool value = true; };
-
-CKJIT_INLINE unsigned attn_pack(float lo, float hi) {
-  unsigned r;
-  if (attn_is_bf16<T>::value)
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 // d += a b, one m16n8k16 mma.sync of T operands.
 CKJIT_INLINE void attn_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  mma_m16n8k16<attn_is_bf16<T>::value>(d, a, b0, b1);
+  mma_m16n8k16<ckjit_is_bf16<T>>(d, a, b0, b1);
 }
-
-// x / l for a row of O, with inv_l = attn_inv_l(l): 0 when l is 0 (every
-// key masked), even where a NaN in V met a zero probability.
-CKJIT_INLINE float attn_scaled(float x, float inv_l) { return inv_l == 0.0f ? 0.0f : x * inv_l; }
 
 // The O tile of one warp: 16 rows x HDIM_V columns as mma.sync C fragments
 // (o[j]: columns 8j .. 8j + 7; lane g = lane / 4, q = lane % 4 holds rows

@@ -10,15 +10,6 @@
 #include "attention/mma_smem.h"
 #if defined(CKJIT_NVIDIA)
 
-// 2^x in one MUFU instruction; 2^-inf = +0, NaN stays NaN.  (exp2f adds
-// fix-ups for denormal results; a probability under 2^-126 of its row's
-// largest, 1, is lost in l >= 1 and in P V alike.)
-CKJIT_INLINE float attn_exp2(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
 // Raw q.k sums -> scores in log2 units (attn_score), -inf where masked.
 // i0: query row of s[n][0..1] (local; s[n][2..3] is i0 + 8); j0: key of
 // s[0][0] (local, this lane's first column).  MASKED: the tile crosses a
@@ -77,8 +68,7 @@ CKJIT_INLINE void attn_online_softmax(float (&s)[NT][4], float (&o)[OT][4], floa
 #pragma unroll
     for (int n = 0; n < NT; n++) part[n] = fmaxf(s[n][2 * h], s[n][2 * h + 1]);
     float mx = attn_tree<true>(part);
-    mx = fmaxf(mx, ckjit_shfl_xor(mx, 1));
-    mx = fmaxf(m[h], c * fmaxf(mx, ckjit_shfl_xor(mx, 2)));
+    mx = fmaxf(m[h], c * attn_quad_max(mx));
     const float base = mx == -CKJIT_INF ? 0.0f : mx;
     const float alpha = attn_exp2(m[h] - base); // 0 on the first tile (m = -inf)
     m[h] = mx;
@@ -107,13 +97,6 @@ CKJIT_INLINE void attn_p_frag(unsigned (&pa)[4], const float (&p)[NT][4], int kk
   pa[1] = attn_pack(p[2 * kk][2], p[2 * kk][3]);
   pa[2] = attn_pack(p[2 * kk + 1][0], p[2 * kk + 1][1]);
   pa[3] = attn_pack(p[2 * kk + 1][2], p[2 * kk + 1][3]);
-}
-
-// A row's total of the four lanes' sums (every lane of the quad gets the
-// same bits: each step adds the same two values on both sides).
-CKJIT_INLINE float attn_quad_sum(float v) {
-  v += ckjit_shfl_xor(v, 1);
-  return v + ckjit_shfl_xor(v, 2);
 }
 
 #endif

@@ -44,6 +44,10 @@ struct attn_tile {
 // instead of a heavy one starting last.  Returns false when the entry has
 // no row in it (varlen: a shorter sequence).
 #define ATTN_HEAD_GROUP 8
+// The tiles the grid walks (grid-stride).
+CKJIT_INLINE long long attn_tile_count(const ckjit_attention_args &a) {
+  return a.m_blocks * a.heads_q * (long long)a.batch;
+}
 CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_tile &tile) {
   long long mb, bh;
   if (MASK == MASK_NONE) {
@@ -208,6 +212,11 @@ CKJIT_INLINE float attn_score(const attn_scorer &s, float acc, int i, int j) {
 // masked); NaN when l is (a NaN or +inf score).  LSE = (m + log2 l) ln 2,
 // with m the row's max in log2 units; -inf when l is 0.
 CKJIT_INLINE float attn_inv_l(float l) { return l == 0.0f ? 0.0f : 1.0f / l; }
+// One value of a row of O: x * inv_l, exactly 0 for a row whose keys are
+// all masked (inv_l 0), even where a NaN or infinity in V met a zero
+// probability inside a tensor-core product.  (1 / l is never 0 otherwise:
+// l is at least 1 and at most the key count.)
+CKJIT_INLINE float attn_scaled(float x, float inv_l) { return inv_l == 0.0f ? 0.0f : x * inv_l; }
 CKJIT_INLINE float attn_lse(float m_log2, float l) {
 #if defined(CKJIT_NVIDIA)
   const float log2_l = __log2f(l);

@@ -129,7 +129,7 @@ CKJIT_INLINE void attend_rows(const ckjit_attention_args &a, const attn_tile &t,
   for (int c = 0; c < O_VECS; c++)
 #pragma unroll
     for (int e = 0; e < 4; e++)
-      out[(4 * ROW_LANES * c + e) * a.o_stride.d] = ckjit_from_float<T>(o[c][e] * inv_l);
+      out[(4 * ROW_LANES * c + e) * a.o_stride.d] = ckjit_from_float<T>(attn_scaled(o[c][e], inv_l));
   if (t.lse && lane == 0) t.lse[i * t.lse_ss] = attn_lse(m, l);
 }
 
@@ -140,7 +140,7 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
   float *const k_tile = attn_smem;
   float *const v_tile = attn_smem + BN * HDIM;
   const int row_in_pass = (int)(threadIdx.x / ROW_LANES);
-  const long long total = a.m_blocks * a.heads_q * a.batch;
+  const long long total = attn_tile_count(a);
   for (long long t = blockIdx.x; t < total; t += gridDim.x) {
     attn_tile tile;
     if (!attn_tile_at(a, t, tile)) continue; // the same for the whole block

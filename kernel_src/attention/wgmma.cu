@@ -90,7 +90,7 @@ CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barr
   const ckjit_attention_args &a = x.p;
   const int copiers = a.tma ? 32 : 128;
   if ((int)threadIdx.x >= copiers) return;
-  const long long tiles = a.m_blocks * a.heads_q * (long long)a.batch;
+  const long long tiles = attn_tile_count(a);
   const bool varlen = a.cu_seqlens_q != nullptr;
   unsigned q_phase = 0;
   int step = 0;
@@ -138,7 +138,7 @@ CKJIT_INLINE void wait_full(ckjit_u64 &bar, unsigned phase) { mbar_wait(smem_add
 CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers &bar, int wg) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int row0 = 64 * wg; // this warpgroup's first row in the tile
-  const long long tiles = a.m_blocks * a.heads_q * (long long)a.batch;
+  const long long tiles = attn_tile_count(a);
   const bool fold = ATTN_PLAIN_SCORES && a.scale_log2 > 0.0f;
   const float c = fold ? a.scale_log2 : 1.0f;
   unsigned q_phase = 0;

@@ -6,14 +6,13 @@
 // 8 j + 2 (l % 4) + (e & 1) of row e < 2 ? r0 : r1.  A row is spread over
 // the four lanes of a quad, so row reductions are two xor shuffles.
 //
-// Needs T, BN, HDIM, HDIM_V and wgmma_tiles.h.
+// Needs T, BN, HDIM, HDIM_V, attention/problem.h and wgmma_tiles.h.
 #pragma once
+#include "attention/nv_math.h"
 
 #define S_ACC (BN / 2)
 #define O_ACC (HDIM_V / 2)
 
-template <typename X> struct is_bf16_t { static const bool value = false; };
-template <> struct is_bf16_t<ckjit_bf16> { static const bool value = true; };
 
 #define WGMMA_SS_BN(ty) CKJIT_CAT3(wgmma_, ty, CKJIT_CAT(_n, BN))<0, 0>
 #define WGMMA_RS_HDV(ty) CKJIT_CAT3(wgmma_rs_, ty, CKJIT_CAT(_n, HDIM_V))<1>
@@ -37,18 +36,10 @@ CKJIT_INLINE void qk_gemm(float (&s)[S_ACC], unsigned q, int row0, unsigned k) {
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < HDIM; kk += 16) {
-    if (is_bf16_t<T>::value) WGMMA_SS_BN(bf16)(s, q_desc(q, row0, kk), k_desc(k, kk));
+    if (ckjit_is_bf16<T>) WGMMA_SS_BN(bf16)(s, q_desc(q, row0, kk), k_desc(k, kk));
     else WGMMA_SS_BN(f16)(s, q_desc(q, row0, kk), k_desc(k, kk));
   }
   wgmma_commit();
-}
-
-// Two f32 values as one register of two T (round to nearest even).
-CKJIT_INLINE unsigned pack2(float lo, float hi) {
-  unsigned r;
-  if (is_bf16_t<T>::value) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
 }
 
 // P (the probabilities in s, rounded to T) as register A operands, 16
@@ -58,7 +49,7 @@ CKJIT_INLINE void pack_p(unsigned (&pa)[BN / 16][4], const float (&p)[S_ACC]) {
 #pragma unroll
   for (int c = 0; c < BN / 16; c++)
 #pragma unroll
-    for (int q = 0; q < 4; q++) pa[c][q] = pack2(p[8 * c + 2 * q], p[8 * c + 2 * q + 1]);
+    for (int q = 0; q < 4; q++) pa[c][q] = attn_pack(p[8 * c + 2 * q], p[8 * c + 2 * q + 1]);
 }
 
 // o += P V[tile] (issued; the caller waits).
@@ -67,27 +58,10 @@ CKJIT_INLINE void pv_gemm(float (&o)[O_ACC], const unsigned (&pa)[BN / 16][4], u
   wgmma_fence();
 #pragma unroll
   for (int c = 0; c < BN / 16; c++) {
-    if (is_bf16_t<T>::value) WGMMA_RS_HDV(bf16)(o, pa[c], v_desc(v, 16 * c));
+    if (ckjit_is_bf16<T>) WGMMA_RS_HDV(bf16)(o, pa[c], v_desc(v, 16 * c));
     else WGMMA_RS_HDV(f16)(o, pa[c], v_desc(v, 16 * c));
   }
   wgmma_commit();
-}
-
-// 2^x on the special-function unit (flush-to-zero; 2^-inf = 0), the one
-// exponential of the softmax.
-CKJIT_INLINE float exp2_fast(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
-CKJIT_INLINE float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-CKJIT_INLINE float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
 // The running state of this thread's two rows: max (log2 units) and this
@@ -136,15 +110,15 @@ CKJIT_INLINE void online_softmax(float (&s)[S_ACC], softmax_rows &st, float c, f
     float mx = st.m[r];
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
-    mx = quad_max(mx);
+    mx = attn_quad_max(mx);
     const float ref = mx == -CKJIT_INF ? 0.0f : mx * c;
-    rescale[r] = exp2_fast(st.m[r] * c - ref);
+    rescale[r] = attn_exp2(st.m[r] * c - ref);
     st.m[r] = mx;
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
-      s[4 * j + 2 * r] = exp2_fast(fmaf(s[4 * j + 2 * r], c, -ref));
-      s[4 * j + 2 * r + 1] = exp2_fast(fmaf(s[4 * j + 2 * r + 1], c, -ref));
+      s[4 * j + 2 * r] = attn_exp2(fmaf(s[4 * j + 2 * r], c, -ref));
+      s[4 * j + 2 * r + 1] = attn_exp2(fmaf(s[4 * j + 2 * r + 1], c, -ref));
       sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
     }
     st.l[r] = st.l[r] * rescale[r] + sum;
@@ -166,16 +140,15 @@ CKJIT_INLINE void store_rows(const ckjit_attention_args &a, const attn_tile &t, 
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const int i = row_i0 + 8 * r;
-    const float l = quad_sum(st.l[r]);
+    const float l = attn_quad_sum(st.l[r]);
     if (i >= t.sq) continue;
     const float inv = attn_inv_l(l);
-    const bool none = l == 0.0f; // every key masked: exactly 0, whatever 0 x V gave
     T *row = t.o + (long long)i * a.o_stride.s;
 #pragma unroll
     for (int j = 0; j < HDIM_V / 8; j++) {
       const int col = 8 * j + 2 * (lane % 4);
-      const float lo = none ? 0.0f : o[4 * j + 2 * r] * inv, hi = none ? 0.0f : o[4 * j + 2 * r + 1] * inv;
-      *reinterpret_cast<unsigned *>(row + col) = pack2(lo, hi);
+      const float lo = attn_scaled(o[4 * j + 2 * r], inv), hi = attn_scaled(o[4 * j + 2 * r + 1], inv);
+      *reinterpret_cast<unsigned *>(row + col) = attn_pack(lo, hi);
     }
     if (t.lse && lane % 4 == 0) t.lse[(long long)i * t.lse_ss] = attn_lse(st.m[r] * c, l);
   }

@@ -36,6 +36,13 @@ typedef unsigned long long ckjit_u64;
 // ---- 16-bit floating-point storage types ---------------------------------
 struct ckjit_half { unsigned short bits; };
 struct ckjit_bf16 { unsigned short bits; };
+// Whether a storage type is bf16 (the one question the kernels' instruction
+// choices ask of T).  A constexpr variable, so no symbol reaches a code
+// object (a struct's static member would, renaming gemm/problem.h's own
+// is_bf16 trait in every GEMM cubin's symbol table; it stays until the
+// bench/spec-fingerprints.txt baseline is next rewritten).
+template <typename T> constexpr bool ckjit_is_bf16 = false;
+template <> constexpr bool ckjit_is_bf16<ckjit_bf16> = true;
 
 CKJIT_INLINE float ckjit_to_float(float x) { return x; }
 

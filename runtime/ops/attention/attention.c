@@ -16,9 +16,9 @@
  * its consumers finish the last one; with tiles of unequal work (causal,
  * window, varlen) a static split measured slower than the hardware
  * handing out one block per tile, heaviest first (bench/NOTES.md). */
-static void plan(const ckjit_runtime *rt, const attention_call *c, ckjit_launch_plan *p) {
+static void plan(const ckjit_runtime *rt, const attention_call *c, int64_t m_blocks,
+                 ckjit_launch_plan *p) {
   const ckjit_attention_desc *d = c->desc;
-  const int64_t m_blocks = ckjit__ceil_div(d->seqlen_q, p->spec.value[AT_BM]);
   int64_t blocks = m_blocks * d->num_heads_q * d->batch;
   const int even = c->mask == MASK_NONE && !d->cu_seqlens_q;
   if (p->spec.family == CKJIT_FAMILY_ATTENTION_WGMMA && even && blocks > rt->device.multiprocessors)
@@ -32,7 +32,7 @@ static ckjit_attention_stride4 stride4(const ckjit_attention_strides *s) {
   return (ckjit_attention_stride4){.b = s->batch, .h = s->head, .s = s->seq, .d = s->dim};
 }
 
-static ckjit_attention_args arguments(const attention_call *c, const ckjit_launch_plan *p) {
+static ckjit_attention_args arguments(const attention_call *c, int64_t m_blocks) {
   const ckjit_attention_desc *d = c->desc;
   return (ckjit_attention_args){
       .q = d->q, .k = d->k, .v = d->v, .o = d->o, .lse = d->lse,
@@ -42,7 +42,7 @@ static ckjit_attention_args arguments(const attention_call *c, const ckjit_launc
       .v_stride = stride4(&d->v_strides), .o_stride = stride4(&d->o_strides),
       .lse_stride = stride4(&d->lse_strides), .bias_stride = stride4(&d->bias_strides),
       .alibi_stride_b = d->alibi_stride_batch,
-      .m_blocks = ckjit__ceil_div(d->seqlen_q, p->spec.value[AT_BM]),
+      .m_blocks = m_blocks,
       .batch = (int)d->batch, .heads_q = (int)d->num_heads_q, .heads_kv = (int)d->num_heads_kv,
       .seqlen_q = (int)d->seqlen_q, .seqlen_k = (int)d->seqlen_k,
       .head_dim_qk = (int)d->head_dim_qk, .head_dim_v = (int)d->head_dim_v,
@@ -61,14 +61,16 @@ ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *stream) {
   ckjit__plan_init(&p, CKJIT_FAMILY_ATTENTION_SIMT);
   if ((st = ckjit__attention_pick(rt, &c, &p.spec))) return st;
   ckjit__attention_tune(rt, &c, &p.spec, stream); /* CKJIT_TUNE: a measured wgmma tile */
-  plan(rt, &c, &p);
+  /* Query tiles per (head, entry): the grid's and the kernel's walk. */
+  const int64_t m_blocks = ckjit__ceil_div(desc->seqlen_q, p.spec.value[AT_BM]);
+  plan(rt, &c, m_blocks, &p);
   if (p.spec.family == CKJIT_FAMILY_ATTENTION_WGMMA) {
     ckjit_attention_tma_args x;
     memset(&x, 0, sizeof x);
-    x.p = arguments(&c, &p);
+    x.p = arguments(&c, m_blocks);
     x.p.tma = ckjit__attention_encode_maps(rt, &c, &p.spec, &x);
     return ckjit__op_run(&p, &x, &ckjit_abi_by_value, stream);
   }
-  const ckjit_attention_args args = arguments(&c, &p);
+  const ckjit_attention_args args = arguments(&c, m_blocks);
   return ckjit__op_run(&p, &args, &ckjit_abi_by_value, stream);
 }

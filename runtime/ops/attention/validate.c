@@ -30,9 +30,8 @@ static int is_head_dim(int64_t d) { return d == 64 || d == 96 || d == 128 || d =
 
 /* One tensor: non-NULL, aligned to its element, strides >= 0, and its
  * largest offset (extents - 1 times the strides) inside the address space.
- * `seq` is the sequence extent (varlen: a bound on the packed tokens is not
- * known, so the rows' extent is checked per entry by the kernel's 64-bit
- * offsets only). */
+ * Varlen passes batch 1 and the largest length as `seq`: the packed
+ * tokens' extent is on the device. */
 static ckjit_status check_tensor(const char *name, const void *p, size_t es,
                                  const ckjit_attention_strides *st, int64_t batch, int64_t heads,
                                  int64_t seq, int64_t dim) {
@@ -48,8 +47,7 @@ static ckjit_status check_tensor(const char *name, const void *p, size_t es,
     if (s[i] < 0)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s has a negative stride (%lld)", API,
                          name, (long long)s[i]);
-    if ((__builtin_mul_overflow(n[i] - 1, s[i], &term) ||
-                     __builtin_add_overflow(last, term, &last)))
+    if (__builtin_mul_overflow(n[i] - 1, s[i], &term) || __builtin_add_overflow(last, term, &last))
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s's extent overflows 64 bits", API,
                          name);
   }
@@ -62,11 +60,13 @@ static ckjit_status check_tensor(const char *name, const void *p, size_t es,
 }
 
 /* The tensor-core kernels read 16-byte row pieces: head-dim stride 1,
- * 16-byte aligned base and the other strides multiples of 16 bytes. */
-static int rows_aligned(const void *p, const ckjit_attention_strides *st, size_t es, int varlen) {
+ * 16-byte aligned base and the other strides multiples of 16 bytes; a
+ * stride over one entry is never read (as check_tensor's rule). */
+static int rows_aligned(const void *p, const ckjit_attention_strides *st, size_t es, int64_t batch,
+                        int64_t heads, int64_t seq) {
   const uint64_t v = 16 / es;
-  return st->dim == 1 && (uintptr_t)p % 16 == 0 && (uint64_t)st->head % v == 0 &&
-         (uint64_t)st->seq % v == 0 && (varlen || (uint64_t)st->batch % v == 0);
+  return st->dim == 1 && (uintptr_t)p % 16 == 0 && (heads <= 1 || (uint64_t)st->head % v == 0) &&
+         (seq <= 1 || (uint64_t)st->seq % v == 0) && (batch <= 1 || (uint64_t)st->batch % v == 0);
 }
 
 static ckjit_status check_shape(const ckjit_attention_desc *d) {
@@ -167,10 +167,10 @@ ckjit_status ckjit__attention_validate(const ckjit_attention_desc *d, attention_
       (st = check_tensor("bias", d->bias, ckjit_dtype_size(d->bias_dtype), &d->bias_strides,
                          d->batch, hq, sq, sk)))
     return st;
-  c->rows_aligned = rows_aligned(d->q, &d->q_strides, es, varlen) &&
-                    (sk == 0 || (rows_aligned(d->k, &d->k_strides, es, varlen) &&
-                                 rows_aligned(d->v, &d->v_strides, es, varlen))) &&
-                    rows_aligned(d->o, &d->o_strides, es, varlen);
+  c->rows_aligned = rows_aligned(d->q, &d->q_strides, es, b, hq, sq) &&
+                    (sk == 0 || (rows_aligned(d->k, &d->k_strides, es, b, hk, sk) &&
+                                 rows_aligned(d->v, &d->v_strides, es, b, hk, sk))) &&
+                    rows_aligned(d->o, &d->o_strides, es, b, hq, sq);
   const void *ptrs[] = {d->q, d->o, d->k, d->v, d->lse, d->bias, d->alibi_slopes, d->cu_seqlens_q,
                         d->cu_seqlens_k};
   static const char *const names[] = {"q", "o", "k", "v", "lse", "bias", "alibi_slopes",
