@@ -35,7 +35,10 @@ typedef struct ckjit_attention_stride4 {
  *   alibi_stride_b  elements between batch entries of alibi_slopes
  *   tma             attention_wgmma: Q, K and V are read through the tensor
  *                   maps of ckjit_attention_tma_args (dense problems whose
- *                   strides TMA takes); 0: with cp.async */
+ *                   strides TMA takes); 0: with cp.async
+ *   paired          the grid walks pairs of query tiles (attn_walk_first in
+ *                   attention/problem.h): a persistent grid over masked
+ *                   tiles of unequal work; 0: tiles grid-stride */
 #define CKJIT_ATTENTION_FIELDS(X)                                              \
   X(const void *, q, 0)                                                        \
   X(const void *, k, 8)                                                        \
@@ -65,21 +68,23 @@ typedef struct ckjit_attention_stride4 {
   X(int, window_right, 312)                                                    \
   X(float, scale_log2, 316)                                                    \
   X(float, softcap, 320)                                                      \
-  X(int, tma, 324)
-CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 328)
+  X(int, tma, 324)                                                             \
+  X(int, paired, 328)                                                          \
+  X(int, reserved, 332)
+CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 336)
 
 /* attention_wgmma's argument: the problem and Q's, K's and V's tensor
  * maps (4-D: head dim, sequence, head, batch entry; boxes of 64 head-dim
  * columns by the tile's rows, 128-byte swizzled; zero-filled past each
  * sequence), valid when p.tma is 1.  The maps come first (64-byte
  * aligned); the tail padding is named so that sizeof is the list's end. */
-typedef unsigned char ckjit_attention_tma_padding[56];
+typedef unsigned char ckjit_attention_tma_padding[48];
 #define CKJIT_ATTENTION_TMA_FIELDS(X)                                          \
   X(ckjit_tensor_map, q_map, 0)                                                \
   X(ckjit_tensor_map, k_map, 128)                                              \
   X(ckjit_tensor_map, v_map, 256)                                              \
   X(ckjit_attention_args, p, 384)                                              \
-  X(ckjit_attention_tma_padding, tail_padding, 712)
+  X(ckjit_attention_tma_padding, tail_padding, 720)
 CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 768)
 
 /* Window bounds at or past this are unbounded (seqlens are at most 2^30). */

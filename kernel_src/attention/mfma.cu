@@ -45,7 +45,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 64) ckjit_attention(const c
   const int wave_row0 = (int)threadIdx.x / 64 * MFMA_WAVE_ROWS; // this wave's first row in the tile
 
   const long long total = attn_tile_count(a);
-  for (long long tile_index = blockIdx.x; tile_index < total; tile_index += gridDim.x) {
+  for (long long tile_index = attn_walk_first(a); tile_index < total;
+       tile_index = attn_walk_next(a, tile_index)) {
     attn_tile t;
     if (!attn_tile_at(a, tile_index, t)) continue; // block-uniform: the barriers stay matched
     int begin, end;

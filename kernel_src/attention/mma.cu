@@ -74,7 +74,8 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
   const bool fold = ATTN_PLAIN_SCORES && a.scale_log2 > 0.0f;
 
 #pragma unroll 1
-  for (long long tile_index = blockIdx.x; tile_index < total; tile_index += gridDim.x) {
+  for (long long tile_index = attn_walk_first(a); tile_index < total;
+       tile_index = attn_walk_next(a, tile_index)) {
     attn_tile t;
     if (!attn_tile_at(a, tile_index, t)) continue; // the same for the whole block
     int begin, end;

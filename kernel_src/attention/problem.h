@@ -35,22 +35,43 @@ struct attn_tile {
   int q_tok0, k_tok0; // varlen: the entry's first packed token of Q and of K, V (dense: 0)
 };
 
-// Tile `t` of m_blocks * heads_q * batch.  Without a mask (tiles of equal
-// work): the query tile fastest, then the head (so the heads that share a
-// K/V head run together), then the batch entry.  With one, tiles differ in
-// work: the (head, entry) pairs go in groups of ATTN_HEAD_GROUP whose K and
-// V fit in L2 together, and inside a group the query tiles heaviest first
-// across the group's heads, so the light tiles fill the end of the grid
-// instead of a heavy one starting last.  Returns false when the entry has
-// no row in it (varlen: a shorter sequence).
+// Tile `t` of attn_tile_count.  Without a mask (tiles of equal work): the
+// query tile fastest, then the head (so the heads that share a K/V head
+// run together), then the batch entry.  With one, tiles differ in work:
+//  - one block per tile (the hardware hands blocks out as SMs free up):
+//    the (head, entry) pairs go in groups of ATTN_HEAD_GROUP whose K and V
+//    fit in L2 together, and inside a group the query tiles heaviest first
+//    across the group's heads, so the light tiles fill the end of the grid
+//    instead of a heavy one starting last;
+//  - a persistent grid (a.paired): tile t is half `t % 2` of the pair t / 2
+//    of query tiles (m, m_blocks - 1 - m) of one (head, entry), the pairs
+//    of a head together.  A causal or windowed tile's work is affine in m,
+//    so every pair is the same work and a grid-stride walk over pairs is
+//    balanced (over single tiles it is not: bench/NOTES.md).
+// Returns false when the tile has no row (a varlen entry's shorter
+// sequence, or the absent second half of an odd m_blocks' middle pair).
 #define ATTN_HEAD_GROUP 8
-// The tiles the grid walks (grid-stride).
+// The tiles the grid walks; a block starts at attn_walk_first and goes on
+// with attn_walk_next while below the count.
 CKJIT_INLINE long long attn_tile_count(const ckjit_attention_args &a) {
-  return a.m_blocks * a.heads_q * (long long)a.batch;
+  const long long m = a.paired ? (a.m_blocks + 1) / 2 * 2 : a.m_blocks;
+  return m * a.heads_q * (long long)a.batch;
+}
+CKJIT_INLINE long long attn_walk_first(const ckjit_attention_args &a) {
+  return a.paired ? 2ll * blockIdx.x : (long long)blockIdx.x;
+}
+CKJIT_INLINE long long attn_walk_next(const ckjit_attention_args &a, long long t) {
+  if (!a.paired) return t + gridDim.x;
+  return t % 2 == 0 ? t + 1 : t - 1 + 2ll * gridDim.x;
 }
 CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_tile &tile) {
   long long mb, bh;
-  if (MASK == MASK_NONE) {
+  if (a.paired) {
+    const long long pairs = (a.m_blocks + 1) / 2, pair = t / 2 % pairs;
+    mb = t % 2 ? pair : a.m_blocks - 1 - pair; // the heavier first
+    if (t % 2 && mb == a.m_blocks - 1 - pair) return false;
+    bh = t / 2 / pairs;
+  } else if (MASK == MASK_NONE) {
     mb = a.m_blocks - 1 - t % a.m_blocks;
     bh = t / a.m_blocks;
   } else {

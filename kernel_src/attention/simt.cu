@@ -141,7 +141,7 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
   float *const v_tile = attn_smem + BN * HDIM;
   const int row_in_pass = (int)(threadIdx.x / ROW_LANES);
   const long long total = attn_tile_count(a);
-  for (long long t = blockIdx.x; t < total; t += gridDim.x) {
+  for (long long t = attn_walk_first(a); t < total; t = attn_walk_next(a, t)) {
     attn_tile tile;
     if (!attn_tile_at(a, t, tile)) continue; // the same for the whole block
     int begin, end;

@@ -46,6 +46,7 @@ static_assert(CONSUMERS == 2 || CONSUMERS == 3, "bm 128 or 192");
 struct barriers {
   ckjit_u64 q_full, q_empty;
   ckjit_u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
+  float softmax_sink; // written, never read (softmax_before_wait)
 };
 
 // Fills one buffer of ROWS rows [r0, r0 + ROWS) of a sequence of `len`
@@ -94,7 +95,7 @@ CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barr
   const bool varlen = a.cu_seqlens_q != nullptr;
   unsigned q_phase = 0;
   int step = 0;
-  for (long long ti = blockIdx.x; ti < tiles; ti += gridDim.x) {
+  for (long long ti = attn_walk_first(a); ti < tiles; ti = attn_walk_next(a, ti)) {
     attn_tile t;
     if (!attn_tile_at(a, ti, t)) continue;
     int begin, end;
@@ -143,7 +144,7 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
   const float c = fold ? a.scale_log2 : 1.0f;
   unsigned q_phase = 0;
   int step = 0;
-  for (long long ti = blockIdx.x; ti < tiles; ti += gridDim.x) {
+  for (long long ti = attn_walk_first(a); ti < tiles; ti = attn_walk_next(a, ti)) {
     attn_tile t;
     if (!attn_tile_at(a, ti, t)) continue;
     int begin, end;
@@ -184,12 +185,17 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
         mbar_arrive(smem_addr(&bar.k_empty[s]));
         score_tile(s_acc, a, t, sc, fold, row_i0, n0, attn_tile_masked(a, t, n0, BN));
         online_softmax(s_acc, st, c, rescale);
+        softmax_before_wait(smem_addr(&bar.softmax_sink), st);
         wgmma_wait<0>();
         fence_regs(o);
         mbar_arrive(smem_addr(&bar.v_empty[prev]));
         rescale_o(o, rescale);
         pack_p(p, s_acc);
       }
+      // Every S product of the tile is done: Q's buffer goes back now, so
+      // the producer loads the next tile's Q (and its first K) while this
+      // tile's last P V and the stores run.
+      mbar_arrive(smem_addr(&bar.q_empty));
       wait_full(bar.v_full[s], (step / STAGES) & 1);
       turn_wait(wg);
       pv_gemm(o, p, v_tile(base, s));
@@ -198,8 +204,9 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
       fence_regs(o);
       mbar_arrive(smem_addr(&bar.v_empty[s]));
       step++;
+    } else {
+      mbar_arrive(smem_addr(&bar.q_empty)); // no key: no product read Q
     }
-    mbar_arrive(smem_addr(&bar.q_empty)); // Q is read only by the S products, all done
     wgmma_wait<0>(); // (none in flight: says so to the compiler, where the paths join)
     fence_regs(o);
     store_rows(a, t, o, st, c, row_i0);

@@ -15,6 +15,7 @@
 
 
 #define WGMMA_SS_BN(ty) CKJIT_CAT3(wgmma_, ty, CKJIT_CAT(_n, BN))<0, 0>
+#define WGMMA_SS_BN_FIRST(ty) CKJIT_CAT3(wgmma_first_, ty, CKJIT_CAT(_n, BN))<0, 0>
 #define WGMMA_RS_HDV(ty) CKJIT_CAT3(wgmma_rs_, ty, CKJIT_CAT(_n, HDIM_V))<1>
 #define CKJIT_CAT_(a, b) a##b
 #define CKJIT_CAT(a, b) CKJIT_CAT_(a, b)
@@ -28,14 +29,15 @@ template <int N> CKJIT_INLINE void fence_regs(float (&r)[N]) {
   for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-// s = Q[row0 .. row0 + 64) K[tile]ᵀ, from zero (issued; the caller waits).
+// s = Q[row0 .. row0 + 64) K[tile]ᵀ (issued; the caller waits).  The
+// first K step overwrites s (scale-d 0), so no registers are zeroed
+// between the turn's start and the first product.
 CKJIT_INLINE void qk_gemm(float (&s)[S_ACC], unsigned q, int row0, unsigned k) {
-#pragma unroll
-  for (int i = 0; i < S_ACC; i++) s[i] = 0.0f;
-  fence_regs(s);
   wgmma_fence();
+  if (ckjit_is_bf16<T>) WGMMA_SS_BN_FIRST(bf16)(s, q_desc(q, row0, 0), k_desc(k, 0));
+  else WGMMA_SS_BN_FIRST(f16)(s, q_desc(q, row0, 0), k_desc(k, 0));
 #pragma unroll
-  for (int kk = 0; kk < HDIM; kk += 16) {
+  for (int kk = 16; kk < HDIM; kk += 16) {
     if (ckjit_is_bf16<T>) WGMMA_SS_BN(bf16)(s, q_desc(q, row0, kk), k_desc(k, kk));
     else WGMMA_SS_BN(f16)(s, q_desc(q, row0, kk), k_desc(k, kk));
   }
@@ -123,6 +125,16 @@ CKJIT_INLINE void online_softmax(float (&s)[S_ACC], softmax_rows &st, float c, f
     }
     st.l[r] = st.l[r] * rescale[r] + sum;
   }
+}
+
+// Ties the softmax of this step ahead of the wait for the P V product in
+// flight: a shared-memory store of a value that needs every exponential
+// (the row sums), never read.  Nothing else orders register math against
+// wgmma.wait_group, and ptxas otherwise schedules the wait first, so the
+// softmax ran after the product instead of beside it (the SASS showed the
+// wait ahead of every ex2; bench/NOTES.md).
+CKJIT_INLINE void softmax_before_wait(unsigned sink, const softmax_rows &st) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(sink), "f"(st.l[0] + st.l[1]) : "memory");
 }
 
 CKJIT_INLINE void rescale_o(float (&o)[O_ACC], const float (&rescale)[2]) {

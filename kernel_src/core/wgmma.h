@@ -26,11 +26,20 @@ template <int N> CKJIT_INLINE void wgmma_wait() {
 // descriptors and (16-bit types) the transposes: their lists are spelled out
 // per N, and one macro writes each type's function.  tf32 reads K-major
 // operands only, so it has no transposes.
-#define WG_ACC4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
-#define WG_ACC16(i) WG_ACC4(i), WG_ACC4(i + 4), WG_ACC4(i + 8), WG_ACC4(i + 12)
-#define WG_ACC_64 WG_ACC16(0), WG_ACC16(16)
-#define WG_ACC_128 WG_ACC_64, WG_ACC16(32), WG_ACC16(48)
-#define WG_ACC_256 WG_ACC_128, WG_ACC16(64), WG_ACC16(80), WG_ACC16(96), WG_ACC16(112)
+// The accumulator operands, "+f" (d += A B) or, with C "=f", written only
+// (d = A B: scale-d 0, the first K step of a product from zero).
+#define WG_ACC4_(C, i) C(d[i]), C(d[i + 1]), C(d[i + 2]), C(d[i + 3])
+#define WG_ACC16_(C, i) WG_ACC4_(C, i), WG_ACC4_(C, i + 4), WG_ACC4_(C, i + 8), WG_ACC4_(C, i + 12)
+#define WG_ACC4(i) WG_ACC4_("+f", i)
+#define WG_ACC16(i) WG_ACC16_("+f", i)
+#define WG_ACC_64_(C) WG_ACC16_(C, 0), WG_ACC16_(C, 16)
+#define WG_ACC_128_(C) WG_ACC_64_(C), WG_ACC16_(C, 32), WG_ACC16_(C, 48)
+#define WG_ACC_256_(C) WG_ACC_128_(C), WG_ACC16_(C, 64), WG_ACC16_(C, 80), WG_ACC16_(C, 96), WG_ACC16_(C, 112)
+#define WG_ACC_80_(C) WG_ACC_64_(C), WG_ACC4_(C, 32), WG_ACC4_(C, 36)
+#define WG_ACC_176_(C) WG_ACC_128_(C), WG_ACC16_(C, 64), WG_ACC4_(C, 80), WG_ACC4_(C, 84)
+#define WG_ACC_64 WG_ACC_64_("+f")
+#define WG_ACC_128 WG_ACC_128_("+f")
+#define WG_ACC_256 WG_ACC_256_("+f")
 #define WG_OPS_64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33"
 #define WG_OPS_128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65"
 #define WG_OPS_256 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129"
@@ -44,8 +53,8 @@ template <int N> CKJIT_INLINE void wgmma_wait() {
 #define WG_TRANS_80 ", %42, %43"
 #define WG_OPS_176 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89"
 #define WG_TRANS_176 ", %90, %91"
-#define WG_ACC_80 WG_ACC_64, WG_ACC4(32), WG_ACC4(36)
-#define WG_ACC_176 WG_ACC_128, WG_ACC16(64), WG_ACC4(80), WG_ACC4(84)
+#define WG_ACC_80 WG_ACC_80_("+f")
+#define WG_ACC_176 WG_ACC_176_("+f")
 #define WG_TRANS_64 ", %34, %35"
 #define WG_TRANS_128 ", %66, %67"
 #define WG_TRANS_256 ", %130, %131"
@@ -56,6 +65,16 @@ template <int N> CKJIT_INLINE void wgmma_wait() {
     asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #T "." #T " " WG_OPS_##N       \
                  ", 1, 1, 1" WG_TRANS_##N ";"                                                    \
                  : WG_ACC_##N                                                                     \
+                 : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));                         \
+  }
+// d = A B, the accumulators' old values ignored (scale-d 0): a product's
+// first K step needs no zeroed registers (N = 80 and 176: attention's S).
+#define WGMMA_16BIT_FIRST(T, N)                                                                   \
+  template <int TRANS_A, int TRANS_B>                                                             \
+  CKJIT_INLINE void wgmma_first_##T##_n##N(float (&d)[N / 2], ckjit_u64 desc_a, ckjit_u64 desc_b) { \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #T "." #T " " WG_OPS_##N       \
+                 ", 0, 1, 1" WG_TRANS_##N ";"                                                    \
+                 : WG_ACC_##N##_("=f")                                                            \
                  : "l"(desc_a), "l"(desc_b), "n"(TRANS_A), "n"(TRANS_B));                         \
   }
 #define WGMMA_TF32(N)                                                                             \
@@ -74,6 +93,14 @@ WGMMA_16BIT(bf16, 128)
 WGMMA_16BIT(f16, 128)
 WGMMA_16BIT(bf16, 256)
 WGMMA_16BIT(f16, 256)
+WGMMA_16BIT_FIRST(bf16, 64)
+WGMMA_16BIT_FIRST(f16, 64)
+WGMMA_16BIT_FIRST(bf16, 80)
+WGMMA_16BIT_FIRST(f16, 80)
+WGMMA_16BIT_FIRST(bf16, 128)
+WGMMA_16BIT_FIRST(f16, 128)
+WGMMA_16BIT_FIRST(bf16, 176)
+WGMMA_16BIT_FIRST(f16, 176)
 WGMMA_TF32(64)
 WGMMA_TF32(128)
 WGMMA_TF32(256)

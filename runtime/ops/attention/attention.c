@@ -8,31 +8,46 @@
 #include "runtime/ops/op_frame.h"
 #include "runtime/runtime.h"
 
-/* The grid walks (query tile, head, batch entry) tiles grid-stride
- * (kernel_src/attention/problem.h): one block per tile up to the grid's x
- * limit.  attention_wgmma without a mask or varlen (tiles of equal work)
- * is persistent, one block per multiprocessor (its shared memory admits
- * one), so a block's producer fetches the next tile's Q, K and V while
- * its consumers finish the last one; with tiles of unequal work (causal,
- * window, varlen) a static split measured slower than the hardware
- * handing out one block per tile, heaviest first (bench/NOTES.md). */
-static void plan(const ckjit_runtime *rt, const attention_call *c, int64_t m_blocks,
-                 ckjit_launch_plan *p) {
+/* Pairs are coarse: `pairs` over `sms` persistent blocks leave the last
+ * round part-empty.  Under 90% of the rounds' capacity in use, one block
+ * per tile (the hardware balancing single tiles) measured faster
+ * (bench/NOTES.md: head dim 64, causal, 704 pairs on 132 SMs). */
+static int pairs_fill_the_rounds(int64_t pairs, int64_t sms) {
+  const int64_t rounds = (pairs + sms - 1) / sms;
+  return pairs >= rounds * sms * 9 / 10;
+}
+
+/* The grid walks the tiles of kernel_src/attention/problem.h.
+ * attention_wgmma on a dense problem is persistent, one block per
+ * multiprocessor (its shared memory admits one), so a block's producer
+ * fetches the next tile's Q, K and V while its consumers finish the last
+ * one: without a mask over single tiles (equal work), with one over pairs
+ * of query tiles whose work adds up to the same (a persistent walk over
+ * single masked tiles measured slower than one block per tile).  Varlen
+ * tiles, and masked pairs that fill the rounds badly, get one block per
+ * tile, heaviest first, handed out by the hardware as SMs free up.
+ * Returns whether the walk is over pairs (ckjit_attention_args.paired). */
+static int plan(const ckjit_runtime *rt, const attention_call *c, int64_t m_blocks,
+                ckjit_launch_plan *p) {
   const ckjit_attention_desc *d = c->desc;
-  int64_t blocks = m_blocks * d->num_heads_q * d->batch;
-  const int even = c->mask == MASK_NONE && !d->cu_seqlens_q;
-  if (p->spec.family == CKJIT_FAMILY_ATTENTION_WGMMA && even && blocks > rt->device.multiprocessors)
-    blocks = rt->device.multiprocessors;
+  const int64_t sms = rt->device.multiprocessors, heads = d->num_heads_q * d->batch;
+  const int64_t pairs = (m_blocks + 1) / 2 * heads;
+  int persistent = p->spec.family == CKJIT_FAMILY_ATTENTION_WGMMA && !d->cu_seqlens_q;
+  if (c->mask != MASK_NONE) persistent = persistent && pairs_fill_the_rounds(pairs, sms);
+  const int paired = persistent && c->mask != MASK_NONE;
+  int64_t blocks = paired ? pairs : m_blocks * heads;
+  if (persistent && blocks > sms) blocks = sms;
   p->grid[0] = ckjit__grid_x(blocks);
   p->block[0] = ckjit__attention_threads(&p->spec);
   p->shared_bytes = ckjit__attention_smem(&p->spec);
+  return paired;
 }
 
 static ckjit_attention_stride4 stride4(const ckjit_attention_strides *s) {
   return (ckjit_attention_stride4){.b = s->batch, .h = s->head, .s = s->seq, .d = s->dim};
 }
 
-static ckjit_attention_args arguments(const attention_call *c, int64_t m_blocks) {
+static ckjit_attention_args arguments(const attention_call *c, int64_t m_blocks, int paired) {
   const ckjit_attention_desc *d = c->desc;
   return (ckjit_attention_args){
       .q = d->q, .k = d->k, .v = d->v, .o = d->o, .lse = d->lse,
@@ -48,7 +63,8 @@ static ckjit_attention_args arguments(const attention_call *c, int64_t m_blocks)
       .head_dim_qk = (int)d->head_dim_qk, .head_dim_v = (int)d->head_dim_v,
       .window_left = c->window_left, .window_right = c->window_right,
       .scale_log2 = c->scale * 1.4426950408889634f,
-      .softcap = d->softcap > 0.0f ? d->softcap : 0.0f};
+      .softcap = d->softcap > 0.0f ? d->softcap : 0.0f,
+      .paired = paired};
 }
 
 ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *stream) {
@@ -63,14 +79,14 @@ ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *stream) {
   ckjit__attention_tune(rt, &c, &p.spec, stream); /* CKJIT_TUNE: a measured wgmma tile */
   /* Query tiles per (head, entry): the grid's and the kernel's walk. */
   const int64_t m_blocks = ckjit__ceil_div(desc->seqlen_q, p.spec.value[AT_BM]);
-  plan(rt, &c, m_blocks, &p);
+  const int paired = plan(rt, &c, m_blocks, &p);
   if (p.spec.family == CKJIT_FAMILY_ATTENTION_WGMMA) {
     ckjit_attention_tma_args x;
     memset(&x, 0, sizeof x);
-    x.p = arguments(&c, m_blocks);
+    x.p = arguments(&c, m_blocks, paired);
     x.p.tma = ckjit__attention_encode_maps(rt, &c, &p.spec, &x);
     return ckjit__op_run(&p, &x, &ckjit_abi_by_value, stream);
   }
-  const ckjit_attention_args args = arguments(&c, m_blocks);
+  const ckjit_attention_args args = arguments(&c, m_blocks, paired);
   return ckjit__op_run(&p, &args, &ckjit_abi_by_value, stream);
 }

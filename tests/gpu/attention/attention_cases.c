@@ -216,7 +216,7 @@ static void dtype_cases(void) {
 /* Many query and key tiles: a sample of rows is checked (and every O
  * element must be finite).  Unmasked dense problems of more tiles than an
  * H100 has multiprocessors (132) run wgmma's persistent grid, each block
- * taking several tiles. */
+ * taking several tiles; masked ones, pairs of tiles. */
 static void long_cases(void) {
   att_case *c = add("2048 x 2048 causal (sampled)", BF, 1, 4, 1, 2048, 2048, 128, 128);
   c->mask = CAUSAL, c->sample = 64;
@@ -224,6 +224,15 @@ static void long_cases(void) {
   c->sample = 32, c->scale = 0.5f;
   c = add("persistent grid, 288 tiles (sampled)", BF, 2, 16, 4, 1100, 300, 128, 128);
   c->sample = 96, c->scale = 0.5f;
+  /* Masked dense problems whose pairs of query tiles fill an H100's 132
+   * blocks (attention.c's plan): wgmma walks pairs (m, m_blocks - 1 - m). */
+  c = add("paired walk, causal, 256 pairs (sampled)", BF, 2, 32, 8, 1000, 1000, 128, 128);
+  c->mask = CAUSAL, c->sample = 48;
+  c = window(add("paired walk, odd m_blocks, window (sampled)", BF, 2, 13, 13, 1100, 1100, 128, 128),
+             200, 0);
+  c->sample = 48;
+  c = add("paired walk, d 64, causal sq < sk (sampled)", BF, 4, 16, 4, 700, 900, 64, 64);
+  c->mask = CAUSAL, c->sample = 48, c->scale = 0.5f;
 }
 
 void build_cases(void) {
