@@ -52,7 +52,8 @@ typedef struct attention_tile {
 
 /* The tile `pipeline` runs head dims (hdim, hdim_v) and `mask` with: the
  * default set and the front-end's choice (policy in pipelines.c). */
-attention_tile ckjit__attention_tile(attention_pipeline pipeline, int hdim, int hdim_v, int mask);
+attention_tile ckjit__attention_tile(attention_pipeline pipeline, int hdim, int hdim_v, int mask,
+                                     int plain);
 
 /* Bytes of dynamic shared memory of a spec (the ABI header's formulas). */
 unsigned ckjit__attention_smem(const ckjit_spec *spec);

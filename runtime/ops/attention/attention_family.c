@@ -162,7 +162,7 @@ static int fill_default(attention_pipeline p, size_t i, int n_dtypes, int first_
   v[AT_DTYPE] = first_dtype + (int)(i / (2 * N_HDIMS));
   v[AT_HDIM] = v[AT_HDIM_V] = hd;
   v[AT_MASK] = mask;
-  const attention_tile t = ckjit__attention_tile(p, hd, hd, mask);
+  const attention_tile t = ckjit__attention_tile(p, hd, hd, mask, 1);
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
   return 1;
 }

@@ -27,15 +27,18 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
     [ATTENTION_SIMT] = {"simt", {TAKES, TAKES, TAKES}, 0},
 };
 
-/* Tiles (bench/NOTES.md has the measurements behind them):
+/* Tiles (bench/NOTES.md has the measurements behind them), per pipeline,
+ * head dims, mask kind and whether the scores are `plain` (no bias, ALiBi
+ * or soft-cap, whose score transform needs registers of its own):
  *   wgmma  128 query rows (two consumer warpgroups + the producer), two
- *          stages; keys a step: 176 without a mask up to head dim 128 (the
- *          per-step softmax and barrier costs spread over more keys), 128
- *          with one (its diagonal tiles are cheaper narrow), 80 beyond
- *          head dim 128 (the K and V stages and the Q tile then fill the
- *          227 KiB); head dim 64: 192 rows (three consumers: the products
- *          are short next to the softmax, so a third warpgroup keeps the
- *          tensor cores busy);
+ *          stages; keys a step: 176 without a mask and with plain scores
+ *          up to head dim 128 (the per-step softmax and barrier costs
+ *          spread over more keys; with a bias or ALiBi 176 spilled 330-400
+ *          bytes of registers), 128 with either (a mask's diagonal tiles
+ *          are cheaper narrow), 80 beyond head dim 128 (the K and V
+ *          stages and the Q tile then fill the 227 KiB); head dim 64: 192
+ *          rows (three consumers: the products are short next to the
+ *          softmax, so a third warpgroup keeps the tensor cores busy);
  *   mma    one warp per 16 rows: 8 warps on 128 rows up to head dim 128,
  *          4 on 64 beyond (the O accumulators of 256 columns fill the
  *          registers); 64 or 32 keys a step, two stages (96 KiB: sm_86's
@@ -45,13 +48,15 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
  *   simt   32 rows of 8 warps, 32 keys (16 when the head dims add up past
  *          256) of f32: at most 32 KiB, so two blocks share an AMD CU's
  *          LDS and sm_90 runs four (64 registers up to head dim 128). */
-attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v, int mask) {
+attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v, int mask,
+                                     int plain) {
   const int wide = hdim > 128 || hdim_v > 128;
   switch (p) {
   case ATTENTION_WGMMA:
     if (hdim <= 64 && hdim_v <= 64) return (attention_tile){.bm = 192, .bn = 128, .stages = 2, .warps = 16};
     if (wide) return (attention_tile){.bm = 128, .bn = 80, .stages = 2, .warps = 12};
-    return (attention_tile){.bm = 128, .bn = mask == MASK_NONE ? 176 : 128, .stages = 2, .warps = 12};
+    return (attention_tile){.bm = 128, .bn = mask == MASK_NONE && plain ? 176 : 128, .stages = 2,
+                            .warps = 12};
   case ATTENTION_MMA:
     return wide ? (attention_tile){.bm = 64, .bn = 32, .stages = 2, .warps = 4}
                 : (attention_tile){.bm = 128, .bn = 64, .stages = 2, .warps = 8};
@@ -72,7 +77,8 @@ static void fill_spec(attention_pipeline p, const attention_call *c, ckjit_spec 
   v[AT_BIAS] = c->bias;
   v[AT_ALIBI] = d->alibi_slopes != NULL;
   v[AT_SOFTCAP] = d->softcap > 0.0f;
-  const attention_tile t = ckjit__attention_tile(p, v[AT_HDIM], v[AT_HDIM_V], c->mask);
+  const int plain = c->bias == BIAS_NONE && !v[AT_ALIBI] && !v[AT_SOFTCAP];
+  const attention_tile t = ckjit__attention_tile(p, v[AT_HDIM], v[AT_HDIM_V], c->mask, plain);
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
 }
 
