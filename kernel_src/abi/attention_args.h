@@ -97,15 +97,27 @@ CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 768)
  *   simt   one K and one V tile, f32
  *   mma    the Q tile, then `stages` (K tile, V tile) pairs
  *   wgmma  the same in panels of 64 columns (the 128-byte swizzle; head dim
- *          96 takes two), and 1 KiB to align the swizzled tiles
+ *          96 takes two), and 1 KiB to align the swizzled tiles; then, where
+ *          it still fits sm_90's 227 KiB, 2 KiB per consumer warp (16 rows of
+ *          64 columns) in which O's rows are regrouped for 16-byte stores
+ *          (CKJIT_ATTENTION_WGMMA_O_STAGE; 0: O stored from registers)
  *   mfma   the Q tile, one K and one V tile */
 #define CKJIT_ATTENTION_SIMT_SMEM(bm, bn, stages, hd, hdv, es) ((bn) * ((hd) + (hdv)) * 4)
 #define CKJIT_ATTENTION_MMA_SMEM(bm, bn, stages, hd, hdv, es) \
   (((bm) * (hd) + (stages) * (bn) * ((hd) + (hdv))) * (es))
 #define CKJIT_ATTENTION_PANELS(d) (((d) + 63) / 64 * 64)
-#define CKJIT_ATTENTION_WGMMA_SMEM(bm, bn, stages, hd, hdv, es)                       \
+#define CKJIT_ATTENTION_WGMMA_TILES_SMEM(bm, bn, stages, hd, hdv, es)                 \
   (((bm) * CKJIT_ATTENTION_PANELS(hd) +                                              \
     (stages) * (bn) * (CKJIT_ATTENTION_PANELS(hd) + CKJIT_ATTENTION_PANELS(hdv))) * (es) + 1024)
+#define CKJIT_ATTENTION_SM90_SMEM (227 * 1024)
+#define CKJIT_ATTENTION_WGMMA_O_STAGE(bm, bn, stages, hd, hdv, es)                    \
+  (CKJIT_ATTENTION_WGMMA_TILES_SMEM(bm, bn, stages, hd, hdv, es) + (bm) * 128 <=      \
+           CKJIT_ATTENTION_SM90_SMEM                                                 \
+       ? (bm) * 128                                                                  \
+       : 0)
+#define CKJIT_ATTENTION_WGMMA_SMEM(bm, bn, stages, hd, hdv, es)                       \
+  (CKJIT_ATTENTION_WGMMA_TILES_SMEM(bm, bn, stages, hd, hdv, es) +                   \
+   CKJIT_ATTENTION_WGMMA_O_STAGE(bm, bn, stages, hd, hdv, es))
 #define CKJIT_ATTENTION_MFMA_SMEM(bm, bn, stages, hd, hdv, es) \
   (((bm) * (hd) + (bn) * ((hd) + (hdv))) * (es))
 

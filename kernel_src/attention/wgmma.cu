@@ -209,7 +209,7 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
     }
     wgmma_wait<0>(); // (none in flight: says so to the compiler, where the paths join)
     fence_regs(o);
-    store_rows(a, t, o, st, c, row_i0);
+    store_rows(a, t, o, st, c, row_i0, o_stage(base, 4 * wg + warp));
   }
 }
 

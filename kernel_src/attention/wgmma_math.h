@@ -145,23 +145,64 @@ CKJIT_INLINE void rescale_o(float (&o)[O_ACC], const float (&rescale)[2]) {
 }
 
 // O = o / l rounded to T for the rows inside the sequence (row_i0: this
-// thread's r0), and the LSE.  Only O's own elements are written.
+// thread's r0), and the LSE.  Only O's own elements are written.  With a
+// stage (O_STAGE_BYTES > 0; `stage`: this warp's), the warp regroups its
+// 16 rows there, 64 columns at a time (stmatrix), and writes each row's
+// piece with 16-byte stores: the registers' layout gives every store 4
+// bytes of 8 rows, eight times the stores and L1 wavefronts, which made
+// the stores a tenth of a short tile's time (bench/NOTES.md).
 CKJIT_INLINE void store_rows(const ckjit_attention_args &a, const attn_tile &t, const float (&o)[O_ACC],
-                             softmax_rows &st, float c, int row_i0) {
+                             softmax_rows &st, float c, int row_i0, unsigned stage) {
   const int lane = threadIdx.x % 32;
+#if O_STAGE_BYTES > 0
+  unsigned v[2][HDIM_V / 8]; // rows r0 and r1, two columns a register
+#endif
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const int i = row_i0 + 8 * r;
-    const float l = attn_quad_sum(st.l[r]);
-    if (i >= t.sq) continue;
-    const float inv = attn_inv_l(l);
-    T *row = t.o + (long long)i * a.o_stride.s;
+    const float l = attn_quad_sum(st.l[r]), inv = attn_inv_l(l);
+    if (t.lse && lane % 4 == 0 && i < t.sq) t.lse[(long long)i * t.lse_ss] = attn_lse(st.m[r] * c, l);
+#if O_STAGE_BYTES > 0
 #pragma unroll
-    for (int j = 0; j < HDIM_V / 8; j++) {
-      const int col = 8 * j + 2 * (lane % 4);
-      const float lo = attn_scaled(o[4 * j + 2 * r], inv), hi = attn_scaled(o[4 * j + 2 * r + 1], inv);
-      *reinterpret_cast<unsigned *>(row + col) = attn_pack(lo, hi);
-    }
-    if (t.lse && lane % 4 == 0) t.lse[(long long)i * t.lse_ss] = attn_lse(st.m[r] * c, l);
+    for (int j = 0; j < HDIM_V / 8; j++)
+      v[r][j] = attn_pack(attn_scaled(o[4 * j + 2 * r], inv), attn_scaled(o[4 * j + 2 * r + 1], inv));
+#else
+    (void)stage;
+    if (i >= t.sq) continue;
+    T *row = t.o + (long long)i * a.o_stride.s + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < HDIM_V / 8; j++)
+      *reinterpret_cast<unsigned *>(row + 8 * j) =
+          attn_pack(attn_scaled(o[4 * j + 2 * r], inv), attn_scaled(o[4 * j + 2 * r + 1], inv));
+#endif
   }
+#if O_STAGE_BYTES > 0
+  const int row0 = row_i0 - lane / 4; // the warp's first row
+#pragma unroll
+  for (int slab = 0; slab < (HDIM_V + 63) / 64; slab++) {
+    constexpr int all = HDIM_V / 8;
+    const int chunks = all - 8 * slab < 8 ? all - 8 * slab : 8; // 16-byte pieces of a row
+    // Matrix m of each x4: rows 8 (m % 2) .., chunk 2 k + m / 2.
+    const int srow = 8 * (lane / 8 % 2) + lane % 8;
+#pragma unroll
+    for (int k = 0; k < chunks / 2; k++) {
+      const int chunk = 2 * k + lane / 16;
+      stmatrix_x4(stage + srow * 128 + ((chunk ^ (srow % 8)) << 4), v[0][8 * slab + 2 * k],
+                  v[1][8 * slab + 2 * k], v[0][8 * slab + 2 * k + 1], v[1][8 * slab + 2 * k + 1]);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int it = 0; it < chunks / 2; it++) { // 16 rows x chunks pieces over 32 lanes
+      const int idx = lane + 32 * it, row = idx / chunks, chunk = idx % chunks;
+      uint4 piece;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(piece.x), "=r"(piece.y), "=r"(piece.z), "=r"(piece.w)
+                   : "r"(stage + row * 128 + ((chunk ^ (row % 8)) << 4)));
+      if (row0 + row < t.sq)
+        *reinterpret_cast<uint4 *>(t.o + (long long)(row0 + row) * a.o_stride.s + 64 * slab + 8 * chunk) =
+            piece;
+    }
+    __syncwarp();
+  }
+#endif
 }

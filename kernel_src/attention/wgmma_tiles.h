@@ -20,13 +20,19 @@
 #define K_BYTES (BN * HD_PANELS * 128)
 #define V_BYTES (BN * HDV_PANELS * 128)
 #define STAGE_BYTES (K_BYTES + V_BYTES)
-static_assert(Q_BYTES + STAGES * STAGE_BYTES + 1024 ==
+#define O_STAGE_BYTES CKJIT_ATTENTION_WGMMA_O_STAGE(BM, BN, STAGES, HDIM, HDIM_V, 2)
+static_assert(Q_BYTES + STAGES * STAGE_BYTES + 1024 + O_STAGE_BYTES ==
                   CKJIT_ATTENTION_WGMMA_SMEM(BM, BN, STAGES, HDIM, HDIM_V, 2),
               "the layout fills the shared memory the host gives");
 
 CKJIT_INLINE unsigned q_tile(unsigned base) { return base; }
 CKJIT_INLINE unsigned k_tile(unsigned base, int stage) { return base + Q_BYTES + stage * STAGE_BYTES; }
 CKJIT_INLINE unsigned v_tile(unsigned base, int stage) { return k_tile(base, stage) + K_BYTES; }
+// Consumer warp w's 2 KiB for regrouping O (O_STAGE_BYTES > 0): 16 rows of
+// 128 bytes, 16-byte chunk c of row r at chunk c ^ (r % 8).
+CKJIT_INLINE unsigned o_stage(unsigned base, int w) {
+  return base + Q_BYTES + STAGES * STAGE_BYTES + w * 2048;
+}
 
 // Rows [r0, r0 + ROWS) x COLS head-dim columns of a matrix whose rows are
 // `ld` elements apart (head-dim stride 1) into the panels at `dst`, by

@@ -33,4 +33,14 @@ template <int regs> CKJIT_INLINE void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(regs));
 }
 
+// Four 8 x 8 matrices of 16-bit elements into shared memory, from the
+// registers of the warp (matrix k from r_k: lane l holds row l / 4, columns
+// 2 (l % 4) and + 1 of each, the mma.sync / wgmma accumulator layout);
+// lane l gives the address of row l % 8 of matrix l / 8.
+CKJIT_INLINE void stmatrix_x4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
 #endif

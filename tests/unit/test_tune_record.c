@@ -283,9 +283,10 @@ static void test_candidates(void **state) {
   check_candidates(192, 192, MASK_NONE, h100, d192, 3);
   static const int d256[][3] = {{128, 80, 2}, {128, 64, 2}};
   check_candidates(256, 256, MASK_CAUSAL, h100, d256, 2);
-  /* A smaller budget keeps only what fits. */
+  /* A smaller budget keeps only what fits (with O's 2 KiB a consumer warp:
+   * 192 x 128 x 2 takes 113 KiB, 128 x 128 x 2 97, 128 x 176 x 2 121). */
   static const int d64_small[][3] = {{192, 128, 2}, {128, 128, 2}};
-  check_candidates(64, 64, MASK_NONE, 100 * 1024, d64_small, 2);
+  check_candidates(64, 64, MASK_NONE, 120 * 1024, d64_small, 2);
   check_candidates(256, 256, MASK_NONE, 64 * 1024, NULL, 0);
 }
 
