@@ -159,14 +159,18 @@ CKJIT_INLINE bool attn_tile_masked(const ckjit_attention_args &a, const attn_til
   return masked;
 }
 
-// Whether query row i (local) may see key j.
+// Whether query row i (local) may see key j.  In 32 bits: i + diag lies in
+// [-2^30, sk) with sk <= 2^30, and the window bounds are at most 2^30
+// (CKJIT_ATTENTION_UNBOUNDED), so both edges fit an int (this runs once per
+// score of every diagonal tile).
 CKJIT_INLINE bool attn_allowed(const ckjit_attention_args &a, const attn_tile &t, int i, int j) {
   bool ok = j < t.sk;
 #if MASK == MASK_CAUSAL
-  ok &= (long long)j <= (long long)i + t.diag;
+  ok &= j <= i + t.diag;
 #elif MASK == MASK_WINDOW
-  ok &= (long long)j <= (long long)i + t.diag + a.window_right;
-  ok &= (long long)j >= (long long)i + t.diag - a.window_left;
+  const int d = i + t.diag;
+  ok &= j <= d + a.window_right;
+  ok &= j >= d - a.window_left;
 #endif
   (void)a;
   return ok;
