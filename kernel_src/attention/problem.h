@@ -159,21 +159,32 @@ CKJIT_INLINE bool attn_tile_masked(const ckjit_attention_args &a, const attn_til
   return masked;
 }
 
-// Whether query row i (local) may see key j.  In 32 bits: i + diag lies in
-// [-2^30, sk) with sk <= 2^30, and the window bounds are at most 2^30
-// (CKJIT_ATTENTION_UNBOUNDED), so both edges fit an int (this runs once per
-// score of every diagonal tile).
-CKJIT_INLINE bool attn_allowed(const ckjit_attention_args &a, const attn_tile &t, int i, int j) {
-  bool ok = j < t.sk;
+// The keys query row i (local) may see: lo <= j <= hi (empty: hi < lo).
+// In 32 bits: i + diag lies in [-2^30, sk) with sk <= 2^30, and the window
+// bounds are at most 2^30 (CKJIT_ATTENTION_UNBOUNDED), so both edges fit
+// an int; lo >= 0 and hi <= sk - 1, so an offset from a key of the row's
+// tile fits too.
+CKJIT_INLINE void attn_key_bounds(const ckjit_attention_args &a, const attn_tile &t, int i, int &lo,
+                                  int &hi) {
+  lo = 0;
+  hi = t.sk - 1;
 #if MASK == MASK_CAUSAL
-  ok &= j <= i + t.diag;
+  const int d = i + t.diag;
+  if (d < hi) hi = d;
 #elif MASK == MASK_WINDOW
   const int d = i + t.diag;
-  ok &= j <= d + a.window_right;
-  ok &= j >= d - a.window_left;
+  if (d + a.window_right < hi) hi = d + a.window_right;
+  if (d - a.window_left > lo) lo = d - a.window_left;
 #endif
   (void)a;
-  return ok;
+  (void)i;
+}
+
+// Whether query row i (local) may see key j.
+CKJIT_INLINE bool attn_allowed(const ckjit_attention_args &a, const attn_tile &t, int i, int j) {
+  int lo, hi;
+  attn_key_bounds(a, t, i, lo, hi);
+  return j >= lo && j <= hi;
 }
 
 CKJIT_INLINE float attn_tanh(float x) {

@@ -82,20 +82,31 @@ CKJIT_INLINE void score_tile(float (&s)[S_ACC], const ckjit_attention_args &a, c
                              const attn_scorer &sc, bool fold, int row_i0, int n0, bool masked) {
   const int lane = threadIdx.x % 32;
   if (fold && !masked) return;
+  // The mask per row as offsets from this thread's first key of the tile:
+  // one compare per score against a constant (masked tiles only).
+  const int key0 = n0 + 2 * (lane % 4);
+  int lo[2] = {0, 0}, hi[2] = {0, 0};
+  if (masked)
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      attn_key_bounds(a, t, row_i0 + 8 * r, lo[r], hi[r]);
+      lo[r] -= key0, hi[r] -= key0;
+    }
 #pragma unroll
   for (int j = 0; j < BN / 8; j++)
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      const int i = row_i0 + (e >= 2 ? 8 : 0), key = n0 + 8 * j + 2 * (lane % 4) + (e & 1);
+      const int r = e / 2, off = 8 * j + (e & 1); // the key is key0 + off
       float x = s[4 * j + e];
 #if ATTN_PLAIN_SCORES
       if (!fold) x *= sc.scale_log2;
 #else
       // (clamped: the bias is read only inside the entry; such keys and
       // rows are masked or never stored)
+      const int i = row_i0 + 8 * r, key = key0 + off;
       x = attn_score(sc, x, i < t.sq ? i : t.sq - 1, key < t.sk ? key : t.sk - 1);
 #endif
-      if (masked && !attn_allowed(a, t, i, key)) x = -CKJIT_INF;
+      if (masked && (off < lo[r] || off > hi[r])) x = -CKJIT_INF;
       s[4 * j + e] = x;
     }
 }
