@@ -225,8 +225,9 @@ CKJIT_INLINE attn_scorer attn_make_scorer(const ckjit_attention_args &a, const a
   return s;
 }
 
-// acc = q.k of query row i, key j (both local, inside the sequence).
-CKJIT_INLINE float attn_score(const attn_scorer &s, float acc, int i, int j) {
+// The score transform without ALiBi: acc = q.k of query row i, key j
+// (both local, inside the sequence).
+CKJIT_INLINE float attn_score_base(const attn_scorer &s, float acc, int i, int j) {
 #if SOFTCAP
   float x = s.cap_log2 * attn_tanh(acc * s.cap_in);
 #else
@@ -235,14 +236,20 @@ CKJIT_INLINE float attn_score(const attn_scorer &s, float acc, int i, int j) {
 #if BIAS != BIAS_NONE
   x += ckjit_to_float(s.bias[i * s.bias_ss + j * s.bias_sd]) * ATTN_LOG2E;
 #endif
+  (void)i;
+  (void)j;
+  return x;
+}
+
+// The whole transform (the ALiBi term too).
+CKJIT_INLINE float attn_score(const attn_scorer &s, float acc, int i, int j) {
+  float x = attn_score_base(s, acc, i, j);
 #if ALIBI
   // In 32 bits: i + diag < sk <= 2^30 and 0 <= j < sk, so the distance
   // lies in (-2^30, 2^30) (64-bit integer math per score cost 25%).
   const int d = i + s.diag - j;
   x -= s.slope_log2 * (float)(d < 0 ? -d : d);
 #endif
-  (void)i;
-  (void)j;
   return x;
 }
 

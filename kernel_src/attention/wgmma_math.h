@@ -86,6 +86,15 @@ CKJIT_INLINE void score_tile(float (&s)[S_ACC], const ckjit_attention_args &a, c
   // one compare per score against a constant (masked tiles only).
   const int key0 = n0 + 2 * (lane % 4);
   int lo[2] = {0, 0}, hi[2] = {0, 0};
+#if ALIBI
+  // ALiBi's distance |i + diag - key| per row from key0, in floats: one
+  // subtract per score instead of an int-to-float conversion, which takes
+  // the exponentials' unit.  (Exact below 2^24; beyond, the distance rounds
+  // as its conversion did.)
+  float dist0[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) dist0[r] = (float)(row_i0 + 8 * r + t.diag - key0);
+#endif
   if (masked)
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -104,7 +113,10 @@ CKJIT_INLINE void score_tile(float (&s)[S_ACC], const ckjit_attention_args &a, c
       // (clamped: the bias is read only inside the entry; such keys and
       // rows are masked or never stored)
       const int i = row_i0 + 8 * r, key = key0 + off;
-      x = attn_score(sc, x, i < t.sq ? i : t.sq - 1, key < t.sk ? key : t.sk - 1);
+      x = attn_score_base(sc, x, i < t.sq ? i : t.sq - 1, key < t.sk ? key : t.sk - 1);
+#if ALIBI
+      x -= sc.slope_log2 * fabsf(dist0[r] - (float)off);
+#endif
 #endif
       if (masked && (off < lo[r] || off > hi[r])) x = -CKJIT_INF;
       s[4 * j + e] = x;
