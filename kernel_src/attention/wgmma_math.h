@@ -123,12 +123,16 @@ CKJIT_INLINE void score_tile(float (&s)[S_ACC], const ckjit_attention_args &a, c
     }
 }
 
-// Turns the logits of s into probabilities p = 2^(c (x - max)) against the
-// updated row max (c: the folded scale, else 1), and returns per row the
-// factor 2^(c (old max - new max)) that o must be scaled by before the
-// next product (left to the caller: o may still be in flight).  A row with
-// no key seen yet keeps max -inf; it then uses 0 as the reference, so the
-// exponentials give 0, never NaN.
+// Turns the logits of s into probabilities p = 2^(c x - ref) (c: the
+// folded scale, else 1), and returns per row the factor O must be scaled
+// by before the next product (left to the caller: O may still be in
+// flight).  The reference is the row's running max, moved only when a new
+// maximum passes it by more than ATTN_RESCALE_SLACK (log2 units): p is then
+// at most 2^slack, O and l share the reference (so the result is the same
+// softmax), and most steps of a long row leave O unscaled (rescale_o skips
+// them).  A row with no key seen yet keeps max -inf; it then uses 0 as the
+// reference, so the exponentials give 0, never NaN.
+#define ATTN_RESCALE_SLACK 8.0f
 CKJIT_INLINE void online_softmax(float (&s)[S_ACC], softmax_rows &st, float c, float (&rescale)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
@@ -136,9 +140,11 @@ CKJIT_INLINE void online_softmax(float (&s)[S_ACC], softmax_rows &st, float c, f
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
     mx = attn_quad_max(mx);
-    const float ref = mx == -CKJIT_INF ? 0.0f : mx * c;
-    rescale[r] = attn_exp2(st.m[r] * c - ref);
-    st.m[r] = mx;
+    const bool move = mx * c > st.m[r] * c + ATTN_RESCALE_SLACK; // -inf: the first keys move it
+    const float m = move ? mx : st.m[r];
+    const float ref = m == -CKJIT_INF ? 0.0f : m * c;
+    rescale[r] = move ? attn_exp2(st.m[r] * c - ref) : 1.0f;
+    st.m[r] = m;
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
@@ -160,7 +166,9 @@ CKJIT_INLINE void softmax_before_wait(unsigned sink, const softmax_rows &st) {
   asm volatile("st.shared.f32 [%0], %1;" ::"r"(sink), "f"(st.l[0] + st.l[1]) : "memory");
 }
 
+// O *= rescale per row, unless no row of the warp moved its reference.
 CKJIT_INLINE void rescale_o(float (&o)[O_ACC], const float (&rescale)[2]) {
+  if (!__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) return;
 #pragma unroll
   for (int j = 0; j < HDIM_V / 8; j++)
 #pragma unroll
