@@ -8,7 +8,8 @@
 # on stdout and in $OUT/compare.txt (./gpu-out when OUT is unset), one JSON
 # record per case in $OUT/compare.jsonl; then (COMPARE_DISPATCH=0 skips it)
 # bench/dispatch_torch.py's host time per call of both libraries, in
-# $OUT/dispatch.jsonl.
+# $OUT/dispatch.jsonl; with COMPARE_ATTENTION="SHAPE ...", attention's
+# before/after too (bench/compare_attention.py), in $OUT/attention.txt.
 #
 # usage: bash scripts/gpu-compare.sh BASE_SRC [compare_builds.py args...]
 #        e.g. bash scripts/gpu-compare.sh .bench-base --bench rows --rounds 3
@@ -45,6 +46,15 @@ rc=${PIPESTATUS[0]}
 if [ "${COMPARE_DISPATCH:-1}" = 1 ] && python3 -c "import torch" 2> /dev/null; then
   python3 bench/dispatch_torch.py build-base/libckjit.so build-gpu/libckjit.so \
     | tee "$OUT/dispatch.jsonl"
+fi
+# Attention, when COMPARE_ATTENTION lists shapes (bench/compare_attention.py:
+# b:hq:hkv:s:d:causal[:alibi|bias]): both builds in one process, with
+# torch's cuDNN and FlashAttention-2 backends beside them.
+if [ -n "${COMPARE_ATTENTION:-}" ]; then
+  read -ra shapes <<< "$COMPARE_ATTENTION"
+  python3 bench/compare_attention.py build-base/libckjit.so build-gpu/libckjit.so "${shapes[@]}" \
+    | tee "$OUT/attention.txt"
+  ((PIPESTATUS[0] == 0)) || rc=1
 fi
 ((${#NOTES[@]})) && printf 'note: %s\n' "${NOTES[@]}"
 exit "$rc"
