@@ -4,7 +4,8 @@
 // Problem:  ckjit_attention (ckjit.h); tiles, masks and the score transform
 //           from attention/problem.h.
 // Policy:   a block of 1 + BM / 64 warpgroups walks (query tile, head,
-//           entry) tiles grid-stride.  Warpgroup 0 produces: its 128
+//           entry) tiles as attn_walk_first / next say (grid-stride, or
+//           pairs of query tiles of equal work).  Warpgroup 0 produces: its 128
 //           threads fill the Q tile (once per tile) and the K and V tiles
 //           of each key step into rings of STAGES buffers, zero-filled past
 //           the sequences, and signal mbarriers as the copies land: one
@@ -20,7 +21,8 @@
 //           to the producer as soon as their product is done.  The
 //           consumers take turns issuing their products (ping-pong), so
 //           one's softmax also overlaps another's products.  The element
-//           mask runs only on boundary key tiles.
+//           mask runs only on boundary key tiles.  O goes out through a
+//           per-warp shared-memory stage in 16-byte pieces where it fits.
 // Kernel argument: ckjit_attention_tma_args (abi/attention_args.h), by value.
 #include "core/prelude.h"
 #include "abi/attention_args.h"
