@@ -56,6 +56,11 @@ static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
 static int elf_ready;
 static void elf_init(void) { elf_ready = elf_version(EV_CURRENT) != EV_NONE; }
 
+int ckjit__libelf_ready(void) {
+  pthread_once(&elf_once, elf_init);
+  return elf_ready;
+}
+
 static _Thread_local char reason[200];
 
 static int refuse(const char **why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -135,8 +140,7 @@ int ckjit__entry_accept_payload(const ckjit_entry_meta *meta, const void *payloa
     return refuse(why, "not an ELF object: invalid class or byte order");
   if (b[EI_CLASS] != ELFCLASS64 || b[EI_DATA] != ELFDATA2LSB)
     return refuse(why, "not a 64-bit little-endian ELF object (GPU code objects are)");
-  pthread_once(&elf_once, elf_init);
-  if (!elf_ready) return refuse(why, "libelf is unusable (version mismatch)");
+  if (!ckjit__libelf_ready()) return refuse(why, "libelf is unusable (version mismatch)");
   Elf *e = elf_memory((char *)(uintptr_t)b, n); /* read only: ELF_C_READ_MMAP */
   GElf_Ehdr eh;
   int rc = 0;

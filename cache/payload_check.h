@@ -36,6 +36,10 @@
 int ckjit__entry_accept_payload(const ckjit_entry_meta *meta, const void *payload, size_t size,
                                 const char **why);
 
+/* libelf set up for this process (elf_version, once): every libelf user
+ * asks this first.  0 when the library refuses the version. */
+int ckjit__libelf_ready(void);
+
 /* The EF_AMDGPU_MACH value of an AMD processor ("gfx90a" or "gfx90a:xnack-";
  * 0x3f), or -1 when the table has none. */
 int ckjit__amdgpu_mach(const char *arch);

@@ -1,8 +1,9 @@
 #include "library_path.h"
 
 #include <dlfcn.h>
-#include <elf.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "../base/buffer.h"
+#include "../cache/payload_check.h"
 
 static const char *const system_dirs[] = {
     "/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
@@ -52,40 +54,36 @@ int ckjit__find_library(const char *const *names, const char *const *extra_dirs,
   return -1;
 }
 
-/* The GNU build-id note of the 64-bit ELF file at `path` as hex into
- * `hex` (at least 2 * 32 + 1 bytes); 0 when it has none.  The note lives
- * in a PT_NOTE segment near the start of the file: two or three small
- * reads, not a walk of NVRTC's 100 MB of sections. */
+/* The GNU build-id note of the ELF file at `path` as hex into `hex`; 0
+ * when it has none (or is not ELF).  The note lives in a PT_NOTE segment;
+ * libelf maps the file and reads only the headers and the notes, not
+ * NVRTC's 100 MB of sections. */
 static int build_id(const char *path, char *hex, size_t len) {
+  if (!ckjit__libelf_ready()) return 0;
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   int found = 0;
-  Elf64_Ehdr eh;
-  if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum <= 64) {
-    Elf64_Phdr ph[64];
-    const size_t ph_bytes = (size_t)eh.e_phnum * sizeof ph[0];
-    if (pread(fd, ph, ph_bytes, (off_t)eh.e_phoff) == (ssize_t)ph_bytes) {
-      for (int i = 0; i < eh.e_phnum && !found; i++) {
-        unsigned char note[512];
-        if (ph[i].p_type != PT_NOTE || ph[i].p_filesz > sizeof note) continue;
-        const ssize_t n = pread(fd, note, ph[i].p_filesz, (off_t)ph[i].p_offset);
-        for (size_t off = 0; n > 0 && off + sizeof(Elf64_Nhdr) <= (size_t)n && !found;) {
-          Elf64_Nhdr nh;
-          memcpy(&nh, note + off, sizeof nh);
-          const size_t name_at = off + sizeof nh, desc_at = name_at + ((nh.n_namesz + 3) & ~3u);
-          const size_t next = desc_at + ((nh.n_descsz + 3) & ~3u);
-          if (next > (size_t)n) break;
-          if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && !memcmp(note + name_at, "GNU", 4) &&
-              nh.n_descsz > 0 && nh.n_descsz <= 32 && 2 * nh.n_descsz < len) {
-            for (size_t k = 0; k < nh.n_descsz; k++) snprintf(hex + 2 * k, 3, "%02x", note[desc_at + k]);
-            found = 1;
-          }
-          off = next;
+  Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  size_t segments = 0;
+  if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &segments) == 0) {
+    for (size_t i = 0; i < segments && !found; i++) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE) continue;
+      Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+      GElf_Nhdr nh;
+      size_t off = 0, name_at, desc_at;
+      while (d && !found && (off = gelf_getnote(d, off, &nh, &name_at, &desc_at)) > 0) {
+        const unsigned char *note = d->d_buf;
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && !memcmp(note + name_at, "GNU", 4) &&
+            nh.n_descsz > 0 && 2 * (size_t)nh.n_descsz < len) {
+          for (size_t k = 0; k < nh.n_descsz; k++)
+            snprintf(hex + 2 * k, 3, "%02x", note[desc_at + k]);
+          found = 1;
         }
       }
     }
   }
+  if (e) elf_end(e);
   close(fd);
   return found;
 }

@@ -87,6 +87,11 @@ typedef unsigned char ckjit_attention_tma_padding[48];
   X(ckjit_attention_tma_padding, tail_padding, 720)
 CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 768)
 
+/* paired: the pairs of query tiles (m, m_blocks - 1 - m) of one (head,
+ * entry), the odd middle tile a pair of its own; the host sizes the grid
+ * by them, the kernel walks them. */
+#define CKJIT_ATTENTION_PAIRS(m_blocks) (((m_blocks) + 1) / 2)
+
 /* Window bounds at or past this are unbounded (seqlens are at most 2^30). */
 #define CKJIT_ATTENTION_UNBOUNDED (1 << 30)
 

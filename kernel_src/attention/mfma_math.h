@@ -20,7 +20,6 @@
 typedef float mfma_f32x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 mfma_f16x4 __attribute__((ext_vector_type(4)));
 
-
 #define MFMA_WAVE_ROWS (BM / WARPS)        // query rows of one wave
 #define MFMA_ROW_BLOCKS (MFMA_WAVE_ROWS / 16) // its 16-row MFMA blocks
 #define MFMA_KEY_BLOCKS (BN / 16)

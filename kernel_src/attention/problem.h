@@ -54,7 +54,7 @@ struct attn_tile {
 // The tiles the grid walks; a block starts at attn_walk_first and goes on
 // with attn_walk_next while below the count.
 CKJIT_INLINE long long attn_tile_count(const ckjit_attention_args &a) {
-  const long long m = a.paired ? (a.m_blocks + 1) / 2 * 2 : a.m_blocks;
+  const long long m = a.paired ? CKJIT_ATTENTION_PAIRS(a.m_blocks) * 2 : a.m_blocks;
   return m * a.heads_q * (long long)a.batch;
 }
 CKJIT_INLINE long long attn_walk_first(const ckjit_attention_args &a) {
@@ -67,7 +67,7 @@ CKJIT_INLINE long long attn_walk_next(const ckjit_attention_args &a, long long t
 CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_tile &tile) {
   long long mb, bh;
   if (a.paired) {
-    const long long pairs = (a.m_blocks + 1) / 2, pair = t / 2 % pairs;
+    const long long pairs = CKJIT_ATTENTION_PAIRS(a.m_blocks), pair = t / 2 % pairs;
     mb = t % 2 ? pair : a.m_blocks - 1 - pair; // the heavier first
     if (t % 2 && mb == a.m_blocks - 1 - pair) return false;
     bh = t / 2 / pairs;

@@ -13,7 +13,6 @@
 #define S_ACC (BN / 2)
 #define O_ACC (HDIM_V / 2)
 
-
 #define WGMMA_SS_BN(ty) CKJIT_CAT3(wgmma_, ty, CKJIT_CAT(_n, BN))<0, 0>
 #define WGMMA_SS_BN_FIRST(ty) CKJIT_CAT3(wgmma_first_, ty, CKJIT_CAT(_n, BN))<0, 0>
 #define WGMMA_RS_HDV(ty) CKJIT_CAT3(wgmma_rs_, ty, CKJIT_CAT(_n, HDIM_V))<1>
@@ -183,7 +182,7 @@ CKJIT_INLINE void rescale_o(float (&o)[O_ACC], const float (&rescale)[2]) {
 // bytes of 8 rows, eight times the stores and L1 wavefronts, which made
 // the stores a tenth of a short tile's time (bench/NOTES.md).
 CKJIT_INLINE void store_rows(const ckjit_attention_args &a, const attn_tile &t, const float (&o)[O_ACC],
-                             softmax_rows &st, float c, int row_i0, unsigned stage) {
+                             const softmax_rows &st, float c, int row_i0, unsigned stage) {
   const int lane = threadIdx.x % 32;
 #if O_STAGE_BYTES > 0
   unsigned v[2][HDIM_V / 8]; // rows r0 and r1, two columns a register

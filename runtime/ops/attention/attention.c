@@ -31,7 +31,7 @@ static int plan(const ckjit_runtime *rt, const attention_call *c, int64_t m_bloc
                 ckjit_launch_plan *p) {
   const ckjit_attention_desc *d = c->desc;
   const int64_t sms = rt->device.multiprocessors, heads = d->num_heads_q * d->batch;
-  const int64_t pairs = (m_blocks + 1) / 2 * heads;
+  const int64_t pairs = CKJIT_ATTENTION_PAIRS(m_blocks) * heads;
   int persistent = p->spec.family == CKJIT_FAMILY_ATTENTION_WGMMA && !d->cu_seqlens_q;
   if (c->mask != MASK_NONE) persistent = persistent && pairs_fill_the_rounds(pairs, sms);
   const int paired = persistent && c->mask != MASK_NONE;

@@ -55,6 +55,13 @@ typedef struct attention_tile {
 attention_tile ckjit__attention_tile(attention_pipeline pipeline, int hdim, int hdim_v, int mask,
                                      int plain);
 
+/* attention_wgmma's block: the consumer warpgroups (bm / 64) plus the
+ * producer, 4 warps each. */
+static inline int ckjit__attention_wgmma_warps(int bm) { return 4 * (bm / 64 + 1); }
+/* A tile attention_wgmma's spec check accepts (its rows, warps, keys and
+ * stages; head dims and shared memory are the spec's questions). */
+int ckjit__attention_wgmma_tile_ok(const attention_tile *t);
+
 /* Bytes of dynamic shared memory of a spec (the ABI header's formulas). */
 unsigned ckjit__attention_smem(const ckjit_spec *spec);
 

@@ -92,29 +92,39 @@ static ckjit_status check_common(const ckjit_spec *s, const char *family, int te
 /* Two or three consumer warpgroups of 64 query rows each, plus the
  * producer warpgroup; BN is the N of the QK^T wgmma and the K of the PV
  * one. */
+static int wgmma_rows_ok(int bm, int warps) {
+  return (bm == 128 || bm == 192) && warps == ckjit__attention_wgmma_warps(bm);
+}
+static int wgmma_keys_ok(int bn, int stages) {
+  return (bn == 64 || bn == 80 || bn == 128 || bn == 176) && stages >= 2;
+}
+
+int ckjit__attention_wgmma_tile_ok(const attention_tile *t) {
+  return wgmma_rows_ok(t->bm, t->warps) && wgmma_keys_ok(t->bn, t->stages);
+}
+
 static ckjit_status wgmma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  ckjit_status st = check_common(s, "attention_wgmma", 1, 227 * 1024);
+  ckjit_status st = check_common(s, "attention_wgmma", 1, CKJIT_ATTENTION_SM90_SMEM);
   if (st) return st;
   /* Two or three consumer warpgroups: the kernel's register split is theirs. */
-  if ((v[AT_BM] != 128 && v[AT_BM] != 192) || v[AT_WARPS] != 4 * (v[AT_BM] / 64 + 1))
+  if (!wgmma_rows_ok(v[AT_BM], v[AT_WARPS]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: attention_wgmma bm=%d, warps=%d: bm must be 128 or 192 and warps 4 * "
                        "(bm / 64 + 1) (the consumer warpgroups and the producer)",
                        v[AT_BM], v[AT_WARPS]);
   /* The S product's N: the wgmma shapes core/wgmma.h spells out. */
-  const int bn = v[AT_BN];
-  if ((bn != 64 && bn != 80 && bn != 128 && bn != 176) || v[AT_STAGES] < 2)
+  if (!wgmma_keys_ok(v[AT_BN], v[AT_STAGES]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "spec: attention_wgmma bn=%d must be 64, 80, 128 or 176, stages=%d >= 2", bn,
-                       v[AT_STAGES]);
+                       "spec: attention_wgmma bn=%d must be 64, 80, 128 or 176, stages=%d >= 2",
+                       v[AT_BN], v[AT_STAGES]);
   return CKJIT_SUCCESS;
 }
 
 /* One warp per 16 query rows (the m of mma.sync m16n8k16). */
 static ckjit_status mma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  ckjit_status st = check_common(s, "attention_mma", 1, 227 * 1024);
+  ckjit_status st = check_common(s, "attention_mma", 1, CKJIT_ATTENTION_SM90_SMEM);
   if (st) return st;
   if (v[AT_BM] != 16 * v[AT_WARPS] || v[AT_WARPS] > 8 || v[AT_STAGES] > 3)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,

@@ -18,20 +18,6 @@
 #include "runtime/ops/tune_record.h"
 #include "runtime/runtime.h"
 
-/* The consumer warpgroups (bm / 64) plus the producer: wgmma_check's rule. */
-static int wgmma_warps(int bm) { return 4 * (bm / 64 + 1); }
-
-/* What a record line or a store may hold: a tile wgmma_check accepts
- * (attention_family.c).  Whether it suits the call (head dims, shared
- * memory) is the candidate list's question, asked when it is applied. */
-static int valid(const tune_choice *t) {
-  const int bm = t->value[0], bn = t->value[1], stages = t->value[2], warps = t->value[3];
-  return (bm == 128 || bm == 192) && (bn == 64 || bn == 80 || bn == 128 || bn == 176) &&
-         stages >= 2 && stages <= 4 && warps == wgmma_warps(bm);
-}
-
-static tune_record record = TUNE_RECORD_INIT("attention", valid);
-
 static tune_choice to_record(const attention_tile *t) {
   return (tune_choice){{t->bm, t->bn, t->stages, t->warps}};
 }
@@ -40,6 +26,17 @@ static attention_tile from_record(const tune_choice *t) {
   return (attention_tile){.bm = t->value[0], .bn = t->value[1], .stages = t->value[2],
                           .warps = t->value[3]};
 }
+
+/* What a record line or a store may hold: a tile wgmma_check accepts
+ * (attention_family.c), of at most 4 stages.  Whether it suits the call
+ * (head dims, shared memory) is the candidate list's question, asked when
+ * it is applied. */
+static int valid(const tune_choice *c) {
+  const attention_tile t = from_record(c);
+  return ckjit__attention_wgmma_tile_ok(&t) && t.stages <= 4;
+}
+
+static tune_record record = TUNE_RECORD_INIT("attention", valid);
 
 int ckjit__attention_tune_lookup(const char *dir, const char *cls, attention_tile *out) {
   tune_choice t;
@@ -93,10 +90,11 @@ int ckjit__attention_tune_candidates(const ckjit_spec *spec, int max_shared_byte
   /* The policy's tile first: the automatic choice, which another must beat. */
   all[n_all++] = (attention_tile){spec->value[AT_BM], spec->value[AT_BN], spec->value[AT_STAGES],
                                   spec->value[AT_WARPS]};
+  const int w128 = ckjit__attention_wgmma_warps(128), w192 = ckjit__attention_wgmma_warps(192);
   for (int stages = 2; stages <= 3; stages++) {
-    all[n_all++] = (attention_tile){128, wide ? 80 : 176, stages, wgmma_warps(128)};
-    all[n_all++] = (attention_tile){128, wide ? 64 : 128, stages, wgmma_warps(128)};
-    if (small) all[n_all++] = (attention_tile){192, 128, stages, wgmma_warps(192)};
+    all[n_all++] = (attention_tile){128, wide ? 80 : 176, stages, w128};
+    all[n_all++] = (attention_tile){128, wide ? 64 : 128, stages, w128};
+    if (small) all[n_all++] = (attention_tile){192, 128, stages, w192};
   }
   int n = 0;
   for (int i = 0; i < n_all && n < max; i++) {
@@ -190,18 +188,22 @@ void ckjit__attention_tune(ckjit_runtime *rt, const attention_call *call, ckjit_
   if (mode == 0 && !ckjit__tune_any(&record, dir)) return;
   char cls[TUNE_CLASS_LEN];
   if (!ckjit__attention_tune_class(rt->device.arch, call, cls, sizeof cls)) return;
+  attention_tile won;
+  const int found = ckjit__attention_tune_lookup(dir, cls, &won);
+  /* The candidates (a spec check each) only where a winner is to be
+   * checked or measured: not for every call of a class without one. */
+  if (!found && mode <= 0) return;
   attention_tile cand[MAX_CANDIDATES];
   const int n = ckjit__attention_tune_candidates(spec, rt->device.max_shared_bytes, cand,
                                                  MAX_CANDIDATES);
-  attention_tile won;
-  if (ckjit__attention_tune_lookup(dir, cls, &won)) {
+  if (found) {
     /* Only a tile this call can run (an older or edited record, another
      * device's shared memory: the policy's tile stays). */
     for (int i = 0; i < n; i++)
       if (!memcmp(&cand[i], &won, sizeof won)) apply_tile(spec, &won);
     return;
   }
-  if (mode <= 0 || n < 2) return;
+  if (n < 2) return;
   /* A candidate that fails is not the call's error: the call itself runs
    * after, with the winner or the policy's tile. */
   const int quiet = ckjit__error_quiet(1);
