@@ -24,7 +24,8 @@ static char dir[PATH_MAX];
  * an independent source), as hex; "" when it has none. */
 static int note_of_self(struct dl_phdr_info *info, size_t size, void *out) {
   (void)size;
-  if (info->dlpi_name && info->dlpi_name[0]) return 0; /* the main program only */
+  char *hex = out;
+  if (!hex || (info->dlpi_name && info->dlpi_name[0])) return 0; /* the main program only */
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_NOTE) continue;
@@ -34,7 +35,7 @@ static int note_of_self(struct dl_phdr_info *info, size_t size, void *out) {
       const size_t name_at = off + sizeof *nh, desc_at = name_at + ((nh->n_namesz + 3) & ~3u);
       if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(p + name_at, "GNU", 4)) {
         for (size_t k = 0; k < nh->n_descsz && k < 32; k++)
-          sprintf((char *)out + 2 * k, "%02x", p[desc_at + k]);
+          snprintf(hex + 2 * k, 3, "%02x", p[desc_at + k]);
         return 1;
       }
       off = desc_at + ((nh->n_descsz + 3) & ~3u);
