@@ -27,6 +27,7 @@ static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_ATTENTION_MMA] = &ckjit__family_attention_mma,
     [CKJIT_FAMILY_ATTENTION_MFMA] = &ckjit__family_attention_mfma,
     [CKJIT_FAMILY_ATTENTION_SIMT] = &ckjit__family_attention_simt,
+    [CKJIT_FAMILY_PAGED_APPEND] = &ckjit__family_paged_append,
 };
 
 const char *const ckjit__dtype_names[] = {CKJIT_FLOAT_DTYPES(CKJIT_TYPE_NAME) NULL};

@@ -32,6 +32,7 @@ typedef enum ckjit_family_id {
   CKJIT_FAMILY_ATTENTION_MMA = 12,
   CKJIT_FAMILY_ATTENTION_MFMA = 13,
   CKJIT_FAMILY_ATTENTION_SIMT = 14,
+  CKJIT_FAMILY_PAGED_APPEND = 15,
   CKJIT_FAMILY_COUNT_
 } ckjit_family_id;
 
@@ -127,6 +128,7 @@ extern const ckjit_family ckjit__family_attention_wgmma;
 extern const ckjit_family ckjit__family_attention_mma;
 extern const ckjit_family ckjit__family_attention_mfma;
 extern const ckjit_family ckjit__family_attention_simt;
+extern const ckjit_family ckjit__family_paged_append;
 
 const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
 

@@ -636,4 +636,7 @@ CKJIT_API ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *s
 
 #endif
 
+/* Attention over a paged K/V cache, and appending to it. */
+#include "ckjit/paged_attention.h"
+
 #endif /* CKJIT_CKJIT_H */

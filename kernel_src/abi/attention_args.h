@@ -21,6 +21,26 @@ typedef struct ckjit_attention_stride4 {
   long long b, h, s, d;
 } ckjit_attention_stride4;
 
+/* A paged K/V cache's tables (ckjit_paged_kv in ckjit/paged_attention.h):
+ * entry b's keys are found through
+ *   page_table      its page ids: block_table + b * table_stride (padded
+ *                   form, with seqlens_k[b] keys) or kv_page_indices +
+ *                   kv_indptr[b] (CSR form, kv_indptr non-NULL: the keys are
+ *                   (pages - 1) * PAGE + kv_last_page_len[b])
+ *   num_pages       page ids outside [0, num_pages) are never read: their
+ *                   keys read as zeros and *error (when non-NULL) is set to
+ *                   1; keys past a table's capacity are dropped
+ *   k_page, v_page  the pools' page strides (elements) */
+typedef struct ckjit_attention_paging {
+  const int *page_table;
+  const int *seqlens_k;
+  const int *kv_indptr;
+  const int *kv_last_page_len;
+  int *error;
+  long long table_stride, k_page, v_page;
+  int num_pages, reserved;
+} ckjit_attention_paging;
+
 /* One attention problem (see ckjit_attention in ckjit.h).
  *   lse             f32, strides b, h, s (d unused); NULL: not written
  *   cu_seqlens_q/k  NULL: dense (batch strides used); else packed tokens
@@ -38,7 +58,10 @@ typedef struct ckjit_attention_stride4 {
  *                   strides TMA takes); 0: with cp.async
  *   paired          the grid walks pairs of query tiles (attn_walk_first in
  *                   attention/problem.h): a persistent grid over masked
- *                   tiles of unequal work; 0: tiles grid-stride */
+ *                   tiles of unequal work; 0: tiles grid-stride
+ *   paging          paged K / V (kernels whose PAGE spec parameter is not 0):
+ *                   k and v are the page pools, k_stride / v_stride's s, h
+ *                   and d their slot, head and dim strides (b unused) */
 #define CKJIT_ATTENTION_FIELDS(X)                                              \
   X(const void *, q, 0)                                                        \
   X(const void *, k, 8)                                                        \
@@ -70,27 +93,35 @@ typedef struct ckjit_attention_stride4 {
   X(float, softcap, 320)                                                      \
   X(int, tma, 324)                                                             \
   X(int, paired, 328)                                                          \
-  X(int, reserved, 332)
-CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 336)
+  X(int, reserved, 332)                                                        \
+  X(ckjit_attention_paging, paging, 336)
+CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 408)
 
 /* attention_wgmma's argument: the problem and Q's, K's and V's tensor
  * maps (4-D: head dim, sequence, head, batch entry; boxes of 64 head-dim
  * columns by the tile's rows, 128-byte swizzled; zero-filled past each
- * sequence), valid when p.tma is 1.  The maps come first (64-byte
+ * sequence; paged K / V: head dim, slot, head, page, in boxes of
+ * min(PAGE, tile rows) slots), valid when p.tma is 1.  The maps come first (64-byte
  * aligned); the tail padding is named so that sizeof is the list's end. */
-typedef unsigned char ckjit_attention_tma_padding[48];
+typedef unsigned char ckjit_attention_tma_padding[40];
 #define CKJIT_ATTENTION_TMA_FIELDS(X)                                          \
   X(ckjit_tensor_map, q_map, 0)                                                \
   X(ckjit_tensor_map, k_map, 128)                                              \
   X(ckjit_tensor_map, v_map, 256)                                              \
   X(ckjit_attention_args, p, 384)                                              \
-  X(ckjit_attention_tma_padding, tail_padding, 720)
-CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 768)
+  X(ckjit_attention_tma_padding, tail_padding, 792)
+CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 832)
 
 /* paired: the pairs of query tiles (m, m_blocks - 1 - m) of one (head,
  * entry), the odd middle tile a pair of its own; the host sizes the grid
  * by them, the kernel walks them. */
 #define CKJIT_ATTENTION_PAIRS(m_blocks) (((m_blocks) + 1) / 2)
+
+/* Paged K / V go through TMA (attention_wgmma) in boxes of min(page,
+ * rows) slots: pages of at least 8 slots (whole swizzle atoms) that tile
+ * a key step of `rows` exactly, or that a step tiles. */
+#define CKJIT_ATTENTION_PAGED_TMA(page, rows) \
+  ((page) >= 8 && ((page) < (rows) ? (rows) % (page) == 0 : (page) % (rows) == 0))
 
 /* Window bounds at or past this are unbounded (seqlens are at most 2^30). */
 #define CKJIT_ATTENTION_UNBOUNDED (1 << 30)

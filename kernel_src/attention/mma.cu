@@ -82,13 +82,14 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_args a) {
     attn_key_range(a, t, BN, begin, end);
     const int n_tiles = end > begin ? (end - begin + BN - 1) / BN : 0;
     const attn_scorer sc = attn_make_scorer(a, t);
-    const long long ks = a.k_stride.s, vs = a.v_stride.s;
     // Key step kt into ring stage `stage`; keys past sk read as zero.
     auto load_kv = [&](int kt, int stage) {
       const int n0 = begin + kt * BN;
       const unsigned k_dst = kv_ring + stage * STAGE_BYTES;
-      attn_copy_tile<BN, QC>(k_dst, t.k + n0 * ks, ks, t.sk - n0);
-      attn_copy_tile<BN, VC>(k_dst + K_BYTES, t.v + n0 * vs, vs, t.sk - n0);
+      attn_copy_rows<BN, QC>(k_dst, [&](int r) { return attn_key_row(a, t, false, n0 + r); },
+                             t.sk - n0, t.k);
+      attn_copy_rows<BN, VC>(k_dst + K_BYTES, [&](int r) { return attn_key_row(a, t, true, n0 + r); },
+                             t.sk - n0, t.v);
     };
 
     __syncthreads(); // every warp is done with the previous tile's shared memory

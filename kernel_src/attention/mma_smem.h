@@ -32,13 +32,14 @@ template <int C> CKJIT_INLINE unsigned attn_swz(int row, int chunk) {
   return (unsigned)(row * C + (chunk ^ attn_swz_x<C>(row))) * 16u;
 }
 
-// Copies rows [0, ROWS) of a matrix (row r at src + r * ld, C chunks
-// long) into the swizzled tile at shared address `tile`; rows >=
-// valid_rows read as zero, so rows past a sequence's end never bring
-// garbage (a NaN in V would survive a zero probability).  No commit: the
-// caller groups the copies.
-template <int ROWS, int C>
-CKJIT_INLINE void attn_copy_tile(unsigned tile, const T *src, long long ld, int valid_rows) {
+// Copies rows [0, ROWS) of a matrix (row r's first element row(r), C
+// chunks long; nullptr: not readable) into the swizzled tile at shared
+// address `tile`; rows >= valid_rows and unreadable rows read as zero, so
+// rows past a sequence's end never bring garbage (a NaN in V would survive
+// a zero probability).  An empty copy still needs a mapped address:
+// `mapped`.  No commit: the caller groups the copies.
+template <int ROWS, int C, class RowAt>
+CKJIT_INLINE void attn_copy_rows(unsigned tile, RowAt row, int valid_rows, const T *mapped) {
   constexpr int TOTAL = ROWS * C;
   // When THREADS is a multiple of C every thread keeps one chunk column
   // and steps whole rows: no division per copy.
@@ -50,11 +51,14 @@ CKJIT_INLINE void attn_copy_tile(unsigned tile, const T *src, long long ld, int 
     if (TOTAL % THREADS != 0 && i >= TOTAL) break;
     const int r = COLUMN_FIXED ? it * (THREADS / C) + tid / C : i / C;
     const int c = COLUMN_FIXED ? tid % C : i % C;
-    const bool inside = r < valid_rows;
-    // An empty copy still needs a mapped address: the tile's first row.
-    const T *g = inside ? src + r * ld + c * 8 : src;
-    copy_async<16>(tile + attn_swz<C>(r, c), g, inside ? 16 : 0);
+    const T *src = r < valid_rows ? row(r) : nullptr;
+    copy_async<16>(tile + attn_swz<C>(r, c), src ? src + c * 8 : mapped, src ? 16 : 0);
   }
+}
+// The same for a matrix whose rows are `ld` apart from `src`.
+template <int ROWS, int C>
+CKJIT_INLINE void attn_copy_tile(unsigned tile, const T *src, long long ld, int valid_rows) {
+  attn_copy_rows<ROWS, C>(tile, [&](int r) { return src + r * ld; }, valid_rows, src);
 }
 
 // ldmatrix x4 (.trans: each 8x8 matrix transposed) at a shared address.

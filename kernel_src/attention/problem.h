@@ -4,11 +4,12 @@
 // attention pipeline (simt, mma, wgmma, mfma) uses these, so they agree on
 // the semantics documented for ckjit_attention in ckjit.h.
 //
-// Needs T (element type), MASK, BIAS, ALIBI, SOFTCAP (spec parameters) and
-// the tile's query rows BM.
+// Needs T (element type), MASK, BIAS, ALIBI, SOFTCAP, PAGE (spec parameters)
+// and the tile's query rows BM.
 #pragma once
 #include "core/prelude.h"
 #include "abi/attention_args.h"
+#include "attention/paged_table.h"
 
 #if BIAS == BIAS_F32
 typedef float attn_bias_t;
@@ -33,7 +34,13 @@ struct attn_tile {
   float *lse;       // row 0 of the entry's head h; NULL: none
   long long lse_ss; // LSE's row stride
   int q_tok0, k_tok0; // varlen: the entry's first packed token of Q and of K, V (dense: 0)
+  const int *pages;   // PAGE: the entry's page ids (k, v: the pools at head g)
 };
+
+// PAGE: entry b's page ids and key count (attention/paged_table.h).
+CKJIT_INLINE void attn_paged_keys(const ckjit_attention_args &a, int b, const int *&pages, int &sk) {
+  paged_sequence(a.paging, b, pages, sk);
+}
 
 // Tile `t` of attn_tile_count.  Without a mask (tiles of equal work): the
 // query tile fastest, then the head (so the heads that share a K/V head
@@ -86,39 +93,65 @@ CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_
   tile.b = (int)(bh / a.heads_q);
   tile.g = tile.h / (a.heads_q / a.heads_kv);
   tile.m0 = (int)(mb * BM);
-  long long q_off, k_off, o_off, lse_off;
+  long long q_off, o_off, lse_off, kb = 0, vb = 0;
+  int sq;
   if (a.cu_seqlens_q) {
-    const int q0 = a.cu_seqlens_q[tile.b], k0 = a.cu_seqlens_k[tile.b];
-    tile.sq = a.cu_seqlens_q[tile.b + 1] - q0;
-    tile.sk = a.cu_seqlens_k[tile.b + 1] - k0;
-    tile.diag = tile.sk - tile.sq; // from the true lengths (ckjit.h's diagonal)
-    if (tile.sq > a.seqlen_q) tile.sq = a.seqlen_q; // rows past the maximum are not computed
+    const int q0 = a.cu_seqlens_q[tile.b];
+    sq = a.cu_seqlens_q[tile.b + 1] - q0;
     q_off = q0 * a.q_stride.s;
-    k_off = k0;
     o_off = q0 * a.o_stride.s;
     lse_off = q0 * a.lse_stride.s;
     tile.q_tok0 = q0;
-    tile.k_tok0 = k0;
   } else {
-    tile.sq = a.seqlen_q;
-    tile.sk = a.seqlen_k;
-    tile.diag = tile.sk - tile.sq;
+    sq = a.seqlen_q;
     q_off = tile.b * a.q_stride.b;
-    k_off = -1;
     o_off = tile.b * a.o_stride.b;
     lse_off = tile.b * a.lse_stride.b;
-    tile.q_tok0 = tile.k_tok0 = 0;
+    tile.q_tok0 = 0;
   }
+  tile.k_tok0 = 0;
+  tile.pages = nullptr;
+#if PAGE
+  attn_paged_keys(a, tile.b, tile.pages, tile.sk);
+#else
+  if (a.cu_seqlens_k) {
+    const int k0 = a.cu_seqlens_k[tile.b];
+    tile.sk = a.cu_seqlens_k[tile.b + 1] - k0;
+    kb = k0 * a.k_stride.s;
+    vb = k0 * a.v_stride.s;
+    tile.k_tok0 = k0;
+  } else {
+    tile.sk = a.seqlen_k;
+    kb = tile.b * a.k_stride.b;
+    vb = tile.b * a.v_stride.b;
+  }
+#endif
+  tile.diag = tile.sk - sq; // from the true lengths (ckjit.h's diagonal)
+  tile.sq = sq > a.seqlen_q ? a.seqlen_q : sq; // varlen rows past the maximum are not computed
   if (tile.m0 >= tile.sq) return false;
   tile.q = static_cast<const T *>(a.q) + q_off + tile.h * a.q_stride.h;
   tile.o = static_cast<T *>(a.o) + o_off + tile.h * a.o_stride.h;
-  const long long kb = k_off < 0 ? tile.b * a.k_stride.b : k_off * a.k_stride.s;
-  const long long vb = k_off < 0 ? tile.b * a.v_stride.b : k_off * a.v_stride.s;
   tile.k = static_cast<const T *>(a.k) + kb + tile.g * a.k_stride.h;
   tile.v = static_cast<const T *>(a.v) + vb + tile.g * a.v_stride.h;
   tile.lse = a.lse ? a.lse + lse_off + tile.h * a.lse_stride.h : nullptr;
   tile.lse_ss = a.lse_stride.s;
   return true;
+}
+
+// Key j's row of K (`v`: of V), 0 <= j < t.sk; nullptr when its page id
+// lies outside the pool: such a row is never read (the loaders fill zeros)
+// and is reported through page_error.
+CKJIT_INLINE const T *attn_key_row(const ckjit_attention_args &a, const attn_tile &t, bool v, int j) {
+  const T *base = v ? t.v : t.k;
+  const long long ld = v ? a.v_stride.s : a.k_stride.s;
+#if PAGE
+  const int id = paged_page_of(t.pages, j, a.paging.num_pages, a.paging.error);
+  if (id < 0) return nullptr;
+  return base + (long long)id * (v ? a.paging.v_page : a.paging.k_page) + (long long)(j % PAGE_SLOTS) * ld;
+#else
+  (void)a;
+  return base + (long long)j * ld;
+#endif
 }
 
 // The keys [begin, end) that some row of the tile may see; begin is a

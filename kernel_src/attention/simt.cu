@@ -69,8 +69,8 @@ CKJIT_INLINE void attend_rows(const ckjit_attention_args &a, const attn_tile &t,
   float m = -CKJIT_INF; // the row's running max (log2 units), shared by its lanes
   float l = 0.0f;       // this lane's part of the running sum
   for (int n0 = begin; n0 < end; n0 += BN) {
-    stage_keys<HDIM>(k_tile, t.k, a.k_stride.s, a.k_stride.d, n0, end);
-    stage_keys<HDIM_V>(v_tile, t.v, a.v_stride.s, a.v_stride.d, n0, end);
+    stage_keys<HDIM>(k_tile, a, t, false, n0, end);
+    stage_keys<HDIM_V>(v_tile, a, t, true, n0, end);
     __syncthreads();
     // Scores: lane keeps key n0 + 8c + lane as s[c].
     const bool edge = attn_tile_masked(a, t, n0, BN);

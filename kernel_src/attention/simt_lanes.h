@@ -49,22 +49,24 @@ CKJIT_INLINE float row_sum(float v) {
 // index and the stride, the compilers hoist one 64-bit offset per element
 // out of the tile loop and keep it live through the key loop.
 
-// Keys [n0, n0 + BN) of K or V (DIM wide) as f32 rows of `tile`: one 32-lane
-// group per key, lanes along the head dim.  Keys at or past `end` are
-// zeros: no row of the tile sees them, and they may lie past the sequence.
+// Keys [n0, n0 + BN) of K (`v`: V), DIM wide, as f32 rows of `tile`: one
+// 32-lane group per key, lanes along the head dim.  Keys at or past `end`
+// are zeros: no row of the tile sees them, and they may lie past the
+// sequence; so are keys whose page lies outside the pool (never read).
 template <int DIM>
-CKJIT_INLINE void stage_keys(float *tile, const T *src, long long key_stride,
-                             long long dim_stride, int n0, int end) {
+CKJIT_INLINE void stage_keys(float *tile, const ckjit_attention_args &a, const attn_tile &t, bool v,
+                             int n0, int end) {
   const int lane = (int)(threadIdx.x % 32u), group = (int)(threadIdx.x / 32u);
-  const T *thread_src = src + (long long)n0 * key_stride + group * key_stride + lane * dim_stride;
+  const long long dim_stride = v ? a.v_stride.d : a.k_stride.d;
   float *thread_out = tile + group * DIM + lane;
 #pragma unroll 4
   for (int step = 0; step * WARPS < BN; step++) {
     const int jj = group + step * WARPS; // this thread's key in the tile
     if (jj >= BN) break;
     float *out = thread_out + step * WARPS * DIM;
-    if (n0 + jj < end) {
-      const T *in = thread_src + step * WARPS * key_stride;
+    const T *row = n0 + jj < end ? attn_key_row(a, t, v, n0 + jj) : nullptr;
+    if (row) {
+      const T *in = row + lane * dim_stride;
 #pragma unroll
       for (int c = 0; c < DIM / 32; c++) out[32 * c] = ckjit_to_float(in[32 * c * dim_stride]);
     } else {

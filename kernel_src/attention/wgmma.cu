@@ -51,50 +51,97 @@ struct barriers {
   float softmax_sink; // written, never read (softmax_before_wait)
 };
 
-// Fills one buffer of ROWS rows [r0, r0 + ROWS) of a sequence of `len`
-// rows, COLS head-dim columns, and announces it on the mbarrier `bar`
-// (count 1).  With `tma`, one thread issues a TMA copy per 64-column panel
-// (the barrier counts the bytes; the map's rows are at `coord`: the packed
-// token for varlen, else the row with the batch entry as a coordinate).
-// Otherwise the `copiers` producer threads copy with cp.async (rows >= len
-// read as zero), wait for their copies, fence them to the async proxy
-// (wgmma's) and meet; one of them then arrives.
+// Filling a ring buffer of ROWS rows x COLS head-dim columns, announced
+// on the mbarrier `bar` (count 1), one of two ways.
 #define PRODUCER_BARRIER 8 // named barrier of the producer warpgroup (the consumers take 1..3)
+
+// TMA: one thread issues a copy per 64-column panel of the box at map
+// coordinates (row, head, entry) (the barrier counts the bytes).
 template <int ROWS, int COLS>
-CKJIT_INLINE void fill(unsigned dst, bool tma, const ckjit_tensor_map *map, int coord, int head,
-                       int batch, const T *src, long long ld, int r0, int len, unsigned bar,
-                       int copiers) {
+CKJIT_INLINE void fill_tma(unsigned dst, const ckjit_tensor_map *map, int row, int head, int entry,
+                           unsigned bar) {
   constexpr int panels = CKJIT_ATTENTION_PANELS(COLS) / 64;
-  const int tid = threadIdx.x;
-  if (tma) {
-    if (tid == 0) {
-      mbar_expect(bar, ROWS * panels * 128);
-      for (int p = 0; p < panels; p++) tma_load_4d(dst + p * ROWS * 128, map, 64 * p, coord, head, batch, bar);
-    }
-    return;
+  if (threadIdx.x == 0) {
+    mbar_expect(bar, ROWS * panels * 128);
+    for (int p = 0; p < panels; p++) tma_load_4d(dst + p * ROWS * 128, map, 64 * p, row, head, entry, bar);
   }
-  load_panels<ROWS, COLS>(dst, src, ld, r0, len, tid, copiers);
+}
+
+// cp.async: the `copiers` producer threads copy rows [r0, r0 + ROWS) (row
+// r at row(r); rows >= len and unreadable ones as zeros), wait for their
+// copies, fence them to the async proxy (wgmma's) and meet; one of them
+// then arrives.
+template <int ROWS, int COLS, class RowAt>
+CKJIT_INLINE void fill_copy(unsigned dst, RowAt row, const T *mapped, int r0, int len, unsigned bar,
+                            int copiers) {
+  load_panels<ROWS, COLS>(dst, row, mapped, r0, len, threadIdx.x, copiers);
   copy_commit();
   copy_wait<0>();
   fence_async_shared();
   named_barrier_sync(PRODUCER_BARRIER, copiers);
-  if (tid == 0) mbar_arrive(bar);
+  if (threadIdx.x == 0) mbar_arrive(bar);
+}
+
+// Keys [n0, n0 + ROWS) of K (`v`: V) through TMA, where the tile allows:
+// dense problems zero-fill past the sequence in the map; varlen and paged
+// ones take only whole tiles inside the sequence (their maps know no
+// sequence end).  Paged tiles are boxes of min(PAGE, ROWS) slots, one per
+// page, each box's page id read by one lane of the producer warp (the only
+// warp left with maps); a tile with an id outside the pool is refused
+// whole, so the copies read it as zeros.  Returns whether it was issued.
+template <int ROWS, int COLS>
+CKJIT_INLINE bool fill_keys_tma(const ckjit_attention_args &a, const attn_tile &t, bool v,
+                                unsigned dst, const ckjit_tensor_map *map, int n0, unsigned bar) {
+  if (!a.tma) return false;
+#if PAGE
+  if (!CKJIT_ATTENTION_PAGED_TMA(PAGE, ROWS) || n0 + ROWS > t.sk) return false;
+  constexpr int box = PAGE < ROWS ? PAGE : ROWS, boxes = ROWS / box;
+  constexpr int panels = CKJIT_ATTENTION_PANELS(COLS) / 64;
+  const int lane = threadIdx.x % 32;
+  int id = 0;
+  if (lane < boxes) id = t.pages[(n0 + lane * box) / PAGE];
+  if (!__all_sync(0xffffffffu, lane >= boxes || (unsigned)id < (unsigned)a.paging.num_pages)) return false;
+  if (lane == 0) mbar_expect(bar, ROWS * panels * 128);
+  for (int b = 0; b < boxes; b++) {
+    const int page = __shfl_sync(0xffffffffu, id, b);
+    if (lane == 0)
+      for (int p = 0; p < panels; p++)
+        tma_load_4d(dst + p * ROWS * 128 + b * box * 128, map, 64 * p, (n0 + b * box) % PAGE, t.g, page,
+                    bar);
+  }
+  (void)v;
+  return true;
+#else
+  const bool varlen = a.cu_seqlens_k != nullptr;
+  if (varlen && n0 + ROWS > t.sk) return false;
+  fill_tma<ROWS, COLS>(dst, map, t.k_tok0 + n0, t.g, varlen ? 0 : t.b, bar);
+  (void)v;
+  return true;
+#endif
+}
+
+template <int ROWS, int COLS>
+CKJIT_INLINE void fill_keys(const ckjit_attention_args &a, const attn_tile &t, bool v, unsigned dst,
+                            const ckjit_tensor_map *map, int n0, unsigned bar, int copiers) {
+  if (fill_keys_tma<ROWS, COLS>(a, t, v, dst, map, n0, bar)) return;
+  fill_copy<ROWS, COLS>(dst, [&](int j) { return attn_key_row(a, t, v, j); }, v ? t.v : t.k, n0, t.sk,
+                        bar, copiers);
 }
 
 // The producer warpgroup: per tile, Q once (after the consumers are done
 // with the last one), then K and V of each key step into their rings.
-// Buffers go through TMA when the host made tensor maps (p.tma), except,
-// for varlen, a sequence's last partial tile: the packed map knows no
-// sequence ends, so those rows come from cp.async, zero-filled.  With
-// maps only the first warp stays (the others would only spin on the
-// barriers, taking issue slots from the consumers); it copies varlen's
-// partial tiles.
+// Buffers go through TMA when the host made tensor maps (p.tma), except
+// the tiles fill_keys_tma refuses, and varlen Q's partial last tile (the
+// packed map knows no sequence ends), which come from cp.async,
+// zero-filled.  With maps only the first warp stays (the others would
+// only spin on the barriers, taking issue slots from the consumers); it
+// copies those tiles.
 CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barriers &bar) {
   const ckjit_attention_args &a = x.p;
   const int copiers = a.tma ? 32 : 128;
   if ((int)threadIdx.x >= copiers) return;
   const long long tiles = attn_tile_count(a);
-  const bool varlen = a.cu_seqlens_q != nullptr;
+  const bool q_varlen = a.cu_seqlens_q != nullptr;
   unsigned q_phase = 0;
   int step = 0;
   for (long long ti = attn_walk_first(a); ti < tiles; ti = attn_walk_next(a, ti)) {
@@ -102,21 +149,22 @@ CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barr
     if (!attn_tile_at(a, ti, t)) continue;
     int begin, end;
     attn_key_range(a, t, BN, begin, end);
-    const int batch = varlen ? 0 : t.b;
     mbar_wait(smem_addr(&bar.q_empty), q_phase ^ 1);
-    fill<BM, HDIM>(q_tile(base), a.tma && (!varlen || t.m0 + BM <= t.sq), &x.q_map, t.q_tok0 + t.m0,
-                   t.h, batch, t.q, a.q_stride.s, t.m0, t.sq, smem_addr(&bar.q_full), copiers);
+    if (a.tma && (!q_varlen || t.m0 + BM <= t.sq))
+      fill_tma<BM, HDIM>(q_tile(base), &x.q_map, t.q_tok0 + t.m0, t.h, q_varlen ? 0 : t.b,
+                         smem_addr(&bar.q_full));
+    else
+      fill_copy<BM, HDIM>(q_tile(base), [&](int i) { return t.q + i * a.q_stride.s; }, t.q, t.m0,
+                          t.sq, smem_addr(&bar.q_full), copiers);
     q_phase ^= 1;
     for (int n0 = begin; n0 < end; n0 += BN, step++) {
       const int s = step % STAGES;
       const unsigned free_phase = ((step / STAGES) & 1) ^ 1;
-      const bool tma = a.tma && (!varlen || n0 + BN <= t.sk);
       mbar_wait(smem_addr(&bar.k_empty[s]), free_phase);
-      fill<BN, HDIM>(k_tile(base, s), tma, &x.k_map, t.k_tok0 + n0, t.g, batch, t.k, a.k_stride.s,
-                     n0, t.sk, smem_addr(&bar.k_full[s]), copiers);
+      fill_keys<BN, HDIM>(a, t, false, k_tile(base, s), &x.k_map, n0, smem_addr(&bar.k_full[s]), copiers);
       mbar_wait(smem_addr(&bar.v_empty[s]), free_phase);
-      fill<BN, HDIM_V>(v_tile(base, s), tma, &x.v_map, t.k_tok0 + n0, t.g, batch, t.v, a.v_stride.s,
-                       n0, t.sk, smem_addr(&bar.v_full[s]), copiers);
+      fill_keys<BN, HDIM_V>(a, t, true, v_tile(base, s), &x.v_map, n0, smem_addr(&bar.v_full[s]),
+                            copiers);
     }
   }
 }

@@ -34,22 +34,23 @@ CKJIT_INLINE unsigned o_stage(unsigned base, int w) {
   return base + Q_BYTES + STAGES * STAGE_BYTES + w * 2048;
 }
 
-// Rows [r0, r0 + ROWS) x COLS head-dim columns of a matrix whose rows are
-// `ld` elements apart (head-dim stride 1) into the panels at `dst`, by
-// `threads` producer threads (`tid`); rows >= r_end read as zero, so no stale
-// or out-of-sequence value reaches the math.  Consecutive threads take
-// consecutive 16-byte chunks of a row: each row is one coalesced read.
-template <int ROWS, int COLS>
-CKJIT_INLINE void load_panels(unsigned dst, const T *src, long long ld, int r0, int r_end, int tid,
+// Rows [r0, r0 + ROWS) x COLS head-dim columns of a matrix (row r's first
+// element row(r), head-dim stride 1; nullptr: not readable) into the
+// panels at `dst`, by `threads` producer threads (`tid`); rows >= r_end and
+// unreadable rows read as zero, so no stale or out-of-sequence value
+// reaches the math (an empty copy reads from `mapped`).  Consecutive
+// threads take consecutive 16-byte chunks of a row: each row is one
+// coalesced read.
+template <int ROWS, int COLS, class RowAt>
+CKJIT_INLINE void load_panels(unsigned dst, RowAt row, const T *mapped, int r0, int r_end, int tid,
                              int threads) {
   constexpr int chunks = COLS / 8, total = ROWS * chunks;
 #pragma unroll 4
   for (int i = tid; i < total; i += threads) {
     const int r = i / chunks, c = i % chunks;
-    const bool valid = r0 + r < r_end;
-    const T *p = valid ? src + (long long)(r0 + r) * ld + c * 8 : src;
+    const T *src = r0 + r < r_end ? row(r0 + r) : nullptr;
     const unsigned at = dst + (c / 8) * (ROWS * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16);
-    copy_async<16>(at, p, valid ? 16 : 0);
+    copy_async<16>(at, src ? src + c * 8 : mapped, src ? 16 : 0);
   }
 }
 

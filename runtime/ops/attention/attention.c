@@ -24,7 +24,7 @@ static int pairs_fill_the_rounds(int64_t pairs, int64_t sms) {
  * one: without a mask over single tiles (equal work), with one over pairs
  * of query tiles whose work adds up to the same (a persistent walk over
  * single masked tiles measured slower than one block per tile).  Varlen
- * tiles, and masked pairs that fill the rounds badly, get one block per
+ * and paged tiles (key counts differ between entries), and masked pairs that fill the rounds badly, get one block per
  * tile, heaviest first, handed out by the hardware as SMs free up.
  * Returns whether the walk is over pairs (ckjit_attention_args.paired). */
 static int plan(const ckjit_runtime *rt, const attention_call *c, int64_t m_blocks,
@@ -32,7 +32,7 @@ static int plan(const ckjit_runtime *rt, const attention_call *c, int64_t m_bloc
   const ckjit_attention_desc *d = c->desc;
   const int64_t sms = rt->device.multiprocessors, heads = d->num_heads_q * d->batch;
   const int64_t pairs = CKJIT_ATTENTION_PAIRS(m_blocks) * heads;
-  int persistent = p->spec.family == CKJIT_FAMILY_ATTENTION_WGMMA && !d->cu_seqlens_q;
+  int persistent = p->spec.family == CKJIT_FAMILY_ATTENTION_WGMMA && !d->cu_seqlens_q && !c->paged;
   if (c->mask != MASK_NONE) persistent = persistent && pairs_fill_the_rounds(pairs, sms);
   const int paired = persistent && c->mask != MASK_NONE;
   int64_t blocks = paired ? pairs : m_blocks * heads;
@@ -49,7 +49,8 @@ static ckjit_attention_stride4 stride4(const ckjit_attention_strides *s) {
 
 static ckjit_attention_args arguments(const attention_call *c, int64_t m_blocks, int paired) {
   const ckjit_attention_desc *d = c->desc;
-  return (ckjit_attention_args){
+  const ckjit_paged_kv *kv = c->paged;
+  ckjit_attention_args a = {
       .q = d->q, .k = d->k, .v = d->v, .o = d->o, .lse = d->lse,
       .cu_seqlens_q = d->cu_seqlens_q, .cu_seqlens_k = d->cu_seqlens_k,
       .bias = d->bias, .alibi_slopes = d->alibi_slopes,
@@ -65,28 +66,35 @@ static ckjit_attention_args arguments(const attention_call *c, int64_t m_blocks,
       .scale_log2 = c->scale * 1.4426950408889634f,
       .softcap = d->softcap > 0.0f ? d->softcap : 0.0f,
       .paired = paired};
+  if (kv) a.paging = ckjit__paging_args(kv);
+  return a;
+}
+
+ckjit_status ckjit__attention_run(const attention_call *c, void *stream) {
+  ckjit_runtime *rt;
+  ckjit_status st;
+  if ((st = ckjit__runtime_device(&rt))) return st;
+  ckjit_launch_plan p;
+  ckjit__plan_init(&p, CKJIT_FAMILY_ATTENTION_SIMT);
+  if ((st = ckjit__attention_pick(rt, c, &p.spec))) return st;
+  ckjit__attention_tune(rt, c, &p.spec, stream); /* CKJIT_TUNE: a measured wgmma tile */
+  /* Query tiles per (head, entry): the grid's and the kernel's walk. */
+  const int64_t m_blocks = ckjit__ceil_div(c->desc->seqlen_q, p.spec.value[AT_BM]);
+  const int paired = plan(rt, c, m_blocks, &p);
+  if (p.spec.family == CKJIT_FAMILY_ATTENTION_WGMMA) {
+    ckjit_attention_tma_args x;
+    memset(&x, 0, sizeof x);
+    x.p = arguments(c, m_blocks, paired);
+    x.p.tma = ckjit__attention_encode_maps(rt, c, &p.spec, &x);
+    return ckjit__op_run(&p, &x, &ckjit_abi_by_value, stream);
+  }
+  const ckjit_attention_args args = arguments(c, m_blocks, paired);
+  return ckjit__op_run(&p, &args, &ckjit_abi_by_value, stream);
 }
 
 ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *stream) {
   attention_call c;
   ckjit_status st = ckjit__attention_validate(desc, &c);
   if (st || c.empty) return st;
-  ckjit_runtime *rt;
-  if ((st = ckjit__runtime_device(&rt))) return st;
-  ckjit_launch_plan p;
-  ckjit__plan_init(&p, CKJIT_FAMILY_ATTENTION_SIMT);
-  if ((st = ckjit__attention_pick(rt, &c, &p.spec))) return st;
-  ckjit__attention_tune(rt, &c, &p.spec, stream); /* CKJIT_TUNE: a measured wgmma tile */
-  /* Query tiles per (head, entry): the grid's and the kernel's walk. */
-  const int64_t m_blocks = ckjit__ceil_div(desc->seqlen_q, p.spec.value[AT_BM]);
-  const int paired = plan(rt, &c, m_blocks, &p);
-  if (p.spec.family == CKJIT_FAMILY_ATTENTION_WGMMA) {
-    ckjit_attention_tma_args x;
-    memset(&x, 0, sizeof x);
-    x.p = arguments(&c, m_blocks, paired);
-    x.p.tma = ckjit__attention_encode_maps(rt, &c, &p.spec, &x);
-    return ckjit__op_run(&p, &x, &ckjit_abi_by_value, stream);
-  }
-  const ckjit_attention_args args = arguments(&c, m_blocks, paired);
-  return ckjit__op_run(&p, &args, &ckjit_abi_by_value, stream);
+  return ckjit__attention_run(&c, stream);
 }

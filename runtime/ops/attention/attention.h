@@ -8,7 +8,10 @@
  *   pipelines.c         the pipeline table: which family runs a call, its tile
  *   tma.c               attention_wgmma's tensor maps
  *   tune.c              CKJIT_TUNE: attention_wgmma's tiles timed per shape class
- *   attention.c         plan, arguments, run (ckjit_attention) */
+ *   attention.c         plan, arguments, run (ckjit_attention)
+ *   paged.c             ckjit_paged_attention: the same kernels with PAGE != 0
+ *   paged_append.c      ckjit_paged_kv_append's family and front-end
+ *   paged_check.c       ckjit_paged_kv_check: the tables, on the host */
 #ifndef CKJIT_RUNTIME_OPS_ATTENTION_H
 #define CKJIT_RUNTIME_OPS_ATTENTION_H
 
@@ -16,6 +19,7 @@
 #include <stdint.h>
 
 #include "abi/attention_args.h"
+#include "ckjit/paged_attention.h"
 #include "runtime/spec.h"
 
 /* Parameters of every attention family, in spec order.
@@ -25,10 +29,12 @@
  *   alibi, softcap  0 or 1: the term is compiled in
  *   bm, bn        query rows per tile, keys per step
  *   stages        K/V buffers in flight (mma, wgmma)
- *   warps         warps (NVIDIA) or wave64s (AMD) per block */
+ *   warps         warps (NVIDIA) or wave64s (AMD) per block
+ *   page          0: dense or varlen K / V; else the slots per page of a
+ *                 paged K / V pool (a power of two up to 1024) */
 enum {
   AT_DTYPE, AT_HDIM, AT_HDIM_V, AT_MASK, AT_BIAS, AT_ALIBI, AT_SOFTCAP,
-  AT_BM, AT_BN, AT_STAGES, AT_WARPS, AT_COUNT
+  AT_BM, AT_BN, AT_STAGES, AT_WARPS, AT_PAGE, AT_COUNT
 };
 
 /* Values of the mask and bias parameters (abi/attention_args.h); the masks
@@ -51,9 +57,10 @@ typedef struct attention_tile {
 } attention_tile;
 
 /* The tile `pipeline` runs head dims (hdim, hdim_v) and `mask` with: the
- * default set and the front-end's choice (policy in pipelines.c). */
+ * default set and the front-end's choice (policy in pipelines.c); `page`
+ * the spec's page size (0: dense K / V). */
 attention_tile ckjit__attention_tile(attention_pipeline pipeline, int hdim, int hdim_v, int mask,
-                                     int plain);
+                                     int plain, int page);
 
 /* attention_wgmma's block: the consumer warpgroups (bm / 64) plus the
  * producer, 4 warps each. */
@@ -70,7 +77,8 @@ unsigned ckjit__attention_threads(const ckjit_spec *spec);
 
 /* A validated call (validate.c): the descriptor and what the checks found. */
 typedef struct attention_call {
-  const ckjit_attention_desc *desc;
+  const ckjit_attention_desc *desc; /* paged: derived by paged.c, k and v the pools */
+  const ckjit_paged_kv *paged;      /* NULL: dense or varlen K / V */
   int mask;                       /* MASK_*: WINDOW narrowed to CAUSAL or NONE where it is one */
   int window_left, window_right;  /* clamped to [0, CKJIT_ATTENTION_UNBOUNDED] */
   int bias;                       /* BIAS_* */
@@ -82,6 +90,32 @@ typedef struct attention_call {
 
 /* Checks `desc` into `call`; a bad argument gets a status and a message. */
 ckjit_status ckjit__attention_validate(const ckjit_attention_desc *desc, attention_call *call);
+/* The same checks under `api`'s name; with `paged`, desc's k and v are the
+ * pools (checked by the caller) and the K lengths are on the device. */
+ckjit_status ckjit__attention_validate_as(const char *api, const ckjit_attention_desc *desc,
+                                          const ckjit_paged_kv *paged, attention_call *call);
+/* One tensor of `batch` x `heads` x `seq` x `dim` elements of `es` bytes:
+ * non-NULL, aligned, non-negative strides, inside the address space. */
+ckjit_status ckjit__attention_check_tensor(const char *api, const char *name, const void *p,
+                                           size_t es, const ckjit_attention_strides *st,
+                                           int64_t batch, int64_t heads, int64_t seq, int64_t dim);
+/* Whether the tensor-core kernels can read its rows (16-byte pieces). */
+int ckjit__attention_rows_aligned(const void *p, const ckjit_attention_strides *st, size_t es,
+                                  int64_t batch, int64_t heads, int64_t seq);
+
+/* The pool and the tables' shapes of a paged cache (paged.c), for
+ * ckjit_paged_attention and ckjit_paged_kv_append: page size, page count,
+ * the pools' extents, one complete table form, aligned tables on the
+ * device; *rows_aligned: whether the tensor-core kernels can read the pools. */
+ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv, ckjit_dtype dtype,
+                                      int64_t batch, int64_t heads_kv, int64_t hd, int64_t hdv,
+                                      int *rows_aligned);
+
+/* The kernels' view of a validated cache's tables. */
+ckjit_attention_paging ckjit__paging_args(const ckjit_paged_kv *kv);
+
+/* Runs a validated, non-empty call (attention.c): pick, tune, plan, launch. */
+ckjit_status ckjit__attention_run(const attention_call *call, void *stream);
 
 struct ckjit_runtime;
 /* The spec of the first pipeline that runs `call` on the device. */

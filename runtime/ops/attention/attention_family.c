@@ -29,6 +29,7 @@ _Static_assert(MASK_NONE == (int)CKJIT_ATTENTION_MASK_NONE &&
     [AT_BN] = CKJIT_INT_PARAM("bn", 16, 256, BN),                             \
     [AT_STAGES] = CKJIT_INT_PARAM("stages", 1, 4, STAGES),                    \
     [AT_WARPS] = CKJIT_INT_PARAM("warps", 1, 16, WARPS),                      \
+    [AT_PAGE] = CKJIT_INT_PARAM("page", 0, 1024, 0),                          \
   }
 
 /* Defaults: each pipeline's hdim 128 tile (pipelines.c keeps the policy). */
@@ -79,6 +80,10 @@ static ckjit_status check_common(const ckjit_spec *s, const char *family, int te
                        v[AT_HDIM], v[AT_HDIM_V]);
   if (tensor_cores && v[AT_DTYPE] == 0)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: %s dtype must be f16 or bf16", family);
+  if (v[AT_PAGE] & (v[AT_PAGE] - 1))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: %s page=%d must be 0 (dense) or a power of two up to 1024", family,
+                       v[AT_PAGE]);
   if (v[AT_BM] % 16 || v[AT_BN] % 16)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: %s bm=%d and bn=%d must be multiples of 16", family, v[AT_BM], v[AT_BN]);
@@ -158,21 +163,33 @@ static ckjit_status simt_check(const ckjit_spec *s) {
 
 /* Default sets: the common configurations of issue 17 (head dims 64, 128
  * and 256 x no mask / causal x f16, bf16; GQA is a runtime argument) on
- * each tensor-core pipeline at its policy tile; f32 on SIMT. */
+ * each tensor-core pipeline at its policy tile; f32 on SIMT.  Then the
+ * paged ones (issue 18): head dim 128 x no mask / causal x pages of 1, 16
+ * and 128 slots x the same dtypes. */
 static const int default_hdims[] = {64, 128, 256};
-enum { N_HDIMS = 3 };
+static const int default_pages[] = {1, 16, 128};
+enum { N_HDIMS = 3, N_PAGES = 3 };
 
 static int fill_default(attention_pipeline p, size_t i, int n_dtypes, int first_dtype,
                         ckjit_spec *out) {
-  if (i >= (size_t)(n_dtypes * N_HDIMS * 2)) return 0;
+  const size_t dense = (size_t)n_dtypes * N_HDIMS * 2, paged = (size_t)n_dtypes * N_PAGES * 2;
+  if (i >= dense + paged) return 0;
   memset(out, 0, sizeof *out);
   out->family = (uint32_t)ckjit__attention_families[p];
   int32_t *v = out->value;
-  const int hd = default_hdims[i % N_HDIMS], mask = (int)(i / N_HDIMS) % 2;
-  v[AT_DTYPE] = first_dtype + (int)(i / (2 * N_HDIMS));
+  int hd, mask, page = 0;
+  if (i < dense) {
+    hd = default_hdims[i % N_HDIMS], mask = (int)(i / N_HDIMS) % 2;
+    v[AT_DTYPE] = first_dtype + (int)(i / (2 * N_HDIMS));
+  } else {
+    i -= dense;
+    hd = 128, page = default_pages[i % N_PAGES], mask = (int)(i / N_PAGES) % 2;
+    v[AT_DTYPE] = first_dtype + (int)(i / (2 * N_PAGES));
+  }
   v[AT_HDIM] = v[AT_HDIM_V] = hd;
   v[AT_MASK] = mask;
-  const attention_tile t = ckjit__attention_tile(p, hd, hd, mask, 1);
+  v[AT_PAGE] = page;
+  const attention_tile t = ckjit__attention_tile(p, hd, hd, mask, 1, page);
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
   return 1;
 }

@@ -39,6 +39,8 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
  *          stages and the Q tile then fill the 227 KiB); head dim 64: 192
  *          rows (three consumers: the products are short next to the
  *          softmax, so a third warpgroup keeps the tensor cores busy);
+ *          paged K / V: 128 keys (64 beyond head dim 128), which pages of
+ *          8 slots and more tile exactly, so whole pages go through TMA;
  *   mma    one warp per 16 rows: 8 warps on 128 rows up to head dim 128,
  *          4 on 64 beyond (the O accumulators of 256 columns fill the
  *          registers); 64 or 32 keys a step, two stages (96 KiB: sm_86's
@@ -49,12 +51,13 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
  *          256) of f32: at most 32 KiB, so two blocks share an AMD CU's
  *          LDS and sm_90 runs four (64 registers up to head dim 128). */
 attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v, int mask,
-                                     int plain) {
+                                     int plain, int page) {
   const int wide = hdim > 128 || hdim_v > 128;
   switch (p) {
   case ATTENTION_WGMMA:
     if (hdim <= 64 && hdim_v <= 64) return (attention_tile){.bm = 192, .bn = 128, .stages = 2, .warps = 16};
-    if (wide) return (attention_tile){.bm = 128, .bn = 80, .stages = 2, .warps = 12};
+    if (wide) return (attention_tile){.bm = 128, .bn = page ? 64 : 80, .stages = 2, .warps = 12};
+    if (page) return (attention_tile){.bm = 128, .bn = 128, .stages = 2, .warps = 12};
     return (attention_tile){.bm = 128, .bn = mask == MASK_NONE && plain ? 176 : 128, .stages = 2,
                             .warps = 12};
   case ATTENTION_MMA:
@@ -77,8 +80,9 @@ static void fill_spec(attention_pipeline p, const attention_call *c, ckjit_spec 
   v[AT_BIAS] = c->bias;
   v[AT_ALIBI] = d->alibi_slopes != NULL;
   v[AT_SOFTCAP] = d->softcap > 0.0f;
+  v[AT_PAGE] = c->paged ? (int32_t)c->paged->page_size : 0;
   const int plain = c->bias == BIAS_NONE && !v[AT_ALIBI] && !v[AT_SOFTCAP];
-  const attention_tile t = ckjit__attention_tile(p, v[AT_HDIM], v[AT_HDIM_V], c->mask, plain);
+  const attention_tile t = ckjit__attention_tile(p, v[AT_HDIM], v[AT_HDIM_V], c->mask, plain, v[AT_PAGE]);
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
 }
 

@@ -42,6 +42,26 @@ static int encode(const ckjit_runtime *rt, ckjit_tensor_map *map, const ckjit_at
   return rt->device.tensor_map_encode(map, d->dtype, 4, ptr, dims, strides, box) == CKJIT_SUCCESS;
 }
 
+/* A paged pool: head dim, slot, head, page; boxes of min(page, bn) slots
+ * of one page (the kernel issues one per page of a key step). */
+static int encode_pool(const ckjit_runtime *rt, ckjit_tensor_map *map, ckjit_dtype dtype,
+                       const void *pool, const ckjit_paged_strides *st, const ckjit_paged_kv *kv,
+                       int64_t heads, int64_t dim, unsigned bn) {
+  const size_t es = ckjit_dtype_size(dtype);
+  const int64_t page = kv->page_size;
+  if (!CKJIT_ATTENTION_PAGED_TMA(page, (int64_t)bn) || !stride_ok(st->slot, es, page > 1) ||
+      !stride_ok(st->head, es, heads > 1) || !stride_ok(st->page, es, kv->num_pages > 1))
+    return 0;
+  const unsigned long long dims[4] = {(unsigned long long)dim, (unsigned long long)page,
+                                      (unsigned long long)heads,
+                                      (unsigned long long)kv->num_pages};
+  const unsigned long long strides[3] = {page > 1 ? (uint64_t)st->slot * es : 16,
+                                         heads > 1 ? (uint64_t)st->head * es : 16,
+                                         kv->num_pages > 1 ? (uint64_t)st->page * es : 16};
+  const unsigned box[4] = {64, page < bn ? (unsigned)page : bn, 1, 1};
+  return rt->device.tensor_map_encode(map, dtype, 4, pool, dims, strides, box) == CKJIT_SUCCESS;
+}
+
 int ckjit__attention_encode_maps(const ckjit_runtime *rt, const attention_call *c,
                                  const ckjit_spec *spec, ckjit_attention_tma_args *x) {
   const ckjit_attention_desc *d = c->desc;
@@ -49,12 +69,21 @@ int ckjit__attention_encode_maps(const ckjit_runtime *rt, const attention_call *
   const unsigned bm = (unsigned)spec->value[AT_BM], bn = (unsigned)spec->value[AT_BN];
   /* A refused map is not an error: the cp.async copies take the call. */
   const int quiet = ckjit__error_quiet(1);
-  const int ok = encode(rt, &x->q_map, d, d->q, &d->q_strides, d->num_heads_q, d->seqlen_q,
-                        d->head_dim_qk, bm) &&
-                 encode(rt, &x->k_map, d, d->k, &d->k_strides, d->num_heads_kv, d->seqlen_k,
-                        d->head_dim_qk, bn) &&
-                 encode(rt, &x->v_map, d, d->v, &d->v_strides, d->num_heads_kv, d->seqlen_k,
-                        d->head_dim_v, bn);
+  const ckjit_paged_kv *kv = c->paged;
+  int ok = encode(rt, &x->q_map, d, d->q, &d->q_strides, d->num_heads_q, d->seqlen_q,
+                  d->head_dim_qk, bm);
+  if (kv)
+    ok = ok &&
+         encode_pool(rt, &x->k_map, d->dtype, kv->k_pages, &kv->k_strides, kv, d->num_heads_kv,
+                     d->head_dim_qk, bn) &&
+         encode_pool(rt, &x->v_map, d->dtype, kv->v_pages, &kv->v_strides, kv, d->num_heads_kv,
+                     d->head_dim_v, bn);
+  else
+    ok = ok &&
+         encode(rt, &x->k_map, d, d->k, &d->k_strides, d->num_heads_kv, d->seqlen_k,
+                d->head_dim_qk, bn) &&
+         encode(rt, &x->v_map, d, d->v, &d->v_strides, d->num_heads_kv, d->seqlen_k,
+                d->head_dim_v, bn);
   ckjit__error_quiet(quiet);
   return ok;
 }

@@ -176,7 +176,8 @@ enum { MAX_CANDIDATES = 8 };
 
 void ckjit__attention_tune(ckjit_runtime *rt, const attention_call *call, ckjit_spec *spec,
                            void *stream) {
-  if (spec->family != (uint32_t)CKJIT_FAMILY_ATTENTION_WGMMA) return;
+  /* Paged tiles keep the policy's key step: whole pages through TMA. */
+  if (spec->family != (uint32_t)CKJIT_FAMILY_ATTENTION_WGMMA || call->paged) return;
   if (forced_tile) { /* a candidate's run inside measure() */
     apply_tile(spec, forced_tile);
     return;

@@ -1,0 +1,137 @@
+/* ckjit_paged_attention: the attention kernels with K and V read from a
+ * paged pool (their PAGE spec parameter; kernel_src/attention/problem.h
+ * finds each key's page).  The front-end checks the pool and the tables'
+ * shapes, derives the dense descriptor the attention front-end checks
+ * (queries, O, LSE, options) and runs it. */
+#include <string.h>
+
+#include "attention.h"
+#include "base/error.h"
+#include "runtime/ops/op_frame.h"
+
+#define API "ckjit_paged_attention"
+
+void ckjit_paged_attention_desc_init(ckjit_paged_attention_desc *d) {
+  if (!d) return;
+  memset(d, 0, sizeof *d);
+  d->dtype = CKJIT_BF16;
+  d->batch = d->num_heads_q = d->num_heads_kv = 1;
+  d->window_left = d->window_right = -1;
+}
+
+ckjit_paged_strides ckjit_paged_strides_nhd(int64_t page_size, int64_t heads, int64_t dim) {
+  return (ckjit_paged_strides){.page = page_size * heads * dim, .slot = heads * dim, .head = dim, .dim = 1};
+}
+
+ckjit_paged_strides ckjit_paged_strides_hnd(int64_t page_size, int64_t heads, int64_t dim) {
+  return (ckjit_paged_strides){.page = heads * page_size * dim, .slot = dim, .head = page_size * dim, .dim = 1};
+}
+
+/* A pool's strides as an attention tensor's: page for batch, slot for seq. */
+static ckjit_attention_strides as_tensor(const ckjit_paged_strides *s) {
+  return (ckjit_attention_strides){.batch = s->page, .head = s->head, .seq = s->slot, .dim = s->dim};
+}
+
+ckjit_attention_paging ckjit__paging_args(const ckjit_paged_kv *kv) {
+  return (ckjit_attention_paging){
+      .page_table = kv->kv_indptr ? kv->kv_page_indices : kv->block_table,
+      .seqlens_k = kv->seqlens_k,
+      .kv_indptr = kv->kv_indptr,
+      .kv_last_page_len = kv->kv_last_page_len,
+      .error = kv->error,
+      .table_stride = kv->max_pages_per_seq,
+      .k_page = kv->k_strides.page,
+      .v_page = kv->v_strides.page,
+      .num_pages = (int)kv->num_pages};
+}
+
+ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv, ckjit_dtype dtype,
+                                      int64_t batch, int64_t heads_kv, int64_t hd, int64_t hdv,
+                                      int *rows_aligned) {
+  const int64_t ps = kv->page_size;
+  if (ps < 1 || ps > 1024 || (ps & (ps - 1)))
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                       "%s: kv.page_size %lld must be a power of two from 1 to 1024", api,
+                       (long long)ps);
+  if (kv->num_pages < 1 || kv->num_pages > INT32_MAX)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: kv.num_pages %lld must be in 1 .. 2^31 - 1 (page ids are int32)", api,
+                       (long long)kv->num_pages);
+  const size_t es = ckjit_dtype_size(dtype);
+  const ckjit_attention_strides ks = as_tensor(&kv->k_strides), vs = as_tensor(&kv->v_strides);
+  ckjit_status st;
+  if ((st = ckjit__attention_check_tensor(api, "kv.k_pages", kv->k_pages, es, &ks, kv->num_pages,
+                                          heads_kv, ps, hd)) ||
+      (st = ckjit__attention_check_tensor(api, "kv.v_pages", kv->v_pages, es, &vs, kv->num_pages,
+                                          heads_kv, ps, hdv)))
+    return st;
+  const int csr = kv->kv_indptr != NULL;
+  if (csr ? !kv->kv_page_indices || !kv->kv_last_page_len : !kv->block_table || !kv->seqlens_k)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: give kv.block_table and kv.seqlens_k (padded form), or kv.kv_indptr, "
+                       "kv.kv_page_indices and kv.kv_last_page_len (CSR form)",
+                       api);
+  if (!csr && (kv->max_pages_per_seq < 1 || kv->max_pages_per_seq > INT32_MAX))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: kv.max_pages_per_seq %lld must be in 1 .. 2^31 - 1", api,
+                       (long long)kv->max_pages_per_seq);
+  const void *ptrs[] = {kv->k_pages, kv->v_pages, kv->block_table, kv->seqlens_k, kv->kv_indptr,
+                        kv->kv_page_indices, kv->kv_last_page_len, kv->error};
+  static const char *const names[] = {"kv.k_pages", "kv.v_pages", "kv.block_table",
+                                      "kv.seqlens_k", "kv.kv_indptr", "kv.kv_page_indices",
+                                      "kv.kv_last_page_len", "kv.error"};
+  const void *given[8];
+  const char *given_names[8];
+  int n = 0;
+  for (int i = 0; i < 8; i++) {
+    if (!ptrs[i] || (i >= 2 && i <= 3 && csr) || (i >= 4 && i <= 6 && !csr)) continue;
+    if (i >= 2 && (uintptr_t)ptrs[i] % 4)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s must be 4-byte aligned (int32)",
+                         api, names[i]);
+    given[n] = ptrs[i], given_names[n++] = names[i];
+  }
+  (void)batch;
+  *rows_aligned = ckjit__attention_rows_aligned(kv->k_pages, &ks, es, kv->num_pages, heads_kv, ps) &&
+                  ckjit__attention_rows_aligned(kv->v_pages, &vs, es, kv->num_pages, heads_kv, ps);
+  return ckjit__check_pointers(api, n, given, given_names);
+}
+
+ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *pd, void *stream) {
+  if (!pd) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", API);
+  const ckjit_paged_kv *kv = &pd->kv;
+  /* The dense descriptor of the same problem: K and V are the pools at
+   * their head and slot strides; entries' lengths come from the tables. */
+  ckjit_attention_desc d;
+  ckjit_attention_desc_init(&d);
+  d.dtype = pd->dtype;
+  d.batch = pd->batch;
+  d.num_heads_q = pd->num_heads_q;
+  d.num_heads_kv = pd->num_heads_kv;
+  d.seqlen_q = pd->max_seqlen_q;
+  d.seqlen_k = CKJIT_ATTENTION_UNBOUNDED; /* on the device; no dense check uses it */
+  d.head_dim_qk = pd->head_dim_qk;
+  d.head_dim_v = pd->head_dim_v;
+  d.q = pd->q, d.q_strides = pd->q_strides;
+  d.o = pd->o, d.o_strides = pd->o_strides;
+  d.lse = pd->lse, d.lse_strides = pd->lse_strides;
+  d.cu_seqlens_q = pd->cu_seqlens_q;
+  d.k = kv->k_pages, d.v = kv->v_pages;
+  d.k_strides = (ckjit_attention_strides){.head = kv->k_strides.head, .seq = kv->k_strides.slot,
+                                          .dim = kv->k_strides.dim};
+  d.v_strides = (ckjit_attention_strides){.head = kv->v_strides.head, .seq = kv->v_strides.slot,
+                                          .dim = kv->v_strides.dim};
+  d.softmax_scale = pd->softmax_scale;
+  d.mask = pd->mask;
+  d.window_left = pd->window_left, d.window_right = pd->window_right;
+  d.softcap = pd->softcap;
+  attention_call c;
+  ckjit_status st = ckjit__attention_validate_as(API, &d, kv, &c);
+  if (st) return st;
+  int pool_aligned;
+  if ((st = ckjit__paged_kv_validate(API, kv, pd->dtype, pd->batch, pd->num_heads_kv,
+                                     pd->head_dim_qk, pd->head_dim_v, &pool_aligned)))
+    return st;
+  if (c.empty) return CKJIT_SUCCESS;
+  c.rows_aligned = c.rows_aligned && pool_aligned;
+  return ckjit__attention_run(&c, stream);
+}
