@@ -28,6 +28,8 @@ static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_ATTENTION_MFMA] = &ckjit__family_attention_mfma,
     [CKJIT_FAMILY_ATTENTION_SIMT] = &ckjit__family_attention_simt,
     [CKJIT_FAMILY_PAGED_APPEND] = &ckjit__family_paged_append,
+    [CKJIT_FAMILY_ATTENTION_DECODE] = &ckjit__family_attention_decode,
+    [CKJIT_FAMILY_ATTENTION_COMBINE] = &ckjit__family_attention_combine,
 };
 
 const char *const ckjit__dtype_names[] = {CKJIT_FLOAT_DTYPES(CKJIT_TYPE_NAME) NULL};

@@ -33,6 +33,8 @@ typedef enum ckjit_family_id {
   CKJIT_FAMILY_ATTENTION_MFMA = 13,
   CKJIT_FAMILY_ATTENTION_SIMT = 14,
   CKJIT_FAMILY_PAGED_APPEND = 15,
+  CKJIT_FAMILY_ATTENTION_DECODE = 16,
+  CKJIT_FAMILY_ATTENTION_COMBINE = 17,
   CKJIT_FAMILY_COUNT_
 } ckjit_family_id;
 
@@ -129,6 +131,8 @@ extern const ckjit_family ckjit__family_attention_mma;
 extern const ckjit_family ckjit__family_attention_mfma;
 extern const ckjit_family ckjit__family_attention_simt;
 extern const ckjit_family ckjit__family_paged_append;
+extern const ckjit_family ckjit__family_attention_decode;
+extern const ckjit_family ckjit__family_attention_combine;
 
 const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
 

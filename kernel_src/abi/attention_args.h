@@ -112,6 +112,33 @@ typedef unsigned char ckjit_attention_tma_padding[40];
   X(ckjit_attention_tma_padding, tail_padding, 792)
 CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 832)
 
+/* attention_decode's argument (split-KV decode, attention/decode.cu): the
+ * problem, and where split s of the key range leaves its rows when there
+ * are several: row (entry b, head h, query i) is index r = (b * heads_q +
+ * h) * seqlen_q + i of `rows`; its O (head_dim_v f32, already divided by
+ * its own sum) at part_o + (s * rows + r) * head_dim_v and its LSE in log2
+ * units (-inf: no key) at part_lse[s * rows + r].  splits 1: the kernel
+ * writes O and LSE itself. */
+#define CKJIT_ATTENTION_DECODE_FIELDS(X)                                       \
+  X(ckjit_attention_args, p, 0)                                                \
+  X(float *, part_o, 408)                                                      \
+  X(float *, part_lse, 416)                                                    \
+  X(long long, rows, 424)                                                      \
+  X(int, splits, 432)                                                          \
+  X(int, row_blocks, 436)
+CKJIT_ABI_STRUCT(ckjit_attention_decode_args, CKJIT_ATTENTION_DECODE_FIELDS, 440)
+
+/* attention_combine's argument: the splits' rows (as above) summed in
+ * split order into O and LSE. */
+#define CKJIT_ATTENTION_COMBINE_FIELDS(X)                                      \
+  X(ckjit_attention_args, p, 0)                                                \
+  X(const float *, part_o, 408)                                                \
+  X(const float *, part_lse, 416)                                              \
+  X(long long, rows, 424)                                                      \
+  X(int, splits, 432)                                                          \
+  X(int, reserved, 436)
+CKJIT_ABI_STRUCT(ckjit_attention_combine_args, CKJIT_ATTENTION_COMBINE_FIELDS, 440)
+
 /* paired: the pairs of query tiles (m, m_blocks - 1 - m) of one (head,
  * entry), the odd middle tile a pair of its own; the host sizes the grid
  * by them, the kernel walks them. */
@@ -137,7 +164,9 @@ CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 832)
  *          it still fits sm_90's 227 KiB, 2 KiB per consumer warp (16 rows of
  *          64 columns) in which O's rows are regrouped for 16-byte stores
  *          (CKJIT_ATTENTION_WGMMA_O_STAGE; 0: O stored from registers)
- *   mfma   the Q tile, one K and one V tile */
+ *   mfma   the Q tile, one K and one V tile
+ *   decode the Q tile, then `stages` (K tile, V tile) pairs (the mma
+ *          layout; the warps' partial rows are merged in the ring after) */
 #define CKJIT_ATTENTION_SIMT_SMEM(bm, bn, stages, hd, hdv, es) ((bn) * ((hd) + (hdv)) * 4)
 #define CKJIT_ATTENTION_MMA_SMEM(bm, bn, stages, hd, hdv, es) \
   (((bm) * (hd) + (stages) * (bn) * ((hd) + (hdv))) * (es))
@@ -154,6 +183,7 @@ CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 832)
 #define CKJIT_ATTENTION_WGMMA_SMEM(bm, bn, stages, hd, hdv, es)                       \
   (CKJIT_ATTENTION_WGMMA_TILES_SMEM(bm, bn, stages, hd, hdv, es) +                   \
    CKJIT_ATTENTION_WGMMA_O_STAGE(bm, bn, stages, hd, hdv, es))
+#define CKJIT_ATTENTION_DECODE_SMEM CKJIT_ATTENTION_MMA_SMEM
 #define CKJIT_ATTENTION_MFMA_SMEM(bm, bn, stages, hd, hdv, es) \
   (((bm) * (hd) + (bn) * ((hd) + (hdv))) * (es))
 

@@ -71,6 +71,7 @@ CKJIT_INLINE long long attn_walk_next(const ckjit_attention_args &a, long long t
   if (!a.paired) return t + gridDim.x;
   return t % 2 == 0 ? t + 1 : t - 1 + 2ll * gridDim.x;
 }
+CKJIT_INLINE bool attn_entry(const ckjit_attention_args &a, int b, int h, int m0, attn_tile &tile);
 CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_tile &tile) {
   long long mb, bh;
   if (a.paired) {
@@ -89,10 +90,16 @@ CKJIT_INLINE bool attn_tile_at(const ckjit_attention_args &a, long long t, attn_
     mb = a.m_blocks - 1 - in_group / size;
     bh = group * ATTN_HEAD_GROUP + in_group % size;
   }
-  tile.h = (int)(bh % a.heads_q);
-  tile.b = (int)(bh / a.heads_q);
+  return attn_entry(a, (int)(bh / a.heads_q), (int)(bh % a.heads_q), (int)(mb * BM), tile);
+}
+
+// The tile of query rows [m0, m0 + BM) of entry b, query head h; false when
+// it has no row.
+CKJIT_INLINE bool attn_entry(const ckjit_attention_args &a, int b, int h, int m0, attn_tile &tile) {
+  tile.h = h;
+  tile.b = b;
   tile.g = tile.h / (a.heads_q / a.heads_kv);
-  tile.m0 = (int)(mb * BM);
+  tile.m0 = m0;
   long long q_off, o_off, lse_off, kb = 0, vb = 0;
   int sq;
   if (a.cu_seqlens_q) {

@@ -80,6 +80,10 @@ ckjit_status ckjit__attention_run(const attention_call *c, void *stream) {
   ckjit__attention_tune(rt, c, &p.spec, stream); /* CKJIT_TUNE: a measured wgmma tile */
   /* Query tiles per (head, entry): the grid's and the kernel's walk. */
   const int64_t m_blocks = ckjit__ceil_div(c->desc->seqlen_q, p.spec.value[AT_BM]);
+  if (p.spec.family == CKJIT_FAMILY_ATTENTION_DECODE) {
+    const ckjit_attention_args args = arguments(c, m_blocks, 0);
+    return ckjit__attention_run_decode(rt, c, &p, &args, stream);
+  }
   const int paired = plan(rt, c, m_blocks, &p);
   if (p.spec.family == CKJIT_FAMILY_ATTENTION_WGMMA) {
     ckjit_attention_tma_args x;

@@ -3,7 +3,7 @@
  * default set and the front-end share.
  *
  * The front-end, one concept a file:
- *   attention_family.c  the four families: parameters, checks, default sets
+ *   attention_family.c  the families: parameters, checks, default sets
  *   validate.c          the descriptor's defaults and checks
  *   pipelines.c         the pipeline table: which family runs a call, its tile
  *   tma.c               attention_wgmma's tensor maps
@@ -44,6 +44,7 @@ enum { CKJIT_ATTENTION_BIASES(CKJIT_ENUM_CONSTANT) CKJIT_ATTENTION_BIAS_COUNT };
 
 /* The attention pipelines, fastest first where several run. */
 typedef enum attention_pipeline {
+  ATTENTION_DECODE, /* sm_80+: few queries per sequence, the keys split over blocks (flash-decoding) */
   ATTENTION_WGMMA, /* sm_90: TMA-free warp-specialized wgmma (FlashAttention-3 design) */
   ATTENTION_MMA,   /* sm_80+: mma.sync + cp.async (FlashAttention-2 design) */
   ATTENTION_MFMA,  /* AMD gfx908 / gfx90a / gfx94x: MFMA (unverified on hardware) */
@@ -150,6 +151,16 @@ void ckjit__attention_tune_store(const char *dir, const char *cls, const attenti
  * makes them), else 0 and the kernel copies with cp.async. */
 int ckjit__attention_encode_maps(const struct ckjit_runtime *rt, const attention_call *call,
                                  const ckjit_spec *spec, ckjit_attention_tma_args *x);
+
+/* attention_decode: the block's query rows (heads x queries of one K/V
+ * head), and the most queries per sequence it takes. */
+#define CKJIT_ATTENTION_DECODE_ROWS 16
+/* Launches attention_decode for `call` (decode.c): the split-KV plan, the
+ * partials' scratch and attention_combine when the keys are split. */
+struct ckjit_launch_plan;
+ckjit_status ckjit__attention_run_decode(struct ckjit_runtime *rt, const attention_call *call,
+                                         struct ckjit_launch_plan *plan,
+                                         const ckjit_attention_args *args, void *stream);
 
 /* The family of each pipeline. */
 extern const ckjit_family_id ckjit__attention_families[ATTENTION_PIPELINE_COUNT];

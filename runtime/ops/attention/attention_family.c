@@ -1,4 +1,5 @@
-/* Attention kernel families: attention_wgmma (Hopper tensor cores),
+/* Attention kernel families: attention_decode (split-KV decode on NVIDIA
+ * tensor cores), attention_wgmma (Hopper tensor cores),
  * attention_mma (NVIDIA tensor cores, sm_80+), attention_mfma (AMD matrix
  * cores) and attention_simt (portable, f32 included).  Parameters, their
  * checks and the default (prewarm) set. */
@@ -33,12 +34,14 @@ _Static_assert(MASK_NONE == (int)CKJIT_ATTENTION_MASK_NONE &&
   }
 
 /* Defaults: each pipeline's hdim 128 tile (pipelines.c keeps the policy). */
+static const ckjit_param_desc decode_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 16, 64, 3, 4);
 static const ckjit_param_desc wgmma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 128, 176, 2, 12);
 static const ckjit_param_desc mma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 128, 64, 2, 8);
 static const ckjit_param_desc mfma_params[AT_COUNT] = ATTENTION_PARAMS(DTYPE_BF16, 64, 64, 1, 4);
 static const ckjit_param_desc simt_params[AT_COUNT] = ATTENTION_PARAMS(0, 32, 32, 1, 8);
 
 const ckjit_family_id ckjit__attention_families[ATTENTION_PIPELINE_COUNT] = {
+    [ATTENTION_DECODE] = CKJIT_FAMILY_ATTENTION_DECODE,
     [ATTENTION_WGMMA] = CKJIT_FAMILY_ATTENTION_WGMMA,
     [ATTENTION_MMA] = CKJIT_FAMILY_ATTENTION_MMA,
     [ATTENTION_MFMA] = CKJIT_FAMILY_ATTENTION_MFMA,
@@ -56,6 +59,7 @@ unsigned ckjit__attention_smem(const ckjit_spec *s) {
   const int bm = v[AT_BM], bn = v[AT_BN], st = v[AT_STAGES], hd = v[AT_HDIM], hdv = v[AT_HDIM_V];
   const int es = (int)ckjit__dtype_param_size(v[AT_DTYPE]);
   switch (pipeline_of(s)) {
+  case ATTENTION_DECODE: return CKJIT_ATTENTION_DECODE_SMEM(bm, bn, st, hd, hdv, es);
   case ATTENTION_WGMMA: return CKJIT_ATTENTION_WGMMA_SMEM(bm, bn, st, hd, hdv, es);
   case ATTENTION_MMA: return CKJIT_ATTENTION_MMA_SMEM(bm, bn, st, hd, hdv, es);
   case ATTENTION_MFMA: return CKJIT_ATTENTION_MFMA_SMEM(bm, bn, st, hd, hdv, es);
@@ -126,6 +130,26 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
   return CKJIT_SUCCESS;
 }
 
+/* 16 rows; each warp 16 keys of a step; no bias or ALiBi; the ring holds
+ * the warps' f32 O rows for their merge. */
+static ckjit_status decode_check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  ckjit_status st = check_common(s, "attention_decode", 1, CKJIT_ATTENTION_SM90_SMEM);
+  if (st) return st;
+  if (v[AT_BM] != CKJIT_ATTENTION_DECODE_ROWS || (v[AT_WARPS] != 2 && v[AT_WARPS] != 4) ||
+      v[AT_BN] != 16 * v[AT_WARPS] || v[AT_STAGES] < 2)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: attention_decode bm=%d must be 16, warps=%d 2 or 4, bn=%d 16 * warps, "
+                       "stages=%d at least 2",
+                       v[AT_BM], v[AT_WARPS], v[AT_BN], v[AT_STAGES]);
+  if (v[AT_BIAS] != BIAS_NONE || v[AT_ALIBI])
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: attention_decode takes no bias or ALiBi");
+  if ((int64_t)v[AT_STAGES] * v[AT_BN] * (v[AT_HDIM] + v[AT_HDIM_V]) * 2 < (int64_t)v[AT_WARPS] * 16 * v[AT_HDIM_V] * 4)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: attention_decode's ring is too small to merge the warps' rows");
+  return CKJIT_SUCCESS;
+}
+
 /* One warp per 16 query rows (the m of mma.sync m16n8k16). */
 static ckjit_status mma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
@@ -193,10 +217,38 @@ static int fill_default(attention_pipeline p, size_t i, int n_dtypes, int first_
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
   return 1;
 }
+/* Decode: head dims 64, 128, 256 x dense / pages of 1 and 16 slots x f16,
+ * bf16, no mask (one query a sequence sees every key). */
+static int decode_default(size_t i, ckjit_spec *out) {
+  static const int pages[] = {0, 1, 16};
+  if (i >= 2 * N_HDIMS * 3) return 0;
+  memset(out, 0, sizeof *out);
+  out->family = CKJIT_FAMILY_ATTENTION_DECODE;
+  int32_t *v = out->value;
+  const int hd = default_hdims[i % N_HDIMS];
+  v[AT_DTYPE] = 1 + (int)(i / (N_HDIMS * 3));
+  v[AT_HDIM] = v[AT_HDIM_V] = hd;
+  v[AT_PAGE] = pages[i / N_HDIMS % 3];
+  const attention_tile t = ckjit__attention_tile(ATTENTION_DECODE, hd, hd, MASK_NONE, 1, v[AT_PAGE]);
+  v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
+  return 1;
+}
 static int wgmma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_WGMMA, i, 2, 1, out); }
 static int mma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_MMA, i, 2, 1, out); }
 static int mfma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_MFMA, i, 2, 1, out); }
 static int simt_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_SIMT, i, 1, 0, out); }
+
+const ckjit_family ckjit__family_attention_decode = {
+    .name = "attention_decode",
+    .source = "attention/decode.cu",
+    .kernel = "ckjit_attention_decode",
+    .n_params = AT_COUNT,
+    .params = decode_params,
+    .check = decode_check,
+    .default_spec = decode_default,
+    .targets = ckjit__arch_has_mma_sync,
+    .targets_text = "sm_80 and newer (mma.sync)",
+};
 
 const ckjit_family ckjit__family_attention_wgmma = {
     .name = "attention_wgmma",

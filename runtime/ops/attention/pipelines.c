@@ -2,8 +2,8 @@
  * call, and at which tile.  The rows are tried in order (fastest first, as
  * the GEMM table): the first whose matrix units the device has, whose
  * layout needs the call meets and whose tile fits the device's shared
- * memory runs it.  SIMT takes every call.  CKJIT_ATTENTION_PIPELINE (wgmma,
- * mma, mfma, simt) forces a row, for tests and benchmarks; a forced row
+ * memory runs it.  SIMT takes every call.  CKJIT_ATTENTION_PIPELINE (decode,
+ * wgmma, mma, mfma, simt) forces a row, for tests and benchmarks; a forced row
  * that cannot run the call is an error, not a silent fallback. */
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +17,12 @@ typedef struct attention_row {
   const char *name;
   unsigned units[3];  /* per dtype parameter value (f32, f16, bf16): the CKJIT_MATRIX_* needed, with TAKES */
   int rows_aligned;   /* needs head-dim stride 1, 16-byte rows (validate.c) */
+  int decode;         /* only few queries (CKJIT_ATTENTION_DECODE_ROWS), no bias or ALiBi */
 } attention_row;
 
 #define TAKES (1u << 31)
 static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
+    [ATTENTION_DECODE] = {"decode", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1, 1},
     [ATTENTION_WGMMA] = {"wgmma", {0, TAKES | CKJIT_MATRIX_WGMMA, TAKES | CKJIT_MATRIX_WGMMA}, 1},
     [ATTENTION_MMA] = {"mma", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1},
     [ATTENTION_MFMA] = {"mfma", {0, TAKES | CKJIT_MATRIX_MFMA_F16, TAKES | CKJIT_MATRIX_MFMA_BF16}, 1},
@@ -41,6 +43,9 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
  *          softmax, so a third warpgroup keeps the tensor cores busy);
  *          paged K / V: 128 keys (64 beyond head dim 128), which pages of
  *          8 slots and more tile exactly, so whole pages go through TMA;
+ *   decode 16 rows (query heads x queries of one K/V head), a warp per
+ *          16 keys of a step: 4 warps up to head dim 128, 2 beyond (O's
+ *          registers); three stages (about 100 KiB: two blocks an SM);
  *   mma    one warp per 16 rows: 8 warps on 128 rows up to head dim 128,
  *          4 on 64 beyond (the O accumulators of 256 columns fill the
  *          registers); 64 or 32 keys a step, two stages (96 KiB: sm_86's
@@ -54,6 +59,10 @@ attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v,
                                      int plain, int page) {
   const int wide = hdim > 128 || hdim_v > 128;
   switch (p) {
+  case ATTENTION_DECODE:
+    (void)page;
+    return (attention_tile){.bm = CKJIT_ATTENTION_DECODE_ROWS, .bn = wide ? 32 : 64, .stages = 3,
+                            .warps = wide ? 2 : 4};
   case ATTENTION_WGMMA:
     if (hdim <= 64 && hdim_v <= 64) return (attention_tile){.bm = 192, .bn = 128, .stages = 2, .warps = 16};
     if (wide) return (attention_tile){.bm = 128, .bn = page ? 64 : 80, .stages = 2, .warps = 12};
@@ -90,6 +99,10 @@ static int row_takes(const ckjit_runtime *rt, attention_pipeline p, const attent
                      const ckjit_spec *s) {
   const attention_row *row = &rows[p];
   const unsigned needs = row->units[s->value[AT_DTYPE]], units = needs & ~TAKES;
+  const ckjit_attention_desc *d = c->desc;
+  if (row->decode && (d->seqlen_q > CKJIT_ATTENTION_DECODE_ROWS || c->bias != BIAS_NONE ||
+                      d->alibi_slopes))
+    return 0;
   return needs && (rt->device.matrix_units & units) == units &&
          (!row->rows_aligned || c->rows_aligned) &&
          ckjit__attention_smem(s) <= (unsigned)rt->device.max_shared_bytes;
@@ -109,7 +122,7 @@ ckjit_status ckjit__attention_pick(const ckjit_runtime *rt, const attention_call
                          forced);
     }
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "ckjit_attention: CKJIT_ATTENTION_PIPELINE=%s is not wgmma, mma, mfma or simt",
+                       "ckjit_attention: CKJIT_ATTENTION_PIPELINE=%s is not decode, wgmma, mma, mfma or simt",
                        forced);
   }
   for (int p = 0; p < ATTENTION_PIPELINE_COUNT; p++) {

@@ -1,0 +1,243 @@
+// attention_decode: attention for few queries per sequence (decode), with
+// the key range split over blocks (flash-decoding), on NVIDIA tensor cores
+// (sm_80+, mma.sync m16n8k16).
+//
+// Problem:  ckjit_attention / ckjit_paged_attention with seqlen_q <= BM
+//           (attention/problem.h: lengths, masks, paged keys).
+// Policy:   a block owns BM = 16 rows of one (entry b, K/V head g): row r
+//           is query head g * group + r / seqlen_q, query r % seqlen_q, so
+//           the query heads that share K and V read them once (GQA).
+//           grid.x walks (b, g, row block), grid.y the `splits` equal
+//           parts of the entry's key range (each a whole number of key
+//           steps; a part may be empty).
+// Pipeline: Q once, then STAGES (K, V) key steps of BN = 16 * WARPS keys
+//           in a cp.async ring (the mma layout, attention/mma_smem.h; paged
+//           keys through their page ids).  Warp w takes keys [16 w, 16 w +
+//           16) of every step: S = Q Kᵀ, its own online softmax and O += P V
+//           (attention/mma_softmax.h), so the warps never wait on each
+//           other inside a step.
+// Epilogue: the warps' (max, sum, O) merge through shared memory in warp
+//           order; one split writes O and LSE, several write their rows to
+//           part_o / part_lse for attention_combine (split order: the
+//           result does not depend on timing).
+// Kernel argument: ckjit_attention_decode_args (abi/attention_args.h), by value.
+#include "core/prelude.h"
+#include "abi/attention_args.h"
+// @PARAMETERS@
+
+typedef DTYPE T;
+#include "attention/problem.h"
+
+#define THREADS (WARPS * 32)
+
+#if defined(CKJIT_NVIDIA)
+#include "core/mma_sync.h"
+#include "attention/mma_smem.h"
+#include "attention/mma_softmax.h"
+
+enum {
+  QC = HDIM / 8,   // 16-byte chunks of a Q or K row
+  VC = HDIM_V / 8, // of a V or O row
+  KSTEPS = HDIM / 16,
+  OT = HDIM_V / 8, // 8-column blocks of O per warp
+  Q_BYTES = BM * HDIM * (int)sizeof(T),
+  K_BYTES = BN * HDIM * (int)sizeof(T),
+  STAGE_BYTES = BN * (HDIM + HDIM_V) * (int)sizeof(T),
+  Q_IN_REGS = HDIM <= 128, // (as attention_mma: beyond, with O's registers, it would spill)
+};
+static_assert(BM == 16 && BN == 16 * WARPS, "16 rows; 16 keys a warp per step");
+static_assert(BIAS == BIAS_NONE && !ALIBI, "decode: no bias, no ALiBi");
+static_assert(STAGES * STAGE_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds the warps' O rows");
+
+// The block's rows: row r's query head and query (local), and whether it
+// is computed (r < group * seqlen_q rows of this (b, g), query < sq).
+struct decode_row {
+  int h, i;
+  bool live;
+};
+CKJIT_INLINE decode_row decode_row_at(const ckjit_attention_args &a, const attn_tile &t, int rb, int r) {
+  const int group = a.heads_q / a.heads_kv, rr = rb * BM + r;
+  decode_row d;
+  d.h = t.g * group + rr / a.seqlen_q;
+  d.i = rr % a.seqlen_q;
+  d.live = rr < group * a.seqlen_q && d.i < t.sq;
+  return d;
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) {
+#if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
+  const ckjit_attention_args &a = x.p;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ float merge_m[WARPS][BM], merge_l[WARPS][BM];
+  const unsigned q_tile = smem_addr(smem_raw), kv_ring = q_tile + Q_BYTES;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int rb = blockIdx.x % x.row_blocks;
+  const long long bg = blockIdx.x / x.row_blocks;
+  attn_tile t;
+  // The tile of the group's first head: lengths, K / V, pages; per-row
+  // heads and queries from decode_row_at.
+  if (!attn_entry(a, (int)(bg / a.heads_kv), (int)(bg % a.heads_kv) * (a.heads_q / a.heads_kv), 0, t))
+    return;
+  int begin, end;
+  attn_key_range(a, t, BN, begin, end);
+  const int steps = end > begin ? (end - begin + BN - 1) / BN : 0;
+  const int per = (steps + x.splits - 1) / x.splits; // key steps of a split
+  const int first = blockIdx.y * per, count = min(per, steps - first);
+  const bool fold = ATTN_PLAIN_SCORES && a.scale_log2 > 0.0f;
+  const attn_scorer sc = attn_make_scorer(a, t);
+
+  // Q: the block's rows (dead rows zero).
+  attn_copy_rows<BM, QC>(q_tile, [&](int r) -> const T * {
+    const decode_row d = decode_row_at(a, t, rb, r);
+    return d.live ? t.q + (d.h - t.h) * a.q_stride.h + d.i * a.q_stride.s : nullptr;
+  }, BM, t.q);
+  copy_commit();
+  auto load_kv = [&](int step, int stage) {
+    const int n0 = begin + step * BN;
+    const unsigned k_dst = kv_ring + stage * STAGE_BYTES;
+    attn_copy_rows<BN, QC>(k_dst, [&](int r) { return attn_key_row(a, t, false, n0 + r); }, t.sk - n0, t.k);
+    attn_copy_rows<BN, VC>(k_dst + K_BYTES, [&](int r) { return attn_key_row(a, t, true, n0 + r); },
+                           t.sk - n0, t.v);
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; s++) {
+    if (s < count) load_kv(first + s, s);
+    copy_commit();
+  }
+
+  // The rows of this lane (g, g + 8): their queries bound the mask.
+  const decode_row row0 = decode_row_at(a, t, rb, lane / 4), row1 = decode_row_at(a, t, rb, lane / 4 + 8);
+  int lo[2], hi[2];
+  attn_key_bounds(a, t, row0.i, lo[0], hi[0]);
+  attn_key_bounds(a, t, row1.i, lo[1], hi[1]);
+  // Steps inside every row's bounds skip the per-element test: queries
+  // 0 and sq - 1 bound them (the bounds grow with the query).
+  int lo_last, hi_last, lo_first, hi_first;
+  attn_key_bounds(a, t, t.sq - 1, lo_last, hi_last);
+  attn_key_bounds(a, t, 0, lo_first, hi_first);
+
+  const attn_ldsm_lane<QC, 0> q_lane;
+  const attn_ldsm_lane<QC, 1> k_lane;
+  const attn_ldsm_lane<VC, 0> v_lane;
+  float o[OT][4], m[2] = {-CKJIT_INF, -CKJIT_INF}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int j = 0; j < OT; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) o[j][e] = 0.0f;
+  unsigned qf[Q_IN_REGS ? KSTEPS : 1][4];
+  copy_wait<STAGES - 1>(); // the Q group
+  __syncthreads();
+  if (Q_IN_REGS)
+#pragma unroll
+    for (int kk = 0; kk < (Q_IN_REGS ? KSTEPS : 1); kk++) attn_ldsm(qf[kk], q_lane.at(q_tile, 0, kk));
+
+#pragma unroll 1
+  for (int kt = 0; kt < count; kt++) {
+    copy_wait<STAGES - 2>(); // key step kt
+    __syncthreads();         // ... for every thread; stage (kt - 1) % STAGES is free
+    if (kt + STAGES - 1 < count) load_kv(first + kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+    copy_commit();
+    const unsigned k_tile = kv_ring + (kt % STAGES) * STAGE_BYTES, v_tile = k_tile + K_BYTES;
+    const int n0 = begin + (first + kt) * BN, key0 = 16 * warp; // this warp's keys in the step
+
+    float s[2][4];
+#pragma unroll
+    for (int n = 0; n < 2; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) s[n][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; kk++) {
+      unsigned qa[4], kb[4];
+      if (Q_IN_REGS) {
+#pragma unroll
+        for (int r = 0; r < 4; r++) qa[r] = qf[Q_IN_REGS ? kk : 0][r];
+      } else {
+        attn_ldsm(qa, q_lane.at(q_tile, 0, kk));
+      }
+      attn_ldsm(kb, k_lane.at(k_tile, key0, kk));
+      attn_mma(s[0], qa, kb[0], kb[1]);
+      attn_mma(s[1], qa, kb[2], kb[3]);
+    }
+    // Scores and mask (keys past sk, outside a row's bounds).
+    const int j0 = n0 + key0 + 2 * (lane % 4);
+    const bool masked = n0 + BN > t.sk || n0 < lo_last || n0 + BN - 1 > hi_first;
+#pragma unroll
+    for (int n = 0; n < 2; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int h = e >> 1, j = j0 + 8 * n + (e & 1);
+        if (masked && (j < lo[h] || j > hi[h])) s[n][e] = -CKJIT_INF;
+        else if (!fold) s[n][e] = attn_score(sc, s[n][e], h ? row1.i : row0.i, j);
+      }
+    attn_online_softmax(s, o, m, l, fold ? a.scale_log2 : 1.0f);
+    unsigned pa[4];
+    attn_p_frag(pa, s, 0);
+#pragma unroll
+    for (int jd = 0; jd < HDIM_V / 16; jd++) {
+      unsigned vb[4];
+      attn_ldsm_trans(vb, v_lane.at(v_tile, key0, jd));
+      attn_mma(o[2 * jd], pa, vb[0], vb[1]);
+      attn_mma(o[2 * jd + 1], pa, vb[2], vb[3]);
+    }
+  }
+  copy_wait<0>();
+  __syncthreads(); // every warp is done with the ring: it holds the merge now
+
+  // Merge the warps' rows: each warp's max and sum, then its O scaled to
+  // the common max, summed in warp order.
+  float *const merge_o = reinterpret_cast<float *>(smem_raw + Q_BYTES); // [WARPS][16][HDIM_V]
+  const int g = lane / 4, q = lane % 4;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const float row_l = attn_quad_sum(l[h]);
+    if (q == 0) merge_m[warp][g + 8 * h] = m[h], merge_l[warp][g + 8 * h] = row_l;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const int r = g + 8 * h;
+    float top = -CKJIT_INF;
+    for (int w = 0; w < WARPS; w++) top = fmaxf(top, merge_m[w][r]);
+    const float factor = m[h] == -CKJIT_INF ? 0.0f : attn_exp2(m[h] - top);
+#pragma unroll
+    for (int j = 0; j < OT; j++) {
+      float *dst = merge_o + ((warp * 16 + r) * HDIM_V + 8 * j + 2 * q);
+      dst[0] = o[j][2 * h] * factor;
+      dst[1] = o[j][2 * h + 1] * factor;
+    }
+  }
+  __syncthreads();
+  // Thread per (row, 4 columns): sum the warps, divide by the row's sum.
+  for (int idx = threadIdx.x; idx < 16 * (HDIM_V / 4); idx += THREADS) {
+    const int r = idx / (HDIM_V / 4), c = 4 * (idx % (HDIM_V / 4));
+    const decode_row d = decode_row_at(a, t, rb, r);
+    if (!d.live) continue;
+    float top = -CKJIT_INF, sum = 0.0f;
+    for (int w = 0; w < WARPS; w++) top = fmaxf(top, merge_m[w][r]);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int w = 0; w < WARPS; w++) {
+      if (merge_m[w][r] == -CKJIT_INF) continue;
+      sum += merge_l[w][r] * attn_exp2(merge_m[w][r] - top);
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[e] += merge_o[(w * 16 + r) * HDIM_V + c + e];
+    }
+    const float inv = attn_inv_l(sum);
+    if (x.splits == 1) {
+      T *out = t.o + (d.h - t.h) * a.o_stride.h + d.i * a.o_stride.s + c * a.o_stride.d;
+#pragma unroll
+      for (int e = 0; e < 4; e++) out[e * a.o_stride.d] = ckjit_from_float<T>(attn_scaled(acc[e], inv));
+      if (t.lse && c == 0) t.lse[(d.h - t.h) * a.lse_stride.h + d.i * t.lse_ss] = attn_lse(top, sum);
+    } else {
+      const long long row = ((long long)t.b * a.heads_q + d.h) * a.seqlen_q + d.i;
+      float *out = x.part_o + ((long long)blockIdx.y * x.rows + row) * HDIM_V + c;
+#pragma unroll
+      for (int e = 0; e < 4; e++) out[e] = attn_scaled(acc[e], inv);
+      if (c == 0) x.part_lse[(long long)blockIdx.y * x.rows + row] = sum == 0.0f ? -CKJIT_INF : top + __log2f(sum);
+    }
+  }
+#else
+  (void)x;
+#endif
+}
