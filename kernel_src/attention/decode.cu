@@ -49,6 +49,12 @@ static_assert(BM == 16 && BN == 16 * WARPS, "16 rows; 16 keys a warp per step");
 static_assert(BIAS == BIAS_NONE && !ALIBI, "decode: no bias, no ALiBi");
 static_assert(STAGES * STAGE_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds the warps' O rows");
 
+// Paged keys: a split's page ids are staged in shared memory once (one
+// coalesced read; an id outside the pool staged as -1), so the copies'
+// addresses wait on no global load.  A split of more pages than this
+// looks its ids up in global memory.
+#define STAGED_IDS (PAGE > 0 ? 2048 : 1)
+
 // The block's rows: row r's query head and query (local), and whether it
 // is computed (r < group * seqlen_q rows of this (b, g), query < sq).
 struct decode_row {
@@ -88,6 +94,28 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
   const bool fold = ATTN_PLAIN_SCORES && a.scale_log2 > 0.0f;
   const attn_scorer sc = attn_make_scorer(a, t);
 
+  // This split's page ids (PAGE), staged where they fit.
+  __shared__ int staged[STAGED_IDS];
+  const int id0 = PAGE ? (begin + first * BN) / PAGE_SLOTS : 0;
+  const int ids = count > 0 ? (min(end, begin + (first + count) * BN) - 1) / PAGE_SLOTS - id0 + 1 : 0;
+  const bool use_staged = PAGE && ids <= STAGED_IDS;
+  if (use_staged) {
+    for (int k = threadIdx.x; k < ids; k += THREADS) {
+      const int id = t.pages[id0 + k];
+      staged[k] = (unsigned)id < (unsigned)a.paging.num_pages ? id : -1;
+      if (staged[k] < 0 && a.paging.error) *a.paging.error = 1;
+    }
+    __syncthreads();
+  }
+  // Key j's row of K (`v`: V), as attn_key_row.
+  auto key_row = [&](bool v, int j) -> const T * {
+    if (!use_staged) return attn_key_row(a, t, v, j);
+    const int id = staged[j / PAGE_SLOTS - id0];
+    if (id < 0) return nullptr;
+    return (v ? t.v : t.k) + (long long)id * (v ? a.paging.v_page : a.paging.k_page) +
+           (long long)(j % PAGE_SLOTS) * (v ? a.v_stride.s : a.k_stride.s);
+  };
+
   // Q: the block's rows (dead rows zero).
   attn_copy_rows<BM, QC>(q_tile, [&](int r) -> const T * {
     const decode_row d = decode_row_at(a, t, rb, r);
@@ -97,9 +125,8 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
   auto load_kv = [&](int step, int stage) {
     const int n0 = begin + step * BN;
     const unsigned k_dst = kv_ring + stage * STAGE_BYTES;
-    attn_copy_rows<BN, QC>(k_dst, [&](int r) { return attn_key_row(a, t, false, n0 + r); }, t.sk - n0, t.k);
-    attn_copy_rows<BN, VC>(k_dst + K_BYTES, [&](int r) { return attn_key_row(a, t, true, n0 + r); },
-                           t.sk - n0, t.v);
+    attn_copy_rows<BN, QC>(k_dst, [&](int r) { return key_row(false, n0 + r); }, t.sk - n0, t.k);
+    attn_copy_rows<BN, VC>(k_dst + K_BYTES, [&](int r) { return key_row(true, n0 + r); }, t.sk - n0, t.v);
   };
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {

@@ -82,50 +82,61 @@ CKJIT_INLINE void fill_copy(unsigned dst, RowAt row, const T *mapped, int r0, in
   if (threadIdx.x == 0) mbar_arrive(bar);
 }
 
-// Keys [n0, n0 + ROWS) of K (`v`: V) through TMA, where the tile allows:
+// Paged TMA boxes hold min(PAGE, BN) slots of one page; lane l of the
+// producer warp reads the page id of box l of a key step (kv_box_id), a
+// step ahead of its use, so the id's latency is not on the copies' path.
+#define KV_BOX (PAGE > 0 && PAGE < BN ? PAGE : BN)
+#define KV_BOXES (BN / KV_BOX)
+CKJIT_INLINE int kv_box_id(const attn_tile &t, int n0) {
+#if PAGE
+  const int lane = threadIdx.x % 32;
+  return lane < KV_BOXES && n0 + lane * KV_BOX < t.sk ? t.pages[(n0 + lane * KV_BOX) / PAGE] : 0;
+#else
+  (void)t, (void)n0;
+  return 0;
+#endif
+}
+
+// Keys [n0, n0 + BN) of K (`v`: V) through TMA, where the tile allows:
 // dense problems zero-fill past the sequence in the map; varlen and paged
 // ones take only whole tiles inside the sequence (their maps know no
-// sequence end).  Paged tiles are boxes of min(PAGE, ROWS) slots, one per
-// page, each box's page id read by one lane of the producer warp (the only
-// warp left with maps); a tile with an id outside the pool is refused
-// whole, so the copies read it as zeros.  Returns whether it was issued.
-template <int ROWS, int COLS>
-CKJIT_INLINE bool fill_keys_tma(const ckjit_attention_args &a, const attn_tile &t, bool v,
-                                unsigned dst, const ckjit_tensor_map *map, int n0, unsigned bar) {
+// sequence end).  Paged tiles are KV_BOXES boxes, one per page (`id`: the
+// lane's box's page id, kv_box_id); a tile with an id outside the pool is
+// refused whole, so the copies read it as zeros.  Returns whether it was
+// issued.
+template <int COLS>
+CKJIT_INLINE bool fill_keys_tma(const ckjit_attention_args &a, const attn_tile &t, unsigned dst,
+                                const ckjit_tensor_map *map, int n0, int id, unsigned bar) {
   if (!a.tma) return false;
 #if PAGE
-  if (!CKJIT_ATTENTION_PAGED_TMA(PAGE, ROWS) || n0 + ROWS > t.sk) return false;
-  constexpr int box = PAGE < ROWS ? PAGE : ROWS, boxes = ROWS / box;
+  if (!CKJIT_ATTENTION_PAGED_TMA(PAGE, BN) || n0 + BN > t.sk) return false;
   constexpr int panels = CKJIT_ATTENTION_PANELS(COLS) / 64;
   const int lane = threadIdx.x % 32;
-  int id = 0;
-  if (lane < boxes) id = t.pages[(n0 + lane * box) / PAGE];
-  if (!__all_sync(0xffffffffu, lane >= boxes || (unsigned)id < (unsigned)a.paging.num_pages)) return false;
-  if (lane == 0) mbar_expect(bar, ROWS * panels * 128);
-  for (int b = 0; b < boxes; b++) {
+  if (!__all_sync(0xffffffffu, lane >= KV_BOXES || (unsigned)id < (unsigned)a.paging.num_pages)) return false;
+  if (lane == 0) mbar_expect(bar, BN * panels * 128);
+  for (int b = 0; b < KV_BOXES; b++) {
     const int page = __shfl_sync(0xffffffffu, id, b);
     if (lane == 0)
       for (int p = 0; p < panels; p++)
-        tma_load_4d(dst + p * ROWS * 128 + b * box * 128, map, 64 * p, (n0 + b * box) % PAGE, t.g, page,
-                    bar);
+        tma_load_4d(dst + p * BN * 128 + b * KV_BOX * 128, map, 64 * p, (n0 + b * KV_BOX) % PAGE, t.g,
+                    page, bar);
   }
-  (void)v;
   return true;
 #else
   const bool varlen = a.cu_seqlens_k != nullptr;
-  if (varlen && n0 + ROWS > t.sk) return false;
-  fill_tma<ROWS, COLS>(dst, map, t.k_tok0 + n0, t.g, varlen ? 0 : t.b, bar);
-  (void)v;
+  if (varlen && n0 + BN > t.sk) return false;
+  fill_tma<BN, COLS>(dst, map, t.k_tok0 + n0, t.g, varlen ? 0 : t.b, bar);
+  (void)id;
   return true;
 #endif
 }
 
-template <int ROWS, int COLS>
+template <int COLS>
 CKJIT_INLINE void fill_keys(const ckjit_attention_args &a, const attn_tile &t, bool v, unsigned dst,
-                            const ckjit_tensor_map *map, int n0, unsigned bar, int copiers) {
-  if (fill_keys_tma<ROWS, COLS>(a, t, v, dst, map, n0, bar)) return;
-  fill_copy<ROWS, COLS>(dst, [&](int j) { return attn_key_row(a, t, v, j); }, v ? t.v : t.k, n0, t.sk,
-                        bar, copiers);
+                            const ckjit_tensor_map *map, int n0, int id, unsigned bar, int copiers) {
+  if (fill_keys_tma<COLS>(a, t, dst, map, n0, id, bar)) return;
+  fill_copy<BN, COLS>(dst, [&](int j) { return attn_key_row(a, t, v, j); }, v ? t.v : t.k, n0, t.sk,
+                      bar, copiers);
 }
 
 // The producer warpgroup: per tile, Q once (after the consumers are done
@@ -157,14 +168,16 @@ CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barr
       fill_copy<BM, HDIM>(q_tile(base), [&](int i) { return t.q + i * a.q_stride.s; }, t.q, t.m0,
                           t.sq, smem_addr(&bar.q_full), copiers);
     q_phase ^= 1;
+    int id = PAGE && a.tma ? kv_box_id(t, begin) : 0;
     for (int n0 = begin; n0 < end; n0 += BN, step++) {
       const int s = step % STAGES;
       const unsigned free_phase = ((step / STAGES) & 1) ^ 1;
+      const int next_id = PAGE && a.tma && n0 + BN < end ? kv_box_id(t, n0 + BN) : 0;
       mbar_wait(smem_addr(&bar.k_empty[s]), free_phase);
-      fill_keys<BN, HDIM>(a, t, false, k_tile(base, s), &x.k_map, n0, smem_addr(&bar.k_full[s]), copiers);
+      fill_keys<HDIM>(a, t, false, k_tile(base, s), &x.k_map, n0, id, smem_addr(&bar.k_full[s]), copiers);
       mbar_wait(smem_addr(&bar.v_empty[s]), free_phase);
-      fill_keys<BN, HDIM_V>(a, t, true, v_tile(base, s), &x.v_map, n0, smem_addr(&bar.v_full[s]),
-                            copiers);
+      fill_keys<HDIM_V>(a, t, true, v_tile(base, s), &x.v_map, n0, id, smem_addr(&bar.v_full[s]), copiers);
+      id = next_id;
     }
   }
 }
