@@ -41,6 +41,17 @@ each side and how torch ran the case; "target" / "target_met": issue 17's
 launch host time ... vs ckjit_gemm ..." (us, ratio gemm / attention) and
 "attention compile SPEC ARCH" (ms, no peer; a run with "attention compile all
 default attention specs ARCH" retires the rows of specs it did not compile).
+
+Paged attention (bench/paged_torch.py, kind "paged", both sides in one record
+as attention's) gives "paged decode bf16 CASE vs copy|cudnn" (GB/s of K/V
+read; vs copy: ckjit's K/V bytes per second / the same run's copy bandwidth
+counted as bytes read + written, the fraction of copy), "paged prefill bf16
+CASE vs dense|cudnn|cudnn+gather" (TFLOP/s of the exact causal work, ratio =
+peer time / ckjit time) and "paged append bf16 CASE vs copy" (GB/s read +
+written, ratio = copy time / ckjit time); a record whose check is not "ok"
+has no ckjit number; "details" keeps each side's ms, the byte or flop count
+and how torch ran the case; a "vs copy" record keeps its bandwidth
+"definition" (also in its note).
 """
 import argparse
 import datetime
@@ -150,6 +161,8 @@ TOPK_METRIC = re.compile(r'^topk_softmax (\S+) (\d+x\d+) k(\d+) vs torch$')
 GEMM_METRIC = re.compile(r'^gemm (\S+) (\S+) (\S+(?: streamk)?) vs (.+)$')
 ATTN_METRIC = re.compile(r'^attention (\S+) (.+) vs (cudnn|flash)$')
 ATTN_KINDS = ('attention', 'attention_launch', 'attention_compile', 'attention_compile_total')
+PAGED_METRIC = re.compile(r'^paged (decode|prefill|append) (\S+) (.+) '
+                          r'vs (copy|dense|cudnn|cudnn\+gather)$')
 ATTN_RATIO_TARGETS = {'cudnn': 1.0, 'flash': 1.8}  # issue 17
 ATTN_TFLOPS_TARGET = 700.0                         # issue 17: d256, non-causal
 
@@ -406,6 +419,48 @@ def build_attention(recs, card):
     return out
 
 
+def build_paged(recs, card):
+    """The paged attention records (bench/paged_torch.py): as attention's, each
+    carries both sides; later lines win."""
+    last = {}
+    for r in recs:
+        if r.get('kind') == 'paged' and r.get('metric'):
+            last[r['metric']] = r
+    out = []
+    for metric, r in last.items():
+        cv, notes = r.get('value'), []
+        if r.get('status'):
+            notes.append(f"ckjit: {r['status']}" +
+                         (f": {first_line(r['error'], 200)}" if r.get('error') else ''))
+        if cv is not None and r.get('check') != 'ok':
+            notes.append(f"ckjit result check: {r.get('check')}: its number is not used")
+            cv = None
+        if r.get('note'):
+            notes.append(str(r['note'])[:1200])  # a "vs copy" note opens with its definition
+        for side in ('ckjit', 'peer'):
+            med, mn = r.get(f'{side}_ms'), r.get(f'{side}_min_ms')
+            if med and mn and med > UNSTEADY * mn:
+                notes.append(f'{side} timing unsteady even after a second series (median '
+                             f'{med:.4g} ms, min {mn:.4g} ms): the ratio is doubtful')
+        rec = record(metric, card, cv, r.get('peer_value'), r.get('peer_name'), r.get('unit'))
+        keys = ('ckjit_ms', 'peer_ms', 'ckjit_min_ms', 'peer_min_ms', 'mode', 'bytes',
+                'bytes_formula', 'flops', 'flops_formula', 'page_size', 'pages', 'page_order',
+                'group', 'lse', 'check_vs', 'max_abs_diff', 'ref_max_abs_diff',
+                'paged_vs_dense_max_abs_diff', 'first_call_ms', 'runs', 'warmup', 'remeasured',
+                'l2_flush')
+        details = {k: rnd(r[k]) if isinstance(r[k], float) else r[k] for k in keys
+                   if r.get(k) is not None}
+        if details:
+            rec['details'] = details
+        rec['check'] = r.get('check')
+        if r.get('definition'):
+            rec['definition'] = r['definition']
+        if notes:
+            rec['note'] = '; '.join(notes)
+        out.append(rec)
+    return out
+
+
 def build(ck, peers, card):
     """The comparison records of this run, in a stable order."""
     out = []
@@ -442,6 +497,10 @@ def build(ck, peers, card):
     # Attention: ckjit_attention vs cuDNN and FlashAttention-2, its host time,
     # the compile time of its default specs.
     out += build_attention(ck + peers, card)
+
+    # Paged attention: ckjit_paged_attention vs copy, cuDNN and dense ckjit_attention;
+    # ckjit_paged_kv_append vs copy.
+    out += build_paged(ck + peers, card)
 
     # Launch host time: ckjit vs the raw driver, CuPy and Triton.
     lk = find(ck, kind='launch', impl='ckjit')
@@ -720,11 +779,76 @@ def attention_md(recs):
     return lines
 
 
+def paged_md(recs):
+    """The RESULTS.md section of the paged attention records."""
+    if not recs:
+        return []
+    lines = ['', '## Paged attention', '',
+             'Attention over a paged K/V cache (`ckjit_paged_attention`) and appending to it '
+             '(`ckjit_paged_kv_append`), bf16, d128, GQA 32/8 (h32/8: 32 query heads, 8 K/V '
+             'heads); `bench/paged_torch.py` calls ckjit through ctypes over torch tensors on '
+             'torch\'s current stream and runs its peers in the same process, on the same inputs '
+             'and stream. K and V live in page pools [page][slot][head][dim] '
+             '(`ckjit_paged_strides_nhd`), each sequence\'s pages at a random permutation of the '
+             'pool\'s page ids (padded block table). Timing: warm-up, then runs alternating ckjit '
+             'and each peer (50), each group of calls (1; 20 for new1) between two CUDA events, '
+             'after a max(2 x L2, 256 MiB) buffer is overwritten (cold L2) and a ~0.5 ms GPU '
+             'sleep (host launch overhead is not timed); medians per call (a series whose '
+             'median is over 1.25 x its min is measured again).', '',
+             '- **decode** (1 query per sequence over its sk cached keys; ckjit also writes the '
+             'LSE): GB/s = K and V bytes read, b*sk*hkv*d*2 B*2 (Q, O and the page table not '
+             'counted) / time. `vs copy`: the peer is the same run\'s torch `y.copy_(x)`, x and '
+             'y each of that K+V byte count, its GB/s counted as (bytes read + bytes written) / '
+             'time, so the ratio is the fraction of the bandwidth a copy reaches. `vs cudnn`: '
+             '`F.scaled_dot_product_attention` under `sdpa_kernel(SDPBackend.CUDNN_ATTENTION)` '
+             'on the same K/V stored contiguously (BSHD, `.transpose(1, 2)` views), '
+             'enable_gqa=True (K/V expanded before timing where cuDNN refuses it; "mode" in '
+             'details), the same bytes counted: ratio = cuDNN time / ckjit time.',
+             '- **prefill** (sq new queries per sequence after sk - sq cached keys, causal '
+             'bottom-right): TFLOP/s = the exact causal work, sum over query rows of the keys '
+             'each sees * 4*d*hq, / time, the same flops for every side (ratio = peer time / '
+             'ckjit time). `vs dense`: `ckjit_attention` on the same K/V stored contiguously. '
+             '`vs cudnn`: torch\'s cuDNN path takes is_causal as top-left only, so the faster '
+             'of an additive bottom-right attn_mask (cuDNN then computes every key of every '
+             'row) and two calls of the cuDNN op, the cached prefix without a mask and the new '
+             'keys causal, merged by their LSEs ("mode" in details). `vs cudnn+gather`: the '
+             'same plus `torch.index_select` of K and V from the pools into contiguous buffers '
+             'inside the timed call.',
+             '- **append** (new1: one token per sequence, a decode step; new2048: a prefill): '
+             'GB/s = (new K and V bytes read + the same bytes written into the pool) / time; '
+             '`vs copy`: `y.copy_(x)` of the new K+V bytes, (bytes read + written) / time: '
+             'ratio = copy time / ckjit time.', '',
+             'Before timing, ckjit\'s O is checked against torch SDPA\'s math backend in float32 '
+             'on sampled sequences and rows (|diff| <= 2e-2 + 1e-2 |ref|) and against the first '
+             'peer that agreed with that reference, every element; the tables must pass '
+             '`ckjit_paged_kv_check` and leave kv.error 0; append: both pools bit for bit. A '
+             'case that fails posts no number; a peer way that fails is not timed (note).', '',
+             '| case | vs | card | ckjit | peer | unit | ratio | ckjit ms | peer ms | peer '
+             '| note |',
+             '| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |']
+    for r in recs:
+        op, dtype, case, vs = PAGED_METRIC.match(r['metric']).groups()
+        d = r.get('details') or {}
+        note = str(r.get('note') or '')
+        if r.get('definition'):  # said above
+            note = note.replace(r['definition'], '').strip('; ')
+        peer = r.get('peer_name') or ''
+        if d.get('mode'):
+            peer += f" (mode: {d['mode']})"
+        cells = [f'{op} {dtype} {case}', vs, r.get('card'), fmt(r.get('ckjit')),
+                 fmt(r.get('peer')), r.get('unit'), fmt(r.get('ratio')),
+                 fmt(rnd(d.get('ckjit_ms'))), fmt(rnd(d.get('peer_ms'))), peer, note]
+        lines.append('| ' + ' | '.join(md_cell(c) for c in cells) + ' |')
+    return lines
+
+
 def section_of(r):
     """Which table of RESULTS.md a record goes to."""
     m = str(r.get('metric', ''))
     if m.startswith('attention '):
         return 'attention'
+    if PAGED_METRIC.match(m):
+        return 'paged'
     if m.startswith('cold compile'):
         return 'cold compile'
     if ROWS_METRIC.match(m) or TOPK_METRIC.match(m):
@@ -769,11 +893,12 @@ def write_md(path, results, card, date, notes, info):
     rows = []
     gemm = []
     attn = []
+    paged = []
     for r in results:
         section = section_of(r)
         if section != 'ops, launch and tools':
             {'cold compile': cold, 'row ops': rows, 'gemm': gemm,
-             'attention': attn}[section].append(r)
+             'attention': attn, 'paged': paged}[section].append(r)
             continue
         lines.append('| ' + ' | '.join(md_cell(fmt(r.get(k))) for k in
                                        ('metric', 'card', 'ckjit', 'peer', 'peer_name', 'unit',
@@ -781,6 +906,7 @@ def write_md(path, results, card, date, notes, info):
     lines += rows_md(rows)
     lines += gemm_md(gemm)
     lines += attention_md(attn)
+    lines += paged_md(paged)
     if cold:
         lines += ['', '## Cold compile (empty cache, per spec)', '',
                   'The first compile of a run includes loading and initializing the runtime '
@@ -863,6 +989,12 @@ def main():
         info.append(('Attention peers', f"torch {at.get('torch_version')}, cuDNN "
                                         f"{at.get('cudnn_version')} (torch.backends.cudnn."
                                         "version()), FlashAttention-2 as built into torch"))
+    pg = next((r for r in ck + peers if r.get('kind') == 'info'
+               and r.get('metric') == 'paged settings'), None)
+    if pg:
+        info.append(('Paged attention peers', f"torch {pg.get('torch_version')}, cuDNN "
+                                              f"{pg.get('cudnn_version')} (torch.backends."
+                                              "cudnn.version())"))
     write_md(a.md, merged, card, date, notes, info)
     log(f'{len(new)} records from this run, {len(merged)} in {a.results}; wrote {a.md}')
     return 0

@@ -2,7 +2,8 @@
 # The whole GPU check in one script, for a CUDA machine without network:
 # build into build-gpu, run the GPU test suite (the CPU suites run in CI;
 # GPU_CHECK_TEST_ARGS="" runs them all), run the
-# benchmarks (bench_ckjit, bench_rows, bench_gemm, bench/attention_torch.py, bench/peers.py),
+# benchmarks (bench_ckjit, bench_rows, bench_gemm, bench/attention_torch.py,
+# bench/paged_torch.py, bench/peers.py),
 # merge them into bench/results.json
 # and bench/RESULTS.md, and put into $OUT (./gpu-out when unset):
 #   results.json  RESULTS.md  gpu-logs.tar.gz  summary.txt
@@ -21,12 +22,15 @@
 #        --no-flush-l2, --quick; its --only and --no-flush-l2 are passed on
 #        to peers.py as --gemm-case / --no-flush-l2 unless PEERS_ARGS has
 #        them), ATTN_ARGS (extra bench/attention_torch.py args: --quick,
-#        --only SUBSTRING, --no-flush-l2, --no-lse), PEERS_ARGS (extra peers.py args),
+#        --only SUBSTRING, --no-flush-l2, --no-lse), PAGED_ARGS (extra
+#        bench/paged_torch.py args: --quick, --only SUBSTRING, --no-flush-l2,
+#        --no-lse), PEERS_ARGS (extra peers.py args),
 #        GPU_CHECK_BENCHES (which benchmark steps run: default
-#        "ckjit rows gemm attention tools peers"; e.g. "rows peers" with PEERS_ARGS="--only
+#        "ckjit rows gemm attention paged tools peers"; e.g. "rows peers" with PEERS_ARGS="--only
 #        rows" measures only the row-wise ops, "gemm peers" with
-#        PEERS_ARGS="--only gemm" only the GEMMs, and "attention" alone the
-#        attention records (its peers are in the same step), keeping the other records of
+#        PEERS_ARGS="--only gemm" only the GEMMs, "attention" alone the
+#        attention records (its peers are in the same step) and "paged" alone the
+#        paged-attention records (likewise), keeping the other records of
 #        bench/results.json; without gemm in the list and with no PEERS_ARGS,
 #        peers.py skips its gemm section)
 set -uo pipefail
@@ -123,15 +127,18 @@ summary_add() { # NAME DETAIL
 
 # Minimum times kept for later steps: test 60, bench 90, rows 60, peers 90,
 # results 20; with gemm in GPU_CHECK_BENCHES, bench and rows also keep
-# GEMM_KEEP seconds for it, and with attention bench, rows and gemm keep
-# ATTN_KEEP for that (the steps before them do not: a full default run is
-# tight in 560 s; run "gemm peers" or "attention" alone for those numbers).
-BENCHES=" ${GPU_CHECK_BENCHES:-ckjit rows gemm attention tools peers} "
+# GEMM_KEEP seconds for it, with attention bench, rows and gemm keep
+# ATTN_KEEP for that, and with paged bench, rows, gemm and attention keep
+# PAGED_KEEP (the steps before them do not: a full default run is tight in
+# 560 s; run "gemm peers", "attention" or "paged" alone for those numbers).
+BENCHES=" ${GPU_CHECK_BENCHES:-ckjit rows gemm attention paged tools peers} "
 want() { [[ $BENCHES == *" $1 "* ]]; }
 GEMM_KEEP=0
 want gemm && GEMM_KEEP=60
 ATTN_KEEP=0
 want attention && ATTN_KEEP=60
+PAGED_KEEP=0
+want paged && PAGED_KEEP=45
 LAST_STATUS=""; LAST_SECS=""
 step env 30 370 "$LOGS/env.log" "$LOGS/env.log" -- bash -c '
   echo "date: $(date -u)"; echo "host: $(hostname)"; uname -a
@@ -208,13 +215,13 @@ if ! want ckjit; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "not in GPU_CHECK_BENCHES")")
 elif ((BUILT == 0)) && [ -x "$BENCH_BIN" ]; then
   # Fall back to --quick when little time is left.
-  left=$((DEADLINE - $(date +%s) - 170 - GEMM_KEEP - ATTN_KEEP))
+  left=$((DEADLINE - $(date +%s) - 170 - GEMM_KEEP - ATTN_KEEP - PAGED_KEEP))
   read -ra bench_args <<< "${BENCH_ARGS:-}"
   if ((left < 120)); then
     bench_args+=(--quick)
     NOTES+=("bench_ckjit ran with --quick (only ${left}s left for it)")
   fi
-  step bench 200 $((170 + GEMM_KEEP + ATTN_KEEP)) "$LOGS/bench-ckjit.jsonl" "$LOGS/bench-ckjit.log" -- "$BENCH_BIN" "${bench_args[@]}"
+  step bench 200 $((170 + GEMM_KEEP + ATTN_KEEP + PAGED_KEEP)) "$LOGS/bench-ckjit.jsonl" "$LOGS/bench-ckjit.log" -- "$BENCH_BIN" "${bench_args[@]}"
   summary_add bench "$(grep -c '^{' "$LOGS/bench-ckjit.jsonl") records${bench_args[*]:+ (${bench_args[*]})}"
 else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' bench SKIPPED - "no bench_ckjit (build failed or no cuda.h/libcuda)")")
@@ -230,7 +237,7 @@ rows_args=()
 if ! want rows; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' rows SKIPPED - "not in GPU_CHECK_BENCHES")")
 elif ((BUILT == 0)) && [ -x "$ROWS_BIN" ]; then
-  left=$((DEADLINE - $(date +%s) - 130 - GEMM_KEEP - ATTN_KEEP))
+  left=$((DEADLINE - $(date +%s) - 130 - GEMM_KEEP - ATTN_KEEP - PAGED_KEEP))
   rows_limit=$((left < 150 ? left : 150))
   read -ra rows_args <<< "${ROWS_ARGS:-}"
   if ((left < 100)); then
@@ -240,7 +247,7 @@ elif ((BUILT == 0)) && [ -x "$ROWS_BIN" ]; then
   # A case started just before the budget ends may run 20 s past it.
   ((rows_limit > 35)) && rows_args+=(--budget $((rows_limit - 25)))
   : > "$LOGS/bench-rows.jsonl"
-  step rows 150 $((130 + GEMM_KEEP + ATTN_KEEP)) "$LOGS/bench-rows.jsonl" "$LOGS/bench-rows.log" -- "$ROWS_BIN" "${rows_args[@]}"
+  step rows 150 $((130 + GEMM_KEEP + ATTN_KEEP + PAGED_KEEP)) "$LOGS/bench-rows.jsonl" "$LOGS/bench-rows.log" -- "$ROWS_BIN" "${rows_args[@]}"
   cat "$LOGS/bench-rows.jsonl" >> "$LOGS/bench-ckjit.jsonl"
   rows_detail=$(case_detail rows "$LOGS/bench-rows.jsonl")
   summary_add rows "$rows_detail${rows_args[*]:+ (${rows_args[*]})}"
@@ -258,7 +265,7 @@ gemm_args=()
 if ! want gemm; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' gemm SKIPPED - "not in GPU_CHECK_BENCHES")")
 elif ((BUILT == 0)) && [ -x "$GEMM_BIN" ]; then
-  left=$((DEADLINE - $(date +%s) - 130 - ATTN_KEEP))
+  left=$((DEADLINE - $(date +%s) - 130 - ATTN_KEEP - PAGED_KEEP))
   gemm_limit=$((left < 180 ? left : 180))
   read -ra gemm_args <<< "${GEMM_ARGS:-}"
   if ((left < 100)); then
@@ -268,7 +275,7 @@ elif ((BUILT == 0)) && [ -x "$GEMM_BIN" ]; then
   # A case started just before the budget ends may run 20 s past it.
   ((gemm_limit > 35)) && gemm_args+=(--budget $((gemm_limit - 25)))
   : > "$LOGS/bench-gemm.jsonl"
-  step gemm 180 $((130 + ATTN_KEEP)) "$LOGS/bench-gemm.jsonl" "$LOGS/bench-gemm.log" -- "$GEMM_BIN" "${gemm_args[@]}"
+  step gemm 180 $((130 + ATTN_KEEP + PAGED_KEEP)) "$LOGS/bench-gemm.jsonl" "$LOGS/bench-gemm.log" -- "$GEMM_BIN" "${gemm_args[@]}"
   cat "$LOGS/bench-gemm.jsonl" >> "$LOGS/bench-ckjit.jsonl"
   gemm_detail=$(case_detail gemm "$LOGS/bench-gemm.jsonl")
   summary_add gemm "$gemm_detail${gemm_args[*]:+ (${gemm_args[*]})}"
@@ -290,7 +297,7 @@ attn_args=()
 if ! want attention; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' attention SKIPPED - "not in GPU_CHECK_BENCHES")")
 elif ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
-  left=$((DEADLINE - $(date +%s) - 130))
+  left=$((DEADLINE - $(date +%s) - 130 - PAGED_KEEP))
   attn_limit=$((left < 150 ? left : 150))
   read -ra attn_args <<< "${ATTN_ARGS:-}"
   if ((left < 100)); then
@@ -299,7 +306,7 @@ elif ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
   fi
   ((attn_limit > 35)) && attn_args+=(--budget $((attn_limit - 20)))
   : > "$LOGS/bench-attention.jsonl"
-  step attention 150 130 "$LOGS/bench-attention.jsonl" "$LOGS/bench-attention.log" -- \
+  step attention 150 $((130 + PAGED_KEEP)) "$LOGS/bench-attention.jsonl" "$LOGS/bench-attention.log" -- \
     env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/attention_torch.py \
     --lib "$ROOT/$BUILD/libckjit.so" --prewarm "$ROOT/$BUILD/tools/ckjit-prewarm" "${attn_args[@]}"
   cat "$LOGS/bench-attention.jsonl" >> "$LOGS/bench-ckjit.jsonl"
@@ -307,6 +314,39 @@ elif ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
   summary_add attention "$attn_detail${attn_args[*]:+ (${attn_args[*]})}"
 else
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' attention SKIPPED - "no $BUILD/libckjit.so (build failed)")")
+  FAILED=1
+fi
+
+# Paged K/V attention (issue 18): ckjit_paged_attention (decode: vs the same
+# run's copy bandwidth and cuDNN; prefill: vs dense ckjit_attention, cuDNN and
+# cuDNN after gathering K/V from the pages) and ckjit_paged_kv_append (vs
+# copy), through bench/paged_torch.py as the attention step (ctypes over torch
+# tensors, the peers in the same process and stream, alternating runs), each
+# case checked against a float32 reference before it is timed.  The cases
+# run on the prewarm step's cache; as attention, a case ckjit does not support
+# yet gives a record with its status and does not fail the step, and --budget
+# ends it before the step's limit.
+paged_args=()
+if ! want paged; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' paged SKIPPED - "not in GPU_CHECK_BENCHES")")
+elif ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
+  left=$((DEADLINE - $(date +%s) - 130))
+  paged_limit=$((left < 90 ? left : 90))
+  read -ra paged_args <<< "${PAGED_ARGS:-}"
+  if ((left < 70)); then
+    paged_args+=(--quick)
+    NOTES+=("paged_torch.py ran with --quick (only ${left}s left for it)")
+  fi
+  ((paged_limit > 35)) && paged_args+=(--budget $((paged_limit - 20)))
+  : > "$LOGS/bench-paged.jsonl"
+  step paged 90 130 "$LOGS/bench-paged.jsonl" "$LOGS/bench-paged.log" -- \
+    env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/paged_torch.py \
+    --lib "$ROOT/$BUILD/libckjit.so" "${paged_args[@]}"
+  cat "$LOGS/bench-paged.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  paged_detail=$(case_detail paged "$LOGS/bench-paged.jsonl")
+  summary_add paged "$paged_detail${paged_args[*]:+ (${paged_args[*]})}"
+else
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' paged SKIPPED - "no $BUILD/libckjit.so (build failed)")")
   FAILED=1
 fi
 
@@ -361,6 +401,7 @@ want ckjit && ran+="; $BENCH_BIN ${bench_args[*]:-}"
 want rows && ran+="; $ROWS_BIN ${rows_args[*]:-}"
 want gemm && ran+="; $GEMM_BIN ${gemm_args[*]:-}"
 want attention && ran+="; python3 bench/attention_torch.py ${attn_args[*]:-}"
+want paged && ran+="; python3 bench/paged_torch.py ${paged_args[*]:-}"
 want peers && ran+="; python3 bench/peers.py ${peers_args[*]:-}"
 ran="${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"}${ran}"
 step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \

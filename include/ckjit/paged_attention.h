@@ -64,6 +64,9 @@ typedef struct ckjit_paged_kv {
   const int32_t *kv_page_indices;
   const int32_t *kv_last_page_len; /* CSR form: [batch] */
   int32_t *error;              /* NULL, or a device int32 set to 1 on a bad table entry */
+  int64_t max_seqlen_k;        /* a hint: the most keys a sequence has, 0: unknown (the
+                                  padded table's capacity); plans how decode splits the keys
+                                  over blocks, a wrong hint costs speed, never correctness */
 } ckjit_paged_kv;
 
 /* Contiguous strides of an NHD ([page][slot][head][dim]) or HND

@@ -94,22 +94,17 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
   const bool fold = ATTN_PLAIN_SCORES && a.scale_log2 > 0.0f;
   const attn_scorer sc = attn_make_scorer(a, t);
 
-  // This split's page ids (PAGE), staged where they fit.
+  // This split's page ids (PAGE), staged where they fit (filled after the
+  // first steps' copies are issued: those look their ids up in global
+  // memory, so the staging's latency is not ahead of every copy).
   __shared__ int staged[STAGED_IDS];
   const int id0 = PAGE ? (begin + first * BN) / PAGE_SLOTS : 0;
   const int ids = count > 0 ? (min(end, begin + (first + count) * BN) - 1) / PAGE_SLOTS - id0 + 1 : 0;
   const bool use_staged = PAGE && ids <= STAGED_IDS;
-  if (use_staged) {
-    for (int k = threadIdx.x; k < ids; k += THREADS) {
-      const int id = t.pages[id0 + k];
-      staged[k] = (unsigned)id < (unsigned)a.paging.num_pages ? id : -1;
-      if (staged[k] < 0 && a.paging.error) *a.paging.error = 1;
-    }
-    __syncthreads();
-  }
+  bool staged_ready = false;
   // Key j's row of K (`v`: V), as attn_key_row.
   auto key_row = [&](bool v, int j) -> const T * {
-    if (!use_staged) return attn_key_row(a, t, v, j);
+    if (!staged_ready) return attn_key_row(a, t, v, j);
     const int id = staged[j / PAGE_SLOTS - id0];
     if (id < 0) return nullptr;
     return (v ? t.v : t.k) + (long long)id * (v ? a.paging.v_page : a.paging.k_page) +
@@ -133,6 +128,12 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
     if (s < count) load_kv(first + s, s);
     copy_commit();
   }
+  if (use_staged) // made visible by the barrier ahead of the key loop
+    for (int k = threadIdx.x; k < ids; k += THREADS) {
+      const int id = t.pages[id0 + k];
+      staged[k] = (unsigned)id < (unsigned)a.paging.num_pages ? id : -1;
+      if (staged[k] < 0 && a.paging.error) *a.paging.error = 1;
+    }
 
   // The rows of this lane (g, g + 8): their queries bound the mask.
   const decode_row row0 = decode_row_at(a, t, rb, lane / 4), row1 = decode_row_at(a, t, rb, lane / 4 + 8);
@@ -156,6 +157,7 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
   unsigned qf[Q_IN_REGS ? KSTEPS : 1][4];
   copy_wait<STAGES - 1>(); // the Q group
   __syncthreads();
+  staged_ready = use_staged;
   if (Q_IN_REGS)
 #pragma unroll
     for (int kk = 0; kk < (Q_IN_REGS ? KSTEPS : 1); kk++) attn_ldsm(qf[kk], q_lane.at(q_tile, 0, kk));

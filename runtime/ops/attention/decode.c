@@ -78,8 +78,9 @@ ckjit_status ckjit__attention_run_decode(ckjit_runtime *rt, const attention_call
                        "ckjit_attention: %lld decode blocks (batch x num_heads_kv x row blocks) "
                        "exceed the grid",
                        (long long)blocks);
-  int64_t keys = kv ? (kv->kv_indptr ? (int64_t)1 << 30 : kv->max_pages_per_seq * kv->page_size)
-                    : d->seqlen_k;
+  int64_t keys = d->seqlen_k;
+  if (kv) keys = kv->kv_indptr ? (int64_t)1 << 30 : kv->max_pages_per_seq * kv->page_size;
+  if (kv && kv->max_seqlen_k > 0 && kv->max_seqlen_k < keys) keys = kv->max_seqlen_k;
   if (keys > ((int64_t)1 << 30)) keys = (int64_t)1 << 30;
   p->block[0] = ckjit__attention_threads(&p->spec);
   p->shared_bytes = ckjit__attention_smem(&p->spec);

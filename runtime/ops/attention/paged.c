@@ -99,6 +99,14 @@ ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv,
 ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *pd, void *stream) {
   if (!pd) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", API);
   const ckjit_paged_kv *kv = &pd->kv;
+  /* (In the paged descriptor's own words; the dense checks below would
+   * name seqlen_q and seqlen_k.) */
+  if (pd->max_seqlen_q < 0 || pd->max_seqlen_q > CKJIT_ATTENTION_UNBOUNDED)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: max_seqlen_q %lld must be in 0 .. 2^30", API,
+                       (long long)pd->max_seqlen_q);
+  if (kv->max_seqlen_k < 0)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: kv.max_seqlen_k %lld must be >= 0 (0: unknown)",
+                       API, (long long)kv->max_seqlen_k);
   /* The dense descriptor of the same problem: K and V are the pools at
    * their head and slot strides; entries' lengths come from the tables. */
   ckjit_attention_desc d;

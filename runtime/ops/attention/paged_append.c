@@ -96,11 +96,13 @@ ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *st
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: cu_seqlens_new must be a 4-byte aligned device int32 array", API);
   const size_t es = ckjit_dtype_size(d->dtype);
-  const int64_t hk = d->num_heads_kv, seq = d->max_seqlen_new;
+  /* The packed new tokens number at most batch x max_seqlen_new (their sum
+   * is on the device): the extent checked. */
+  const int64_t hk = d->num_heads_kv, seq = d->max_seqlen_new, tokens = d->batch * seq;
   int pool_aligned;
-  if ((st = ckjit__attention_check_tensor(API, "k_new", d->k_new, es, &d->k_new_strides, 1, hk, seq,
+  if ((st = ckjit__attention_check_tensor(API, "k_new", d->k_new, es, &d->k_new_strides, 1, hk, tokens,
                                           d->head_dim_qk)) ||
-      (st = ckjit__attention_check_tensor(API, "v_new", d->v_new, es, &d->v_new_strides, 1, hk, seq,
+      (st = ckjit__attention_check_tensor(API, "v_new", d->v_new, es, &d->v_new_strides, 1, hk, tokens,
                                           d->head_dim_v)) ||
       (st = ckjit__paged_kv_validate(API, &d->kv, d->dtype, d->batch, hk, d->head_dim_qk,
                                      d->head_dim_v, &pool_aligned)))
@@ -113,8 +115,8 @@ ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *st
   ckjit__plan_init(&p, CKJIT_FAMILY_PAGED_APPEND);
   const int vec = 16 / (int)es;
   const int aligned = pool_aligned &&
-                      ckjit__attention_rows_aligned(d->k_new, &d->k_new_strides, es, 1, hk, seq) &&
-                      ckjit__attention_rows_aligned(d->v_new, &d->v_new_strides, es, 1, hk, seq);
+                      ckjit__attention_rows_aligned(d->k_new, &d->k_new_strides, es, 1, hk, tokens) &&
+                      ckjit__attention_rows_aligned(d->v_new, &d->v_new_strides, es, 1, hk, tokens);
   p.spec.value[PA_DTYPE] = ckjit__dtype_param_value(d->dtype);
   p.spec.value[PA_PAGE] = (int32_t)d->kv.page_size;
   p.spec.value[PA_VEC] = aligned ? vec : 1;

@@ -1,0 +1,897 @@
+#!/usr/bin/env python3
+"""Paged K/V attention (issue 18): ckjit_paged_attention and _kv_append vs copy, cuDNN, dense.
+
+Against the same run's copy bandwidth, torch SDPA's cuDNN backend and ckjit_attention on
+the same K/V stored contiguously.
+
+usage: paged_torch.py [--lib PATH] [--quick] [--only SUBSTRING]... [--budget S]
+                      [--no-flush-l2] [--no-lse] [--check-layout]
+JSONL records on stdout for bench/make_results.py, whose "Paged attention" section of
+RESULTS.md says how each number is made.  ckjit runs through ctypes over torch tensors
+(.data_ptr(), torch's current stream); K and V live in page pools ([page][slot][head][dim],
+ckjit_paged_strides_nhd) whose pages each sequence holds in a shuffled order (a random
+permutation of the pool's page ids).  Records:
+  paged decode bf16 bB hHQ/HKV skN d128 pageP vs copy|cudnn   (GB/s of K/V read)
+  paged prefill bf16 bB hHQ/HKV sqM skN d128 pageP vs dense|cudnn|cudnn+gather (TFLOP/s)
+  paged append bf16 bB hHKV newT d128 pageP vs copy            (GB/s read + written)
+Each case is checked before it is timed (ckjit's output against torch SDPA's math backend
+in float32 on sampled sequences; append: the pool bit for bit); a case whose check fails
+is not timed ("check": "failed").  Cases run in a child process (a crash or hang costs only
+its case).  Exit status 0 when every case was measured or CKJIT_ERROR_UNSUPPORTED, 2 when
+a check failed, else 1.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BF16, MASK_NONE, MASK_CAUSAL = 2, 0, 1  # ckjit_dtype / ckjit_attention_mask values
+ELEM = 2                                  # bytes of a bf16 element
+ATOL, RTOL, UNSTEADY = 2e-2, 1e-2, 1.25
+CASE_LIMIT = 150      # seconds a case may run in the child (its first call may compile)
+SPIN_CYCLES = 1 << 20  # GPU cycles (~0.5 ms) of torch.cuda._sleep before each start event
+torch = F = None  # imported by the child
+
+# ---- ctypes mirrors of include/ckjit/ckjit.h and include/ckjit/paged_attention.h -------
+I64, INT, FLT, PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+
+
+class Strides(ctypes.Structure):  # ckjit_attention_strides
+    _fields_ = [('batch', I64), ('head', I64), ('seq', I64), ('dim', I64)]
+
+
+class PagedStrides(ctypes.Structure):  # ckjit_paged_strides
+    _fields_ = [('page', I64), ('slot', I64), ('head', I64), ('dim', I64)]
+
+
+class PagedKV(ctypes.Structure):  # ckjit_paged_kv
+    _fields_ = [('num_pages', I64), ('page_size', I64), ('k_pages', PTR), ('v_pages', PTR),
+                ('k_strides', PagedStrides), ('v_strides', PagedStrides), ('block_table', PTR),
+                ('max_pages_per_seq', I64), ('seqlens_k', PTR), ('kv_indptr', PTR),
+                ('kv_page_indices', PTR), ('kv_last_page_len', PTR), ('error', PTR),
+                ('max_seqlen_k', I64)]
+
+
+class PagedAttentionDesc(ctypes.Structure):  # ckjit_paged_attention_desc (enums are int)
+    _fields_ = [('dtype', INT), ('batch', I64), ('num_heads_q', I64), ('num_heads_kv', I64),
+                ('head_dim_qk', I64), ('head_dim_v', I64), ('max_seqlen_q', I64),
+                ('cu_seqlens_q', PTR), ('q', PTR), ('q_strides', Strides), ('o', PTR),
+                ('o_strides', Strides), ('lse', PTR), ('lse_strides', Strides), ('kv', PagedKV),
+                ('softmax_scale', FLT), ('mask', INT), ('window_left', I64),
+                ('window_right', I64), ('softcap', FLT)]
+
+
+class AppendDesc(ctypes.Structure):  # ckjit_paged_kv_append_desc
+    _fields_ = [('dtype', INT), ('batch', I64), ('num_heads_kv', I64), ('head_dim_qk', I64),
+                ('head_dim_v', I64), ('max_seqlen_new', I64), ('cu_seqlens_new', PTR),
+                ('k_new', PTR), ('v_new', PTR), ('k_new_strides', Strides),
+                ('v_new_strides', Strides), ('kv', PagedKV)]
+
+
+class AttentionDesc(ctypes.Structure):  # ckjit_attention_desc (as bench/attention_torch.py)
+    _fields_ = [('dtype', INT), ('batch', I64), ('num_heads_q', I64), ('num_heads_kv', I64),
+                ('seqlen_q', I64), ('seqlen_k', I64), ('head_dim_qk', I64), ('head_dim_v', I64),
+                ('q', PTR), ('q_strides', Strides), ('k', PTR), ('k_strides', Strides),
+                ('v', PTR), ('v_strides', Strides), ('o', PTR), ('o_strides', Strides),
+                ('lse', PTR), ('lse_strides', Strides), ('cu_seqlens_q', PTR),
+                ('cu_seqlens_k', PTR), ('softmax_scale', FLT), ('mask', INT),
+                ('window_left', I64), ('window_right', I64), ('bias', PTR), ('bias_dtype', INT),
+                ('bias_strides', Strides), ('alibi_slopes', PTR), ('alibi_stride_batch', I64),
+                ('softcap', FLT)]
+
+
+# Offsets by hand, LP64 (int/enum/float 4 bytes, int64/pointer 8, aligned to size; the
+# stride structs 32, aligned 8):
+# paged_kv: num_pages 0, page_size 8, k_pages 16, v_pages 24, k_strides 32, v_strides 64,
+# block_table 96, max_pages_per_seq 104, seqlens_k 112, kv_indptr 120, kv_page_indices
+# 128, kv_last_page_len 136, error 144, max_seqlen_k 152: sizeof 160.
+# paged_attention_desc: dtype 0 (+4), batch 8, num_heads_q 16, num_heads_kv 24,
+# head_dim_qk 32, head_dim_v 40, max_seqlen_q 48, cu_seqlens_q 56, q 64, q_strides 72,
+# o 104, o_strides 112, lse 144, lse_strides 152, kv 184 (160), softmax_scale 344, mask
+# 348, window_left 352, window_right 360, softcap 368 (+4): sizeof 376.
+# paged_kv_append_desc: dtype 0 (+4), batch 8, num_heads_kv 16, head_dim_qk 24,
+# head_dim_v 32, max_seqlen_new 40, cu_seqlens_new 48, k_new 56, v_new 64, k_new_strides
+# 72, v_new_strides 104, kv 136: sizeof 296.
+# attention_desc: as bench/attention_torch.py, sizeof 376, softcap at 368.
+# layout_check() also compares every offset with a C program built on ckjit.h.
+STRUCTS = {'ckjit_paged_strides': (PagedStrides, 32, 24),
+           'ckjit_attention_strides': (Strides, 32, 24),
+           'ckjit_paged_kv': (PagedKV, 160, 152),
+           'ckjit_paged_attention_desc': (PagedAttentionDesc, 376, 368),
+           'ckjit_paged_kv_append_desc': (AppendDesc, 296, 136),
+           'ckjit_attention_desc': (AttentionDesc, 376, 368)}
+
+
+def layout_check():
+    """(mismatches, how checked): vs the hand numbers above and offsetof() in C."""
+    bad, ours = [], {}
+    src = ['#include <stdio.h>', '#include <stddef.h>', '#include "ckjit/ckjit.h"',
+           '#include "ckjit/paged_attention.h"', 'int main(void) {']
+    for cname, (st, size, last) in STRUCTS.items():
+        ours[cname] = dict({f[0]: getattr(st, f[0]).offset for f in st._fields_},
+                           sizeof=ctypes.sizeof(st))
+        if (ctypes.sizeof(st), getattr(st, st._fields_[-1][0]).offset) != (size, last):
+            bad.append(f'{cname}: ctypes sizeof {ctypes.sizeof(st)}, last field at '
+                       f'{getattr(st, st._fields_[-1][0]).offset}; by hand {size}, {last}')
+        src += [f'printf("{cname} {k} %zu\\n", ' + (
+            f'sizeof({cname}));' if k == 'sizeof' else f'offsetof({cname}, {k}));')
+            for k in ours[cname]]
+    cc = shutil.which(os.environ.get('CC', 'cc')) or shutil.which('gcc')
+    if not cc or not os.path.exists(os.path.join(ROOT, 'include', 'ckjit', 'paged_attention.h')):
+        return bad, 'sizeof by hand only (no C compiler or no paged_attention.h here)'
+    with tempfile.TemporaryDirectory(prefix='ckjit-paged-layout-') as d:
+        with open(os.path.join(d, 'l.c'), 'w') as f:
+            f.write('\n'.join(src) + '\nreturn 0; }\n')
+        p = subprocess.run([cc, '-std=c11', '-I', os.path.join(ROOT, 'include'),
+                            os.path.join(d, 'l.c'), '-o', os.path.join(d, 'l')],
+                           capture_output=True, text=True)
+        if p.returncode:  # e.g. a field the header no longer has
+            return bad + [f'the C layout program failed: {p.stderr.strip()[-400:]}'], cc
+        out = subprocess.run([os.path.join(d, 'l')], capture_output=True, text=True).stdout
+    c_val = {tuple(ln.split()[:2]): int(ln.split()[2]) for ln in out.splitlines()}
+    bad += [f'{cname}.{k}: ctypes {v}, C {c_val.get((cname, k))}' for cname in ours
+            for k, v in ours[cname].items() if c_val.get((cname, k)) != v]
+    return bad, (f'ctypes == offsetof()/sizeof from {cc} on ckjit.h and paged_attention.h '
+                 '(and sizeof by hand)')
+
+
+# ---- cases and records -----------------------------------------------------------------
+def visible_keys(sq, sk):
+    """Sum over the sq query rows of the keys each sees under the bottom-right causal
+    mask (row i sees keys j <= i + sk - sq): the causal work, exactly."""
+    return sum(max(0, min(sk, i + sk - sq + 1)) for i in range(sq))
+
+
+class Case:
+    """op 'decode' (1 query per sequence, no mask: with one query bottom-right causal is
+    every key), 'prefill' (sq new queries after sk - sq cached keys, causal bottom-right)
+    or 'append' (new tokens' K/V written into the pool; sk: the length after it)."""
+
+    def __init__(self, op, b, hq, hkv, sk, d, page, sq=1, new=0):
+        self.op, self.b, self.hq, self.hkv, self.sk, self.d = op, b, hq, hkv, sk, d
+        self.page, self.sq, self.new = page, sq, new
+        assert sk % page == 0, 'the cases fill whole pages'
+        self.pps = sk // page               # pages per sequence
+        self.num_pages = b * self.pps        # the pool: every sequence's pages, shuffled
+        heads = f'h{hq}' if hq == hkv else f'h{hq}/{hkv}'
+        self.unit, self.scale = ('TFLOP/s', 1e9) if op == 'prefill' else ('GB/s', 1e6)
+        if op == 'decode':
+            self.name = f'b{b} {heads} sk{sk} d{d} page{page}'
+            self.peers = ('copy', 'cudnn')
+            # K and V of every sequence's keys, once (Q, O and the page table not counted)
+            self.amount = b * sk * hkv * d * ELEM * 2
+            self.formula = f'b*sk*hkv*d*2 B*2 (K and V read once) = {self.amount}'
+        elif op == 'prefill':
+            self.name = f'b{b} {heads} sq{sq} sk{sk} d{d} page{page}'
+            self.peers = ('dense', 'cudnn', 'cudnn+gather')
+            self.amount = b * hq * 4 * d * visible_keys(sq, sk)
+            self.formula = (f'sum over the b*sq rows of the keys each sees (j <= i + sk - sq) '
+                            f'* 4*d * hq = {self.amount}')
+        else:
+            self.name = f'b{b} h{hkv} new{new} d{d} page{page}'
+            self.peers = ('copy',)
+            self.new_bytes = b * new * hkv * d * ELEM * 2       # the new tokens' K and V
+            self.amount = 2 * self.new_bytes                      # read once, written once
+            self.formula = f'2 * b*new*hkv*d*2 B*2 (new K and V read + written) = {self.amount}'
+        self.base = f'paged {op} bf16 {self.name}'
+
+    def peer_amount(self, peer):
+        """What the peer's rate counts: copy (bytes read + bytes written) of a buffer of
+        the K/V byte count for decode (so 2x), of the new tokens' K/V for append (the same
+        bytes as ckjit's); the same flops / K/V bytes as ckjit for the others."""
+        return 2 * self.amount if (self.op, peer) == ('decode', 'copy') else self.amount
+
+    def rate(self, amount, ms):
+        return amount / ms / self.scale
+
+
+CASES = [Case('decode', 64, 32, 8, 4096, 128, p) for p in (16, 1)]
+CASES += [Case('decode', 8, 32, 8, 32768, 128, p) for p in (16, 1)]
+CASES += [Case('prefill', 16, 32, 8, 4096, 128, p, sq=2048) for p in (16, 128)]
+CASES += [Case('append', 64, 32, 8, 4096, 128, 16, new=n) for n in (1, 2048)]
+
+COPY_NOTE = {
+    'decode': 'ckjit GB/s = K+V bytes read (b*sk*hkv*d*2 B*2; Q, O and the page table not '
+              'counted) / time; copy GB/s = (bytes read + bytes written) / time of y.copy_(x), '
+              'x and y each of that K+V byte count; ratio = the fraction of the bandwidth a '
+              'copy reaches',
+    'append': 'ckjit GB/s = (new K+V bytes read + the same bytes written into the pool) / '
+              'time; copy GB/s = (bytes read + bytes written) / time of y.copy_(x), x and y '
+              'each of the new K+V byte count (the same bytes): ratio = copy time / ckjit time'}
+
+
+def log(msg):
+    print(f'paged_torch.py: {msg}', file=sys.stderr, flush=True)
+
+
+def emit(rec):
+    print(json.dumps(rec), flush=True)
+
+
+def note(text):
+    log(f'note: {text}')
+    emit({'metric': 'note paged', 'unit': None, 'value': None, 'kind': 'note', 'impl': 'paged',
+          'note': text})
+
+
+def fail_records(case, status, error, extra=None):
+    log(f'{case.base}: {status}: {error}')
+    for p in case.peers:
+        emit(dict(extra or {}, metric=f'{case.base} vs {p}', kind='paged', op=case.op,
+                  impl='ckjit', unit=case.unit, value=None, peer=p, peer_value=None,
+                  case=case.name, page_size=case.page, status=status, error=error[:600]))
+
+
+# ---- the child: torch and ckjit in one process ------------------------------------------
+class CkjitFailed(Exception):
+    """args: (ckjit status name, ckjit_last_error())."""
+
+
+class CheckFailed(Exception):
+    """args: (what differs,)."""
+
+
+class Ctx:
+    def __init__(self, a):
+        global torch, F
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        self.cudnn = lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)
+        self.math = lambda: sdpa_kernel(SDPBackend.MATH)
+        torch.backends.cuda.matmul.allow_tf32 = False  # the float32 reference stays float32
+        lib = self.lib = ctypes.CDLL(a.lib)
+        for op, st in (('ckjit_paged_attention', PagedAttentionDesc),
+                       ('ckjit_paged_kv_append', AppendDesc), ('ckjit_attention', AttentionDesc)):
+            getattr(lib, op).argtypes, getattr(lib, op).restype = [ctypes.POINTER(st), PTR], INT
+            getattr(lib, op + '_desc_init').argtypes = [ctypes.POINTER(st)]
+            getattr(lib, op + '_desc_init').restype = None
+        lib.ckjit_paged_kv_check.argtypes = [ctypes.POINTER(PagedKV), I64, PTR]
+        lib.ckjit_paged_kv_check.restype = INT
+        lib.ckjit_paged_strides_nhd.argtypes = [I64, I64, I64]
+        lib.ckjit_paged_strides_nhd.restype = PagedStrides  # returned by value
+        lib.ckjit_status_string.argtypes = [INT]
+        lib.ckjit_status_string.restype = lib.ckjit_last_error.restype = ctypes.c_char_p
+        self.stream = PTR(torch.cuda.current_stream().cuda_stream)
+        self.quick, self.lse, self.gen = a.quick, not a.no_lse, torch.Generator(device='cuda')
+        self.warmup, self.runs = (3, 20) if a.quick else (10, 50)
+        self.flush_bytes = 0 if a.no_flush_l2 else max(2 * (getattr(
+            torch.cuda.get_device_properties(0), 'L2_cache_size', 0) or 0), 256 << 20)
+        self.flush = self.flush_bytes and torch.empty(self.flush_bytes // 4, dtype=torch.int32,
+                                                      device='cuda')
+        # A GPU-side wait before each start event: the host enqueues the timed calls while
+        # the GPU sleeps, so host launch overhead (ctypes, SDPA dispatch) is not timed.
+        self.spin = getattr(torch.cuda, '_sleep', None)
+
+    def status_error(self, st):
+        return (self.lib.ckjit_status_string(st).decode(),
+                (self.lib.ckjit_last_error() or b'').decode(errors='replace').strip())
+
+    def call(self, fn, desc):
+        ref, stream = ctypes.byref(desc), self.stream
+
+        def run():
+            st = fn(ref, stream)
+            if st:
+                raise CkjitFailed(*self.status_error(st))
+        return run
+
+    def measure(self, fns, group=1):
+        """Event-timed groups of `group` calls, alternating over fns: name -> (median ms
+        per call, min, remeasured)."""
+        for fn in list(fns.values()) * self.warmup:  # alternating too
+            fn()
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+        def series():
+            ms = {k: [] for k in fns}
+            for i in range(self.runs):
+                for k, fn in fns.items():
+                    if self.flush_bytes:
+                        self.flush.fill_(i)
+                    if self.spin:
+                        self.spin(SPIN_CYCLES)
+                    s.record()
+                    for _ in range(group):
+                        fn()
+                    e.record()
+                    e.synchronize()
+                    ms[k].append(s.elapsed_time(e) / group)
+            return {k: (statistics.median(v), min(v)) for k, v in ms.items()}
+        first = series()
+        if all(med <= UNSTEADY * mn for med, mn in first.values()):
+            return {k: v + (False,) for k, v in first.items()}
+        again = series()  # as bench_gemm: once more, the lower median kept
+        return {k: (again[k] if again[k][0] < first[k][0] else first[k]) + (True,) for k in fns}
+
+
+def bshd(t):
+    """ckjit_attention_strides of a [b, s, h, d] tensor (any strides)."""
+    st = t.stride()
+    return Strides(st[0], st[2], st[1], st[3])
+
+
+def make_pool(ctx, case):
+    """K and V [b, sk, hkv, d] contiguous (the dense and cuDNN side), the same keys in
+    pools [num_pages, page, hkv, d] at a random permutation of page ids, and the block
+    table [b, pages per sequence] (int32) that names them."""
+    k, v = (torch.randn(case.b, case.sk, case.hkv, case.d, device='cuda', dtype=torch.bfloat16,
+                        generator=ctx.gen) for _ in range(2))
+    perm = torch.randperm(case.num_pages, device='cuda', generator=ctx.gen)
+    pools = []
+    for t in (k, v):
+        pool = torch.empty(case.num_pages, case.page, case.hkv, case.d, device='cuda',
+                           dtype=torch.bfloat16)
+        pool.view(case.num_pages, -1).index_copy_(0, perm, t.view(case.num_pages, -1))
+        pools.append(pool)
+    table = perm.view(case.b, case.pps).to(torch.int32).contiguous()
+    return k, v, pools[0], pools[1], table
+
+
+def paged_kv(ctx, case, kpool, vpool, table, seqlens, err):
+    kv = PagedKV(num_pages=case.num_pages, page_size=case.page, k_pages=kpool.data_ptr(),
+                 v_pages=vpool.data_ptr(), block_table=table.data_ptr(),
+                 max_pages_per_seq=case.pps, seqlens_k=seqlens.data_ptr(), error=err.data_ptr())
+    st = ctx.lib.ckjit_paged_strides_nhd(case.page, case.hkv, case.d)
+    got = (st.page, st.slot, st.head, st.dim)
+    if got != kpool.stride() or got != vpool.stride():
+        raise CheckFailed(f'ckjit_paged_strides_nhd({case.page}, {case.hkv}, {case.d}) = {got}, '
+                          f'the pool tensor\'s strides {kpool.stride()}')
+    kv.k_strides = kv.v_strides = st
+    return kv
+
+
+def table_check(ctx, case, kv):
+    """ckjit_paged_kv_check of the tables (synchronous): CkjitFailed when it objects."""
+    st = ctx.lib.ckjit_paged_kv_check(ctypes.byref(kv), case.b, ctx.stream)
+    if st:
+        raise CkjitFailed(*ctx.status_error(st))
+
+
+def jnum(x):  # JSON has no NaN
+    return x if math.isfinite(x) else repr(x)
+
+
+def compare(got, ref):
+    """(max |got - ref|, elements outside ATOL + RTOL |ref|; NaN counts)."""
+    g, r = got.float(), ref.float()
+    diff = (g - r).abs()
+    return float(diff.max()) if diff.numel() else 0.0, int((~(diff <= ATOL + RTOL * r.abs())).sum())
+
+
+def reference(ctx, case, q, kpool, vpool, table, seq, rows):
+    """Sequence seq's attention for query rows `rows` ([R, hq, d], float32): torch SDPA
+    under the math backend in float32 on K/V gathered from the pool through the block
+    table (the independent reading of the pages), K/V heads expanded, the bottom-right
+    causal mask explicit (prefill)."""
+    ids = table[seq].long()
+    k, v = (p[ids].reshape(case.pps * case.page, case.hkv, case.d)[:case.sk].float()
+            .repeat_interleave(case.hq // case.hkv, 1).transpose(0, 1)[None]
+            for p in (kpool, vpool))
+    qf = q[seq, rows].float().transpose(0, 1)[None]  # [1, hq, R, d]
+    mask = None
+    if case.op == 'prefill':
+        mask = torch.arange(case.sk, device=q.device)[None] <= rows[:, None] + case.sk - case.sq
+    with ctx.math():
+        out = F.scaled_dot_product_attention(qf, k, v, attn_mask=mask, scale=1 / math.sqrt(case.d))
+    return out[0].transpose(0, 1)
+
+
+def sampled(case):
+    """(sequences, query rows) the float32 reference covers."""
+    dev = 'cuda'
+    if case.op == 'decode':
+        return (0, case.b // 2, case.b - 1), torch.tensor([0], device=dev)
+    n = case.sq
+    rows = sorted(set(range(min(64, n))) | set(range(n // 2 - 32, n // 2 + 32)) |
+                  set(range(max(0, n - 64), n)))
+    return (0, case.b - 1), torch.tensor(rows, device=dev)
+
+
+class Refs:
+    """The float32 references of the sampled sequences and rows; check(o) compares a
+    BSHD output [b, sq, hq, d] with them: (max diff, elements out of tolerance)."""
+
+    def __init__(self, ctx, case, q, kpool, vpool, table):
+        self.seqs, self.rows = sampled(case)
+        self.ref = [reference(ctx, case, q, kpool, vpool, table, s, self.rows) for s in self.seqs]
+
+    def check(self, o):
+        worst, bad = 0.0, 0
+        for s, r in zip(self.seqs, self.ref):
+            w, b = compare(o[s, self.rows], r)
+            worst, bad = (max(worst, w) if math.isfinite(worst) else worst), bad + b
+        return worst, bad
+
+
+def capture(fn):
+    """(fn()'s output, None) synchronized, or (None, why torch refused it)."""
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter('always')
+        try:
+            out = fn()
+            torch.cuda.synchronize()
+            return out, None
+        except Exception as e:  # a backend that refuses the case: a note, not a failure
+            why = [f'{type(e).__name__}: {e}'] + [str(w.message) for w in ws][:4]
+            return None, ' | '.join((x.strip().splitlines() or [''])[0] for x in why)[:600]
+
+
+# ---- the cuDNN peer ------------------------------------------------------------------------
+# A way is (label, attn, expand, api): attn(k, v) takes BSHD K/V ([b, sk, heads, d]) and
+# returns the BHSD output; expand: K/V repeat_interleave-expanded to the query heads
+# first (where cuDNN refuses enable_gqa).  Its "contiguous" function runs it on the
+# contiguous K/V (expanded before timing); its "gather" function first gathers K/V from
+# the pools with index_select (and expands them) inside the timed call.
+API_SDPA = 'F.scaled_dot_product_attention under sdpa_kernel(SDPBackend.CUDNN_ATTENTION)'
+API_SPLIT = ('torch.ops.aten._scaled_dot_product_cudnn_attention (the op SDPA\'s cuDNN backend '
+             'calls) twice, the cached prefix (no mask) and the new keys (causal, sq == keys), '
+             'the two merged by their LSE with one lerp_')
+
+
+def decode_ways(case, q, scale):
+    qv = q.transpose(1, 2)
+
+    def plain(gqa):
+        kw = {'scale': scale, **({'enable_gqa': True} if gqa else {})}
+        return lambda k, v: F.scaled_dot_product_attention(qv, k.transpose(1, 2), v.transpose(1, 2),
+                                                           **kw)
+    return [[('enable_gqa=True', plain(True), False, API_SDPA + ', enable_gqa=True'),
+             ('K/V expanded', plain(False), True, API_SDPA + ', K/V expanded to the query heads')]]
+
+
+def prefill_ways(case, q, scale):
+    """Torch's cuDNN path takes is_causal as top-left (cudnn_frontend set_causal_mask),
+    so the bottom-right mask goes (a) as an additive bf16 attn_mask [1, 1, sq, sk] (cuDNN
+    then computes every key of every row), or (b) as two calls, the cached prefix
+    without a mask and the sq new keys causal (top-left == bottom-right there), merged by
+    their log-sum-exps (the exact work plus one elementwise pass)."""
+    qv, sq, sk, prefix = q.transpose(1, 2), case.sq, case.sk, case.sk - case.sq
+    rows, keys = torch.arange(sq, device=q.device), torch.arange(sk, device=q.device)
+    allowed = keys[None] <= rows[:, None] + prefix
+    bias = torch.zeros(1, 1, sq, sk, device=q.device, dtype=q.dtype)
+    bias.masked_fill_(~allowed, -math.inf)
+
+    def masked(gqa):
+        kw = {'scale': scale, 'attn_mask': bias, **({'enable_gqa': True} if gqa else {})}
+        return lambda k, v: F.scaled_dot_product_attention(qv, k.transpose(1, 2), v.transpose(1, 2),
+                                                           **kw)
+
+    def split(k, v):
+        op = torch.ops.aten._scaled_dot_product_cudnn_attention
+        kt, vt = k.transpose(1, 2), v.transpose(1, 2)
+        o1, l1 = op(qv, kt[:, :, :prefix], vt[:, :, :prefix], None, True, 0.0, False, False,
+                    scale=scale)[:2]
+        o2, l2 = op(qv, kt[:, :, prefix:], vt[:, :, prefix:], None, True, 0.0, True, False,
+                    scale=scale)[:2]
+        # O = (e^l1 O1 + e^l2 O2) / (e^l1 + e^l2) = lerp(O1, O2, sigmoid(l2 - l1))
+        w = torch.sigmoid(l2.float() - l1.float()).reshape(o1.shape[:3] + (1,)).to(o1.dtype)
+        return o1.lerp_(o2, w)
+    api_m = API_SDPA + ', attn_mask = the bottom-right causal mask (additive bf16 [1, 1, sq, sk])'
+    return [[('lower-right mask, enable_gqa=True', masked(True), False,
+              api_m + ', enable_gqa=True'),
+             ('lower-right mask, K/V expanded', masked(False), True,
+              api_m + ', K/V expanded to the query heads')],
+            [('prefix + causal split, LSE-merged', split, False, API_SPLIT),
+             ('prefix + causal split, LSE-merged, K/V expanded', split, True,
+              API_SPLIT + ', K/V expanded to the query heads')]]
+
+
+def cudnn_peer(ctx, case, groups, k, v, refs, gather=None):
+    """Per group of alternatives, the first way that runs and agrees with the float32
+    reference: [(label, contiguous fn, gather fn or None, api, BSHD output)], notes."""
+    r, got, notes = case.hq // case.hkv, [], []
+    expanded = {}
+
+    def expand(t):
+        return t.repeat_interleave(r, 2)
+    for group in groups:
+        why = []
+        for label, attn, exp, api in group:
+            if label.startswith('prefix') and not exp and not (
+                    got and got[0][0] == 'lower-right mask, enable_gqa=True'):
+                why.append(f'{label}: not tried (SDPA\'s cuDNN path took no enable_gqa here)')
+                continue
+            if exp and 'kv' not in expanded:
+                expanded['kv'] = (expand(k), expand(v))
+            kc, vc = expanded['kv'] if exp else (k, v)
+            fn = (lambda a=attn, kc=kc, vc=vc: a(kc, vc))
+            gfn = None
+            if gather:
+                gfn = (lambda a=attn, e=exp: a(*((expand(t) for t in gather()) if e else gather())))
+            res, err = capture(fn)
+            if res is None:
+                why.append(f'{label}: {err}')
+                continue
+            o = res.transpose(1, 2)  # BHSD -> BSHD view
+            diff, bad = refs.check(o)
+            if bad:
+                why.append(f'{label}: differs from the float32 reference (max |diff| {diff:.4g}, '
+                           f'{bad} out of tolerance): not timed')
+                continue
+            if gfn:
+                gres, gerr = capture(gfn)
+                gbad = gres is None or refs.check(gres.transpose(1, 2))[1]
+                if gbad:
+                    why.append(f'{label} on gathered K/V: ' + (gerr or 'differs: not timed'))
+                    gfn = None
+                del gres
+            got.append((label, fn, gfn, api, o))
+            break
+        if why:
+            notes.append('; '.join(why))
+    return got, notes
+
+
+# ---- the cases ----------------------------------------------------------------------------
+def paged_desc(ctx, case, q, o, lse, kv):
+    d = PagedAttentionDesc()
+    ctx.lib.ckjit_paged_attention_desc_init(ctypes.byref(d))
+    d.dtype, d.batch, d.num_heads_q, d.num_heads_kv = BF16, case.b, case.hq, case.hkv
+    d.head_dim_qk = d.head_dim_v = case.d
+    d.max_seqlen_q = case.sq  # cu_seqlens_q NULL: sq queries per sequence at batch stride
+    d.q, d.q_strides, d.o, d.o_strides = q.data_ptr(), bshd(q), o.data_ptr(), bshd(o)
+    if lse is not None:  # [b, hq, sq]
+        d.lse, d.lse_strides = lse.data_ptr(), Strides(*lse.stride(), 1)
+    d.kv = kv
+    d.softmax_scale = 1.0 / math.sqrt(case.d)
+    d.mask = MASK_CAUSAL if case.op == 'prefill' else MASK_NONE
+    return d  # (desc_init left window -1, softcap 0)
+
+
+def dense_desc(ctx, case, q, k, v, o, lse):
+    d = AttentionDesc()
+    ctx.lib.ckjit_attention_desc_init(ctypes.byref(d))
+    d.dtype, d.batch, d.num_heads_q, d.num_heads_kv = BF16, case.b, case.hq, case.hkv
+    d.seqlen_q, d.seqlen_k, d.head_dim_qk, d.head_dim_v = case.sq, case.sk, case.d, case.d
+    for name, t in (('q', q), ('k', k), ('v', v), ('o', o)):
+        setattr(d, name, t.data_ptr())
+        setattr(d, name + '_strides', bshd(t))
+    if lse is not None:
+        d.lse, d.lse_strides = lse.data_ptr(), Strides(*lse.stride(), 1)
+    d.softmax_scale, d.mask = 1.0 / math.sqrt(case.d), MASK_CAUSAL
+    return d
+
+
+def append_desc(ctx, case, knew, vnew, cu, kv):
+    """knew, vnew: packed tokens [b * new, hkv, d]; cu: cu_seqlens_new [b + 1]."""
+    d = AppendDesc()
+    ctx.lib.ckjit_paged_kv_append_desc_init(ctypes.byref(d))
+    d.dtype, d.batch, d.num_heads_kv = BF16, case.b, case.hkv
+    d.head_dim_qk = d.head_dim_v = case.d
+    d.max_seqlen_new, d.cu_seqlens_new = case.new, cu.data_ptr()
+    d.k_new, d.v_new = knew.data_ptr(), vnew.data_ptr()
+    for name, t in (('k_new', knew), ('v_new', vnew)):  # batch stride unused
+        setattr(d, name + '_strides', Strides(0, t.stride(1), t.stride(0), t.stride(2)))
+    d.kv = kv
+    return d
+
+
+def first_call(ck, err):
+    """The first call (may compile or load), synchronized: its ms; a set kv.error flag is a
+    failed check."""
+    t0 = time.perf_counter()
+    ck()
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t0) * 1e3
+    if err is not None and int(err.item()):
+        raise CheckFailed('kv.error was set on tables that are all valid')
+    return ms
+
+
+def records(ctx, case, res, base, peer_keys, peer_names, notes, modes):
+    """One record per peer from the timings res; peer_keys[p]: the timing keys of p's
+    ways (the fastest is reported)."""
+    ck_med, ck_min, again = res['ckjit']
+    for p in case.peers:
+        rec = dict(base, metric=f'{case.base} vs {p}', peer=p,
+                   value=case.rate(case.amount, ck_med), ckjit_ms=ck_med, ckjit_min_ms=ck_min,
+                   remeasured=again, peer_value=None, peer_name=peer_names.get(p, p))
+        keys = [k for k in peer_keys.get(p, ()) if k in res]
+        if keys:
+            key = min(keys, key=lambda k: res[k][0])
+            med, mn, _ = res[key]
+            rec.update(peer_value=case.rate(case.peer_amount(p), med), peer_ms=med, peer_min_ms=mn,
+                       peer_name=peer_names.get(key, peer_names.get(p, p)))
+            if key in modes:
+                rec['mode'] = modes[key]
+        if p == 'copy':  # the definition also alone, for make_results.py's table
+            rec['definition'] = COPY_NOTE[case.op]
+        rec['note'] = '; '.join(([COPY_NOTE[case.op]] if p == 'copy' else []) +
+                                notes.get(p, [])) or None
+        log(f"{rec['metric']}: ckjit {ck_med:.4f} ms, {p} {rec.get('peer_ms', math.nan):.4f} ms")
+        emit(rec)
+
+
+def base_record(ctx, case, first_ms, check_vs, diffs):
+    ref_diff, peer_diff = diffs
+    return {'kind': 'paged', 'op': case.op, 'impl': 'ckjit', 'unit': case.unit,
+            'case': case.name, 'page_size': case.page, 'batch': case.b, 'heads_q': case.hq,
+            'heads_kv': case.hkv, 'seqlen_q': case.sq, 'seqlen_k': case.sk, 'head_dim': case.d,
+            'new_tokens': case.new or None, 'pages': case.num_pages, 'page_order': 'shuffled',
+            ('flops' if case.op == 'prefill' else 'bytes'): case.amount,
+            ('flops_formula' if case.op == 'prefill' else 'bytes_formula'): case.formula,
+            'first_call_ms': first_ms, 'check': 'ok', 'check_vs': check_vs,
+            'max_abs_diff': jnum(peer_diff), 'ref_max_abs_diff': jnum(ref_diff),
+            'tolerance': f'|diff| <= {ATOL} + {RTOL} |ref|' if case.op != 'append' else 'exact',
+            'lse': ctx.lse if case.op != 'append' else None, 'warmup': ctx.warmup,
+            'runs': ctx.runs, 'group': 1, 'l2_flush': bool(ctx.flush_bytes),
+            'flush_bytes': ctx.flush_bytes, 'spin_cycles': SPIN_CYCLES if ctx.spin else 0}
+
+
+def run_attention(ctx, case):
+    """decode and prefill: ckjit_paged_attention against its peers."""
+    k, v, kpool, vpool, table = make_pool(ctx, case)
+    q = torch.randn(case.b, case.sq, case.hq, case.d, device='cuda', dtype=torch.bfloat16,
+                    generator=ctx.gen)
+    o = torch.full_like(q, math.nan)
+    lse = torch.empty(case.b, case.hq, case.sq, device='cuda', dtype=torch.float32) \
+        if ctx.lse else None
+    seqlens = torch.full((case.b,), case.sk, device='cuda', dtype=torch.int32)
+    err = torch.zeros(1, device='cuda', dtype=torch.int32)
+    kv = paged_kv(ctx, case, kpool, vpool, table, seqlens, err)
+    table_check(ctx, case, kv)
+    desc = paged_desc(ctx, case, q, o, lse, kv)
+    ck = ctx.call(ctx.lib.ckjit_paged_attention, desc)
+    first_ms = first_call(ck, err)
+    refs = Refs(ctx, case, q, kpool, vpool, table)
+    ref_diff, ref_bad = refs.check(o)
+    scale, notes, fns, keys, names, modes = 1 / math.sqrt(case.d), {}, {'ckjit': ck}, {}, {}, {}
+    outs = []  # (what, BSHD output) of the peers that agree with the reference
+    if case.op == 'prefill':
+        od = torch.full_like(q, math.nan)
+        lsed = torch.empty_like(lse) if lse is not None else None
+        dense = ctx.call(ctx.lib.ckjit_attention, dense_desc(ctx, case, q, k, v, od, lsed))
+        try:
+            dense()
+            torch.cuda.synchronize()
+            dd, db = refs.check(od)
+            if db:
+                notes['dense'] = [f'ckjit_attention (dense) differs from the float32 reference '
+                                  f'(max |diff| {dd:.4g}, {db} out of tolerance): not timed']
+            else:
+                fns['dense'], keys['dense'] = dense, ['dense']
+                outs.append(('ckjit_attention (dense)', od))
+        except CkjitFailed as e:
+            notes['dense'] = [f'ckjit_attention (dense): {e.args[0]}: {e.args[1][:300]}']
+        names['dense'] = ('ckjit_attention via ctypes on the same K/V stored contiguously '
+                          '(BSHD), causal bottom-right')
+        kflat, vflat = kpool.view(case.num_pages, -1), vpool.view(case.num_pages, -1)
+        ids = table.view(-1).long()
+        kbuf, vbuf = torch.empty_like(k), torch.empty_like(v)
+
+        def gather():  # the pool's pages of every sequence, in table order -> [b, sk, hkv, d]
+            torch.index_select(kflat, 0, ids, out=kbuf.view(case.num_pages, -1))
+            torch.index_select(vflat, 0, ids, out=vbuf.view(case.num_pages, -1))
+            return kbuf, vbuf
+        groups = prefill_ways(case, q, scale)
+    else:
+        gather, groups = None, decode_ways(case, q, scale)
+    with ctx.cudnn():
+        ways, cnotes = cudnn_peer(ctx, case, groups, k, v, refs, gather)
+    if not ways:
+        cnotes.insert(0, 'cuDNN ran no way of this case')
+    notes['cudnn'] = cnotes
+    if case.op == 'prefill':
+        notes['cudnn+gather'] = list(cnotes) + [
+            'counts torch.index_select of K and V from the pools into contiguous buffers '
+            '(and the K/V expansion where the mode has one) before the cuDNN call']
+    for label, fn, gfn, api, out in ways:
+        fns[f'cudnn|{label}'] = fn
+        keys.setdefault('cudnn', []).append(f'cudnn|{label}')
+        names[f'cudnn|{label}'], modes[f'cudnn|{label}'] = api, label
+        outs.append((f'cudnn ({label})', out))
+        if gfn:
+            fns[f'gather|{label}'] = gfn
+            keys.setdefault('cudnn+gather', []).append(f'gather|{label}')
+            names[f'gather|{label}'] = f'index_select gather of K/V from the pools + {api}'
+            modes[f'gather|{label}'] = label
+    names.setdefault('cudnn', API_SDPA + ' (ran no way of this case)')
+    peer_diff, peer_bad, vs = 0.0, 0, 'no peer ran; '
+    if outs:  # every element against the first peer that agreed with the reference
+        vs = f'{outs[0][0]} every element, '
+        peer_diff, peer_bad = compare(o, outs[0][1])
+    base = base_record(ctx, case, first_ms, vs + 'float32 SDPA (math backend) on sampled '
+                       'sequences and rows', (ref_diff, peer_diff))
+    if case.op == 'prefill' and 'dense' in fns:  # the same kernels on contiguous K/V
+        base['paged_vs_dense_max_abs_diff'] = jnum(compare(o, od)[0])
+    outs = refs = ways = out = None  # the peers' outputs are not kept through the timing
+    if ref_bad or peer_bad:
+        base['check'] = 'failed'
+        return fail_records(case, 'CHECK_FAILED', (
+            f'ckjit O vs float32 sampled rows: max |diff| {ref_diff:.4g}, {ref_bad} elements out '
+            f'of tolerance; vs the peer: max |diff| {peer_diff:.4g}, {peer_bad} out'), base)
+    if case.op == 'decode':
+        x = torch.randn(case.amount // ELEM, device='cuda', dtype=torch.bfloat16, generator=ctx.gen)
+        y = torch.empty_like(x)
+        fns['copy'], keys['copy'] = (lambda: y.copy_(x)), ['copy']
+        names['copy'] = f'torch y.copy_(x), x and y bf16 of {case.amount} bytes each (same run)'
+    with ctx.cudnn():  # SDPA's backend choice only; ckjit and the copy are not affected
+        res = ctx.measure(fns)
+    records(ctx, case, res, base, keys, names, notes, modes)
+
+
+def run_append(ctx, case):
+    """ckjit_paged_kv_append of `new` tokens per sequence (positions sk - new .. sk - 1)
+    against a copy of the same bytes."""
+    _, _, kpool, vpool, table = make_pool(ctx, case)
+    n = case.b * case.new
+    knew, vnew = (torch.randn(n, case.hkv, case.d, device='cuda', dtype=torch.bfloat16,
+                              generator=ctx.gen) for _ in range(2))
+    cu = (torch.arange(case.b + 1, device='cuda', dtype=torch.int32) * case.new).contiguous()
+    seqlens = torch.full((case.b,), case.sk, device='cuda', dtype=torch.int32)
+    err = torch.zeros(1, device='cuda', dtype=torch.int32)
+    kv = paged_kv(ctx, case, kpool, vpool, table, seqlens, err)
+    table_check(ctx, case, kv)
+    d = append_desc(ctx, case, knew, vnew, cu, kv)
+    # The expected pools: the new tokens in their slots, every other slot as it was.
+    pos = torch.arange(case.sk - case.new, case.sk, device='cuda')
+    pages, slots = table[:, pos // case.page].long(), (pos % case.page)[None]
+    want = []
+    for pool, new in ((kpool, knew), (vpool, vnew)):
+        w = pool.clone()
+        w[pages, slots] = new.view(case.b, case.new, case.hkv, case.d)
+        want.append(w)
+    ck = ctx.call(ctx.lib.ckjit_paged_kv_append, d)
+    first_ms = first_call(ck, err)
+    # (slot, head) rows that differ from the expected pools, K and V
+    bad = [0 if torch.equal(p, w) else int((p != w).any(-1).sum())
+           for p, w in zip((kpool, vpool), want)]
+    want = None
+    base = base_record(ctx, case, first_ms, 'every slot of both pools bit for bit: the new '
+                       'tokens in theirs, the others unchanged', (0.0, 0.0))
+    base['group'] = 20 if case.new == 1 else 1
+    if any(bad):
+        base['check'] = 'failed'
+        return fail_records(case, 'CHECK_FAILED', f'(slot, head) rows that differ from the '
+                            f'expected pool: K {bad[0]}, V {bad[1]}', base)
+    x = torch.randn(case.new_bytes // ELEM, device='cuda', dtype=torch.bfloat16, generator=ctx.gen)
+    y = torch.empty_like(x)
+    # 1 token per sequence moves 256 KiB: groups of 20 calls per event pair (such data
+    # stays in L2 anyway) instead of one.
+    res = ctx.measure({'ckjit': ck, 'copy': lambda: y.copy_(x)}, group=base['group'])
+    names = {'copy': f'torch y.copy_(x), x and y bf16 of {case.new_bytes} bytes each (same run)'}
+    records(ctx, case, res, base, {'copy': ['copy']}, names, {}, {})
+
+
+def run_case(ctx, case):
+    ctx.gen.manual_seed(1800 + CASES.index(case))
+    try:
+        (run_append if case.op == 'append' else run_attention)(ctx, case)
+    except CkjitFailed as e:
+        fail_records(case, *e.args)
+    except CheckFailed as e:
+        fail_records(case, 'CHECK_FAILED', e.args[0], {'check': 'failed'})
+
+
+def child(a, indices):
+    try:
+        ctx = Ctx(a)
+    except Exception as e:  # no torch, no GPU, no library
+        return print(f'#fatal {type(e).__name__}: {e}'.replace('\n', ' ')[:600]) or 2
+    emit({'metric': 'paged settings', 'kind': 'info', 'impl': 'paged', 'value': None,
+          'device': torch.cuda.get_device_name(0), 'torch_version': torch.__version__,
+          'cudnn_version': torch.backends.cudnn.version(), 'lib': a.lib})
+    for i in indices:
+        print(f'#start {i}', flush=True)
+        try:
+            run_case(ctx, CASES[i])
+        except Exception as e:  # out of memory, a CUDA error
+            fail_records(CASES[i], 'ERROR', f'{type(e).__name__}: {e}')
+        print(f'#done {i}', flush=True)
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        except Exception:  # a kernel fault lost the context: a new child takes the next cases
+            return 3
+    return 0
+
+
+# ---- the parent: children -------------------------------------------------------------------
+def run_children(a, pending, deadline):
+    """Cases in a child process, a new one after a crash or hang; records forwarded."""
+    args = [sys.executable, os.path.abspath(__file__), '--lib', a.lib] + [
+        f for f, on in (('--quick', a.quick), ('--no-flush-l2', a.no_flush_l2),
+                        ('--no-lse', a.no_lse)) if on]
+    statuses = []
+    while pending:
+        if deadline - time.time() < 10:
+            for i in pending:
+                fail_records(CASES[i], 'SKIPPED', 'not started: --budget spent')
+            return statuses + ['SKIPPED']
+        p = subprocess.Popen(args + ['--child', ','.join(map(str, pending))],
+                             stdout=subprocess.PIPE, start_new_session=True)
+        buf, current, done, fatal, killed, t_case = b'', None, set(), None, False, time.time()
+        while True:
+            left = max(min(deadline, t_case + CASE_LIMIT) - time.time(), 0)
+            killed = not select.select([p.stdout], [], [], left)[0]
+            chunk = b'' if killed else os.read(p.stdout.fileno(), 1 << 16)
+            if not chunk:
+                if killed:
+                    os.killpg(p.pid, signal.SIGKILL)
+                break
+            *lines, buf = (buf + chunk).split(b'\n')
+            for line in (x.decode(errors='replace') for x in lines):
+                if line.startswith('#start '):
+                    current, t_case = int(line[7:]), time.time()
+                elif line.startswith('#done '):
+                    current = done.add(int(line[6:]))  # None
+                elif line.startswith('#fatal '):
+                    fatal = line[7:]
+                elif line.startswith('{'):
+                    try:
+                        statuses.append(json.loads(line).get('status'))
+                    except ValueError:
+                        log(f'a child line that is not JSON: {line[:200]}')
+                        continue
+                    print(line, flush=True)
+        rc = p.wait()
+        if current is not None:
+            statuses.append('CHILD_TIMEOUT' if killed else 'CHILD_DIED')
+            fail_records(CASES[current], statuses[-1],
+                         f'no output for {CASE_LIMIT} s or --budget spent' if killed else
+                         f'the child process died (exit {rc}; its stderr is in the log)')
+            done.add(current)
+        if not done:  # it ended before its first case: do not start it again
+            why = fatal or ('no output' if killed else f'exit {rc}')
+            note(f'the benchmark child could not start: {why}')
+            for i in pending:
+                fail_records(CASES[i], 'CHILD_FAILED', why)
+            return statuses + ['CHILD_FAILED']
+        pending = [i for i in pending if i not in done]
+    return statuses
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--lib', default=os.path.join(ROOT, 'build-gpu', 'libckjit.so'))
+    ap.add_argument('--quick', action='store_true', help='fewer warm-up and timed runs')
+    ap.add_argument('--only', action='append', metavar='SUBSTRING', help='only the cases whose '
+                    'metric contains this (repeatable: "decode", "prefill", "append", "page1 ", '
+                    '"sk32768", ...)')
+    ap.add_argument('--budget', type=float, help='seconds; cases not started by then: SKIPPED')
+    for flag, what in (('--no-flush-l2', 'no L2 flush before each run'), ('--no-lse',
+                       'ckjit writes no LSE'), ('--check-layout', 'only check the ctypes structs')):
+        ap.add_argument(flag, action='store_true', help=what)
+    ap.add_argument('--child', help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    a.lib = os.path.abspath(a.lib)
+    if a.child:
+        return child(a, [int(i) for i in a.child.split(',')])
+    bad, how = layout_check()
+    if bad:
+        return note('the ctypes mirror differs from the headers, nothing run: ' +
+                    '; '.join(bad)) or 1
+    if a.check_layout:
+        return print(f'layout ok: {how}') or 0
+    log(f'struct layout: {how}')
+    t0 = time.time()
+    deadline = t0 + a.budget if a.budget else math.inf
+    # A case matches on any of its records' metrics (so "vs cudnn" selects cases too).
+    pending = [i for i, c in enumerate(CASES) if not a.only or any(
+        s in f'{c.base} vs {p}' for s in a.only for p in c.peers)]
+    if not pending:
+        note(f'no case matches --only {a.only}')
+        return 0
+    if not os.path.exists(a.lib):
+        return note(f'{a.lib}: no libckjit (--lib PATH); nothing timed') or 1
+    statuses = run_children(a, pending, deadline)
+    log(f'done in {time.time() - t0:.1f} s')
+    return 2 if 'CHECK_FAILED' in statuses else int(
+        any(s and s != 'CKJIT_ERROR_UNSUPPORTED' for s in statuses))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
