@@ -3,11 +3,14 @@
 //
 // Problem:  new token i of sequence b goes to position sk_b - n_b + i of
 //           the sequence (sk_b after the append, from the tables).
-// Policy:   one block per (token slot, K/V head): grid x = batch * max_new
-//           (grid-stride), y = heads (grid-stride); its threads copy the
-//           head's K row, then its V row, VEC elements at a time (VEC 1:
-//           any stride).  A position outside the sequence or a page id
-//           outside the pool is not written and sets the error word.
+// Policy:   a block per TOKENS new tokens of one sequence (grid x = batch
+//           * ceil(max_new / TOKENS), walked grid-stride): one walk of the
+//           sequence's tables, then its threads copy the tokens' K rows of
+//           every K/V head, then their V rows, VEC elements at a time (VEC 1:
+//           any stride), four pieces loaded before any is stored so their
+//           loads are in flight together.  A position outside the sequence
+//           or a page id outside the pool is not written and sets the error
+//           word.
 // Kernel argument: ckjit_paged_append_args (abi/paged_append_args.h), by value.
 #include "core/prelude.h"
 #include "abi/paged_append_args.h"
@@ -16,46 +19,76 @@
 typedef DTYPE T;
 #include "attention/paged_table.h"
 
-template <int N> struct append_vec { T e[N]; };
+// (Aligned to its size, so one access moves it.)
+template <int N> struct alignas(sizeof(T) * N) append_vec { T e[N]; };
 typedef append_vec<VEC> vec_t;
 
-// One row of `dim` elements, VEC at a time (VEC > 1: dim strides are 1).
-CKJIT_INLINE void copy_row(T *dst, long long dst_sd, const T *src, long long src_sd, int dim) {
-  for (int e = threadIdx.x * VEC; e < dim; e += blockDim.x * VEC) {
-    if (VEC > 1) {
-      *reinterpret_cast<vec_t *>(dst + e) = *reinterpret_cast<const vec_t *>(src + e);
-    } else {
-      dst[e * dst_sd] = src[e * src_sd];
+#define TOKENS 16 // new tokens a block copies
+#define BATCHED 4 // pieces loaded before they are stored
+
+// Pieces [0, TOKENS * heads * dim / VEC) of the block's tokens of K (or
+// V): token t's head g, elements [e, e + VEC) from new token first + t
+// (src: packed tokens, strides ss, sh, sd) to slot pos0 + t of its page
+// (dst: the pool, strides page, slot ps, sh, sd).
+struct append_side {
+  T *pool;
+  ckjit_attention_stride4 pool_stride;
+  const T *src;
+  ckjit_attention_stride4 src_stride;
+  int dim;
+};
+
+CKJIT_INLINE void copy_tokens(const ckjit_paged_append_args &a, const append_side &side, const int *pages,
+                              long long first, int pos0, int count) {
+  const int per_head = side.dim / VEC, per_token = a.heads_kv * per_head, total = count * per_token;
+  for (int c0 = threadIdx.x; c0 < total; c0 += BATCHED * THREADS) {
+    vec_t v[BATCHED];
+    T *dst[BATCHED];
+#pragma unroll
+    for (int u = 0; u < BATCHED; u++) {
+      const int c = c0 + u * THREADS, t = c / per_token, g = c % per_token / per_head, e = VEC * (c % per_head);
+      dst[u] = nullptr;
+      if (c >= total) continue;
+      const int pos = pos0 + t, page = paged_page_of(pages, pos, a.paging.num_pages, a.paging.error);
+      if (page < 0) continue;
+      const ckjit_attention_stride4 ps = side.pool_stride, ss = side.src_stride;
+      dst[u] = side.pool + page * ps.b + (long long)(pos % PAGE) * ps.s + g * ps.h + e * ps.d;
+      const T *src = side.src + (first + t) * ss.s + g * ss.h + e * ss.d;
+      if (VEC > 1) {
+        v[u] = *reinterpret_cast<const vec_t *>(src);
+      } else {
+        v[u].e[0] = *src;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < BATCHED; u++) {
+      if (!dst[u]) continue;
+      if (VEC > 1) *reinterpret_cast<vec_t *>(dst[u]) = v[u];
+      else *dst[u] = v[u].e[0];
     }
   }
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 ckjit_paged_append(const CKJIT_GRID_CONSTANT ckjit_paged_append_args a) {
-  const long long slots = (long long)a.batch * a.max_new;
-  for (long long x = blockIdx.x; x < slots; x += gridDim.x) {
-    const int b = (int)(x / a.max_new), i = (int)(x % a.max_new);
+  const long long groups = (a.max_new + TOKENS - 1) / TOKENS, units = (long long)a.batch * groups;
+  for (long long x = blockIdx.x; x < units; x += gridDim.x) {
+    const int b = (int)(x / groups), i0 = (int)(x % groups) * TOKENS;
     const int first = a.cu_seqlens_new[b], n = a.cu_seqlens_new[b + 1] - first;
-    if (i >= n) continue;
+    if (i0 >= n) continue;
     const int *pages;
     int sk;
     paged_sequence(a.paging, b, pages, sk);
-    const int pos = sk - n + i;
-    if (pos < 0) { // more new tokens than the sequence holds
+    if (sk - n < 0) { // more new tokens than the sequence holds
       if (threadIdx.x == 0 && a.paging.error) *a.paging.error = 1;
       continue;
     }
-    const int page = paged_page_of(pages, pos, a.paging.num_pages, a.paging.error);
-    if (page < 0) continue;
-    const long long token = first + i, slot = pos % PAGE;
-    for (int g = blockIdx.y; g < a.heads_kv; g += gridDim.y) {
-      const ckjit_attention_stride4 ks = a.k_pool_stride, vs = a.v_pool_stride;
-      copy_row(static_cast<T *>(a.k_pages) + page * ks.b + slot * ks.s + g * ks.h, ks.d,
-               static_cast<const T *>(a.k_new) + token * a.k_new_stride.s + g * a.k_new_stride.h,
-               a.k_new_stride.d, a.head_dim_qk);
-      copy_row(static_cast<T *>(a.v_pages) + page * vs.b + slot * vs.s + g * vs.h, vs.d,
-               static_cast<const T *>(a.v_new) + token * a.v_new_stride.s + g * a.v_new_stride.h,
-               a.v_new_stride.d, a.head_dim_v);
-    }
+    const int count = n - i0 < TOKENS ? n - i0 : TOKENS, pos0 = sk - n + i0;
+    const append_side k = {static_cast<T *>(a.k_pages), a.k_pool_stride, static_cast<const T *>(a.k_new),
+                           a.k_new_stride, a.head_dim_qk};
+    const append_side v = {static_cast<T *>(a.v_pages), a.v_pool_stride, static_cast<const T *>(a.v_new),
+                           a.v_new_stride, a.head_dim_v};
+    copy_tokens(a, k, pages, first + i0, pos0, count);
+    copy_tokens(a, v, pages, first + i0, pos0, count);
   }
 }

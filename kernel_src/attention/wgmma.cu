@@ -100,9 +100,9 @@ CKJIT_INLINE int kv_box_id(const attn_tile &t, int n0) {
 // Keys [n0, n0 + BN) of K (`v`: V) through TMA, where the tile allows:
 // dense problems zero-fill past the sequence in the map; varlen and paged
 // ones take only whole tiles inside the sequence (their maps know no
-// sequence end).  Paged tiles are KV_BOXES boxes, one per page (`id`: the
-// lane's box's page id, kv_box_id); a tile with an id outside the pool is
-// refused whole, so the copies read it as zeros.  Returns whether it was
+// sequence end).  Paged tiles are KV_BOXES boxes, one per page, lane l
+// issuing box l (`id`: its page id, kv_box_id); a tile with an id outside
+// the pool is refused whole, so the copies read it as zeros.  Returns whether it was
 // issued.
 template <int COLS>
 CKJIT_INLINE bool fill_keys_tma(const ckjit_attention_args &a, const attn_tile &t, unsigned dst,
@@ -114,13 +114,11 @@ CKJIT_INLINE bool fill_keys_tma(const ckjit_attention_args &a, const attn_tile &
   const int lane = threadIdx.x % 32;
   if (!__all_sync(0xffffffffu, lane >= KV_BOXES || (unsigned)id < (unsigned)a.paging.num_pages)) return false;
   if (lane == 0) mbar_expect(bar, BN * panels * 128);
-  for (int b = 0; b < KV_BOXES; b++) {
-    const int page = __shfl_sync(0xffffffffu, id, b);
-    if (lane == 0)
-      for (int p = 0; p < panels; p++)
-        tma_load_4d(dst + p * BN * 128 + b * KV_BOX * 128, map, 64 * p, (n0 + b * KV_BOX) % PAGE, t.g,
-                    page, bar);
-  }
+  __syncwarp(); // the bytes are expected before any box lands
+  if (lane < KV_BOXES) // each lane its own box: the boxes issue together
+    for (int p = 0; p < panels; p++)
+      tma_load_4d(dst + p * BN * 128 + lane * KV_BOX * 128, map, 64 * p, (n0 + lane * KV_BOX) % PAGE, t.g,
+                  id, bar);
   return true;
 #else
   const bool varlen = a.cu_seqlens_k != nullptr;

@@ -19,7 +19,7 @@ static const ckjit_param_desc params[PA_COUNT] = {
     [PA_DTYPE] = CKJIT_DTYPE_PARAM,
     [PA_PAGE] = CKJIT_INT_PARAM("page", 1, 1024, 16),
     [PA_VEC] = CKJIT_INT_PARAM("vec", 1, 8, 8),
-    [PA_THREADS] = CKJIT_INT_PARAM("threads", 32, 256, 64),
+    [PA_THREADS] = CKJIT_INT_PARAM("threads", 32, 256, 128),
 };
 
 static ckjit_status check(const ckjit_spec *s) {
@@ -46,7 +46,7 @@ static int default_spec(size_t i, ckjit_spec *out) {
   out->value[PA_DTYPE] = 1 + (int)(i / 3);
   out->value[PA_PAGE] = default_pages[i % 3];
   out->value[PA_VEC] = 8;
-  out->value[PA_THREADS] = 64;
+  out->value[PA_THREADS] = 128;
   return 1;
 }
 
@@ -120,10 +120,9 @@ ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *st
   p.spec.value[PA_DTYPE] = ckjit__dtype_param_value(d->dtype);
   p.spec.value[PA_PAGE] = (int32_t)d->kv.page_size;
   p.spec.value[PA_VEC] = aligned ? vec : 1;
-  p.spec.value[PA_THREADS] = 64;
-  p.grid[0] = ckjit__grid_x(d->batch * seq);
-  p.grid[1] = ckjit__grid_yz(hk);
-  p.block[0] = 64;
+  p.spec.value[PA_THREADS] = 128;
+  p.grid[0] = ckjit__grid_x(d->batch * ckjit__ceil_div(seq, 16)); /* TOKENS a block (paged_append.cu) */
+  p.block[0] = 128;
   const ckjit_paged_kv *kv = &d->kv;
   const ckjit_paged_append_args a = {
       .k_new = d->k_new, .v_new = d->v_new, .k_pages = kv->k_pages, .v_pages = kv->v_pages,
