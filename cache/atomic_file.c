@@ -44,6 +44,17 @@ static int set_error(ckjit_file_error *e, const char *step, int err) {
   return err;
 }
 
+/* `tmp` to `name` in `dir_fd` unless `name` exists (EEXIST): renameat2's
+ * RENAME_NOREPLACE; on a file system without it, a hard link (which fails
+ * on an existing name too) and the temporary name removed.  0 or an errno. */
+static int rename_no_replace(int dir_fd, const char *tmp, const char *name) {
+  if (renameat2(dir_fd, tmp, dir_fd, name, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return errno;
+  if (linkat(dir_fd, tmp, dir_fd, name, 0) != 0) return errno;
+  unlinkat(dir_fd, tmp, 0);
+  return 0;
+}
+
 int ckjit__file_write_at(int dir_fd, const char *dir_path, const char *name, const char *tmp_name,
                          const void *buf, size_t size, unsigned mode, unsigned flags,
                          ckjit_file_hook hook, ckjit_file_error *e) {
@@ -72,9 +83,9 @@ int ckjit__file_write_at(int dir_fd, const char *dir_path, const char *name, con
       fsync(fd))
     err = errno;
   if (close(fd) && !err) err = errno;
-  if (!err && !(err = hook ? hook("rename", hook_path) : 0) &&
-      renameat(dir_fd, tmp_name, dir_fd, name))
-    err = errno;
+  if (!err && !(err = hook ? hook("rename", hook_path) : 0))
+    err = (flags & CKJIT_FILE_NO_REPLACE) ? rename_no_replace(dir_fd, tmp_name, name)
+                                          : renameat(dir_fd, tmp_name, dir_fd, name) ? errno : 0;
   if (err) {
     unlinkat(dir_fd, tmp_name, 0);
     return set_error(e, "write", err);

@@ -49,6 +49,10 @@
  * process's record while it is being written, and then adds an empty line,
  * so readers of such a file skip empty lines. */
 #define CKJIT_FILE_NEW_LINE 2u
+/* Whole files: never replace an existing `name`; when there is one, the
+ * write fails with EEXIST and the file is left as it was (renameat2's
+ * RENAME_NOREPLACE, or a hard link where the file system lacks it). */
+#define CKJIT_FILE_NO_REPLACE 4u
 
 /* What failed: `err` is the errno of the failed step (0 for a short append:
  * fewer bytes were written than asked, nothing else is known); `step` names

@@ -4,7 +4,9 @@
  * in the entry's directory, fsync it and rename() it over the final name
  * (ckjit__file_write_at, cache/atomic_file.c, the one file writer), so a
  * reader sees either no entry or a whole one.  Two writers of one key
- * write identical bytes, so whichever rename lands last is fine.  Readers
+ * write the same entry (the key hashes everything that goes into it), so
+ * whichever rename lands last is fine; where a compiler is not
+ * deterministic, ckjit__disk_store_first keeps the first one.  Readers
  * verify everything (cache/entry.c) and treat any doubt as a miss.  Nothing
  * here takes a lock: eviction (cache/eviction.c) only unlinks, and a reader
  * that has an entry open keeps reading it. */
@@ -315,7 +317,7 @@ static ckjit_status store_failed(ckjit_disk_cache *c, const char *what, const ch
  * step that failed (*what names it; *why, when set, says more than errno).
  * The write itself is the one atomic writer's (cache/atomic_file.h). */
 static int store_once(const char *root, const char *hex, const uint8_t *buf, size_t n,
-                      const char **what, const char **why) {
+                      unsigned flags, const char **what, const char **why) {
   char name[48], tmp[128], sub_path[CKJIT_ENTRY_PATH_MAX];
   snprintf(name, sizeof name, "%s.ckjit", hex);
   *what = "open the directory of";
@@ -331,7 +333,7 @@ static int store_once(const char *root, const char *hex, const uint8_t *buf, siz
   ckjit__cache_temp_name(hex, tmp, sizeof tmp);
   snprintf(sub_path, sizeof sub_path, "%s/%.2s", root, hex);
   ckjit_file_error e;
-  err = ckjit__file_write_at(dir, sub_path, name, tmp, buf, n, 0600, CKJIT_FILE_SYNC, fault, &e);
+  err = ckjit__file_write_at(dir, sub_path, name, tmp, buf, n, 0600, CKJIT_FILE_SYNC | flags, fault, &e);
   if (err) *what = e.step;
   close(dir);
   return err;
@@ -339,6 +341,13 @@ static int store_once(const char *root, const char *hex, const uint8_t *buf, siz
 
 ckjit_status ckjit__disk_store(ckjit_disk_cache *c, const ckjit_entry_meta *meta,
                                const void *payload, size_t size) {
+  return ckjit__disk_store_first(c, meta, payload, size, NULL, NULL);
+}
+
+ckjit_status ckjit__disk_store_first(ckjit_disk_cache *c, const ckjit_entry_meta *meta,
+                                     const void *payload, size_t size, void **kept,
+                                     size_t *kept_size) {
+  if (kept) *kept = NULL;
   if (!c->usable || !c->writable)
     return ckjit__fail(CKJIT_ERROR_CACHE, "cache: disk cache not writable");
   char hex[33], path[CKJIT_ENTRY_PATH_MAX];
@@ -360,10 +369,30 @@ ckjit_status ckjit__disk_store(ckjit_disk_cache *c, const ckjit_entry_meta *meta
   if (ckjit__entry_encode(meta, payload, size, &buf, &buf_size))
     return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "cache: cannot encode entry %s", hex);
   const char *what = "write";
-  int err = store_once(c->dir, hex, buf, buf_size, &what, &why);
+  const unsigned flags = kept ? CKJIT_FILE_NO_REPLACE : 0;
+  int err = store_once(c->dir, hex, buf, buf_size, flags, &what, &why);
   /* ENOENT: the subdirectory (or our temporary file) was removed under us,
    * e.g. by a concurrent `ckjit-cache clear`; once more from the start. */
-  if (err == ENOENT) err = store_once(c->dir, hex, buf, buf_size, &what, &why);
+  if (err == ENOENT) err = store_once(c->dir, hex, buf, buf_size, flags, &what, &why);
+  if (err == EEXIST) {
+    /* Another writer was first: its entry, when it passes every reader's
+     * checks, is the one everybody uses; a refused one is replaced. */
+    ckjit_entry_meta theirs;
+    uint8_t *file = NULL;
+    size_t file_size = 0, at = 0;
+    const char *refused = NULL;
+    if (ckjit__disk_read_entry(c->dir, &meta->key, 0, &file, &file_size, &theirs, &at, &refused) == 1 &&
+        !strcmp(theirs.arch, meta->arch) && !strcmp(theirs.kernel, meta->kernel) &&
+        (*kept = malloc(file_size - at ? file_size - at : 1))) {
+      memcpy(*kept, file + at, file_size - at);
+      *kept_size = file_size - at;
+      free(file);
+      free(buf);
+      return CKJIT_SUCCESS;
+    }
+    free(file);
+    err = store_once(c->dir, hex, buf, buf_size, 0, &what, &why);
+  }
   free(buf);
   if (err) return store_failed(c, what, path, err, why);
   ckjit__stat_add(CKJIT_STAT_DISK_WRITES, 1);

@@ -78,7 +78,8 @@ void ckjit__disk_entry_path(const ckjit_disk_cache *c, const ckjit_key *key, cha
 int ckjit__disk_load(ckjit_disk_cache *c, const ckjit_key *key, void **payload, size_t *size,
                      ckjit_entry_meta *meta);
 
-/* Stores an entry atomically (temp file, fsync, rename: the one file writer,
+/* Stores an entry atomically (temp file, fsync, rename over any entry of
+ * the key: the one file writer,
  * ckjit__file_write_at of cache/atomic_file.h) into the writable
  * directory, then evicts least-recently-used entries when the directory may
  * be over its bounds (cache/eviction.h).  The payload must pass the rule
@@ -89,6 +90,15 @@ int ckjit__disk_load(ckjit_disk_cache *c, const ckjit_key *key, void **payload, 
  * name fails its own entry); each kind of failure is warned about once. */
 ckjit_status ckjit__disk_store(ckjit_disk_cache *c, const ckjit_entry_meta *meta,
                                const void *payload, size_t size);
+/* The same, but the first writer of a key wins: where a verified entry of
+ * the key already exists it is left in place, and its payload comes back in
+ * *kept (malloc'ed, *kept_size bytes; NULL when this payload was stored).
+ * A compiler may emit different bytes for one key (NVRTC does, rarely), so
+ * the processes that compiled a key concurrently all load the one entry
+ * that won instead of each keeping its own. */
+ckjit_status ckjit__disk_store_first(ckjit_disk_cache *c, const ckjit_entry_meta *meta,
+                                     const void *payload, size_t size, void **kept,
+                                     size_t *kept_size);
 
 /* Reads the entry file of `key` under the cache directory `root` (any cache
  * directory: the writable one, a layer, one being exported) and applies the

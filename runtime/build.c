@@ -84,7 +84,9 @@ static void append_offending_lines(const char *log, const char *source_name, con
 
 /* Writes the entry of a code object this process holds into the writable
  * disk cache; sets out->stored, or out->store_error when the disk cache is
- * on but the entry could not be written. */
+ * on but the entry could not be written.  When another process stored the
+ * key first, its code object replaces out->code (one key, one code object,
+ * even from a compiler that is not deterministic). */
 static void store_entry(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
                         const char *kernel, ckjit_build_result *out) {
   if (!rt->disk_requested) return; /* off by request: nothing is missing */
@@ -108,9 +110,17 @@ static void store_entry(ckjit_runtime *rt, const ckjit_spec *spec, const char *a
   /* Not this call's failure (an op goes on from memory): kept out of
    * ckjit_last_error(); ckjit_compile_spec reports it from out. */
   int quiet = ckjit__error_quiet(1);
-  ckjit_status st = ckjit__disk_store(&rt->disk, &meta, out->code.data, out->code.size);
+  void *kept;
+  size_t kept_size;
+  ckjit_status st =
+      ckjit__disk_store_first(&rt->disk, &meta, out->code.data, out->code.size, &kept, &kept_size);
   if (st == CKJIT_SUCCESS) {
     out->stored = 1;
+    if (kept) {
+      ckjit__buf_free(&out->code);
+      out->code.data = kept;
+      out->code.size = out->code.cap = kept_size;
+    }
   } else if (!rt->disk.writable) {
     snprintf(out->store_error, sizeof out->store_error,
              "the cache directory %s is read-only (see the warning logged when ckjit "
@@ -248,9 +258,9 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
     ckjit__stat_add(CKJIT_STAT_COMPILES, 1);
     ckjit__stat_add_compile_ms(out->compile_ms);
     CKJIT_INFO("compiled %s for %s in %.1f ms (key %s)", fam->kernel, arch, out->compile_ms, hex);
+    store_entry(rt, spec, arch, fam->kernel, out); /* first: it may take the disk's code object */
     ckjit__code_cache_put(&out->key, out->code.data, out->code.size, rt->disk.max_bytes,
                           rt->disk.max_entries);
-    store_entry(rt, spec, arch, fam->kernel, out);
   }
   ckjit__buf_free(&source);
   ckjit__buf_free(&log);

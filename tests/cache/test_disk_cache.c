@@ -214,6 +214,45 @@ static void truncate_file(const char *path, size_t keep) {
   free(data);
 }
 
+/* ckjit__disk_store_first: a key's first verified entry stays and is
+ * handed back to a later writer with other bytes (a compiler that is not
+ * deterministic); a damaged entry is replaced, not handed back. */
+static void test_store_first_writer_wins(void **state) {
+  fixture *f = *state;
+  open_usable(f);
+  ckjit_entry_meta m;
+  uint8_t first[PAYLOAD_MAX], second[PAYLOAD_MAX];
+  size_t n1, n2;
+  make_entry(4, &m, first, &n1);
+  n2 = ep_build(second, n1 + 64, m.arch, m.kernel, 999); /* same key, other bytes */
+  void *kept = (void *)1;
+  size_t kept_size = 0;
+  assert_int_equal(ckjit__disk_store_first(&f->c, &m, first, n1, &kept, &kept_size), CKJIT_SUCCESS);
+  assert_null(kept); /* nothing there: ours stored */
+  assert_int_equal(ckjit__disk_store_first(&f->c, &m, second, n2, &kept, &kept_size), CKJIT_SUCCESS);
+  assert_non_null(kept); /* the first entry is the one */
+  assert_int_equal(kept_size, n1);
+  assert_memory_equal(kept, first, n1);
+  free(kept);
+  load_hit(&f->c, 4); /* still the first bytes on disk */
+
+  char path[CKJIT_PATH_MAX];
+  entry_path(&f->c, 4, path, sizeof path);
+  const uint64_t before = rejects();
+  truncate_file(path, 10); /* damaged: replaced by the new writer */
+  assert_int_equal(ckjit__disk_store_first(&f->c, &m, second, n2, &kept, &kept_size), CKJIT_SUCCESS);
+  assert_null(kept);
+  assert_int_equal(rejects(), before); /* the writer's look is not a reader's reject */
+  void *payload = NULL;
+  size_t size = 0;
+  ckjit_entry_meta got;
+  assert_int_equal(ckjit__disk_load(&f->c, &m.key, &payload, &size, &got), 1);
+  assert_int_equal(size, n2);
+  assert_memory_equal(payload, second, n2);
+  free(payload);
+}
+
+
 static void test_truncated_file(void **state) {
   fixture *f = *state;
   open_usable(f);
@@ -791,6 +830,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_open_creates_private_dir),
       T(test_store_then_load),
+      T(test_store_first_writer_wins),
       T(test_truncated_file),
       T(test_zero_length_file),
       T(test_flipped_bytes),
