@@ -1,7 +1,7 @@
 /* Which default specs have a kernel on every arch, for tests that compile
  * them for more than one arch (header-only, static).  The arch-specific
- * families (gemm_mma, gemm_wgmma, gemm_tf32, attention_mma,
- * attention_wgmma: NVIDIA; gemm_mfma, attention_mfma: AMD)
+ * families (gemm_mma, gemm_wgmma, gemm_tf32, attention_decode,
+ * attention_mma, attention_wgmma: NVIDIA; gemm_mfma, attention_mfma: AMD)
  * must be refused for the other vendor; this is the tests' own statement
  * of that list, not the library's. */
 #ifndef CKJIT_TESTS_PORTABLE_SPECS_H
@@ -15,8 +15,8 @@
 enum { PS_PORTABLE, PS_NVIDIA_ONLY, PS_AMD_ONLY };
 
 static __attribute__((unused)) int ps_vendor_only(const char *spec) {
-  static const char *const nvidia[] = {"gemm_mma:", "gemm_wgmma:", "gemm_tf32:", "attention_mma:",
-                                       "attention_wgmma:"};
+  static const char *const nvidia[] = {"gemm_mma:", "gemm_wgmma:", "gemm_tf32:", "attention_decode:",
+                                       "attention_mma:", "attention_wgmma:"};
   static const char *const amd[] = {"gemm_mfma:", "attention_mfma:"};
   for (size_t i = 0; i < sizeof nvidia / sizeof nvidia[0]; i++)
     if (!strncmp(spec, nvidia[i], strlen(nvidia[i]))) return PS_NVIDIA_ONLY;

@@ -1,8 +1,9 @@
 /* Real compiles, with no GPU: every default spec with NVRTC for sm_90 and
  * with hipRTC for gfx90a, through the public ckjit_compile_spec into a fresh
  * cache directory (the other vendor's GEMMs refused, not compiled); cache
- * hits on the second round; refused targets that would crash hipRTC;
- * CKJIT_DUMP_DIR output. */
+ * hits on the second round; the paged attention and paged_append specs of
+ * the default set present and compiled; refused targets that would crash
+ * hipRTC; CKJIT_DUMP_DIR output. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,7 @@ static char (*g_cuda_keys)[33];
 static char (*g_hip_keys)[33];
 static char (*g_kernels)[64]; /* kernel name of each default spec */
 static int g_hip_available = -1; /* -1 unknown, 0 no, 1 yes */
+static int g_compiled[2];        /* compile_all went through: CUDA, HIP */
 
 static int group_setup(void **state) {
   (void)state;
@@ -271,6 +273,7 @@ static void compile_all(const char *arch, char (*keys)[33], int is_hip) {
   assert_string_equal(r.key, keys[0]);
   assert_int_equal(ckjit_compile_spec(spec, arch, NULL), CKJIT_SUCCESS);
   free(sizes);
+  g_compiled[is_hip] = 1;
 }
 
 static void test_compile_all_cuda(void **state) {
@@ -339,6 +342,57 @@ static void test_refused_in_process(void **state) {
   assert_int_equal(after.disk_writes, before.disk_writes);
 }
 
+/* The paged attention specs of the default (prewarm) set, issue 18: every
+ * attention family has specs of pages 1, 16 and 128 (attention_decode 1
+ * and 16), and paged_append (a portable family) pages 1, 16 and 128 in f16
+ * and bf16; each was compiled
+ * above for every arch whose vendor has the family (a paged spec missing
+ * from the default set, or one whose PAGE code fails to compile, shows here
+ * by name).  Runs after the compile tests: it reads their keys. */
+static void test_default_set_paged(void **state) {
+  (void)state;
+  if (!g_compiled[0] && !g_compiled[1]) {
+    printf("SKIP paged default specs: nothing was compiled\n");
+    skip();
+  }
+  static const struct {
+    const char *prefix, *dtype; /* dtype NULL: any */
+    int decode;                 /* attention_decode's set: pages 1 and 16 only */
+  } families[] = {{"attention_wgmma:", NULL, 0}, {"attention_mma:", NULL, 0},      {"attention_mfma:", NULL, 0},
+                  {"attention_simt:", NULL, 0},  {"attention_decode:", NULL, 1},   {"paged_append:", "dtype=f16,", 0},
+                  {"paged_append:", "dtype=bf16,", 0}};
+  static const int pages[] = {1, 16, 128};
+  enum { NF = sizeof families / sizeof families[0], NP = sizeof pages / sizeof pages[0] };
+  int found[NF][NP];
+  memset(found, 0, sizeof found);
+  size_t paged = 0;
+  char spec[512];
+  for (size_t i = 0; i < g_n; i++) {
+    spec_text(i, spec, sizeof spec);
+    const char *page = strstr(spec, ",page=");
+    if (!page || atoi(page + 6) == 0) continue; /* not paged (dense attention: page=0) */
+    paged++;
+    for (int f = 0; f < NF; f++)
+      if (!strncmp(spec, families[f].prefix, strlen(families[f].prefix)) &&
+          (!families[f].dtype || strstr(spec, families[f].dtype)))
+        for (int k = 0; k < NP; k++) found[f][k] |= atoi(page + 6) == pages[k];
+    const int cuda_missing = has_kernel(spec, 0) && g_compiled[0] && !g_cuda_keys[i][0];
+    const int hip_missing = has_kernel(spec, 1) && g_compiled[1] && !g_hip_keys[i][0];
+    if (cuda_missing || hip_missing) {
+      print_error("paged default spec %s was not compiled for %s\n", spec, cuda_missing ? "sm_90" : "gfx90a");
+      fail();
+    }
+  }
+  for (int f = 0; f < NF; f++)
+    for (int k = 0; k < NP; k++)
+      if (!found[f][k] && !(families[f].decode && pages[k] == 128)) {
+        print_error("the default set has no %s%s spec with page=%d\n", families[f].prefix,
+                    families[f].dtype ? families[f].dtype : "", pages[k]);
+        fail();
+      }
+  printf("%zu paged specs in the default set, compiled for their archs\n", paged);
+}
+
 static int contains(const char *path, const char *needle) {
   size_t n;
   char *text = tu_read_file(path, &n);
@@ -400,6 +454,7 @@ int main(void) {
       cmocka_unit_test(test_crashing_targets_refused_in_child),
       cmocka_unit_test(test_compile_all_cuda),
       cmocka_unit_test(test_compile_all_hip),
+      cmocka_unit_test(test_default_set_paged),
       cmocka_unit_test(test_refused_in_process),
       cmocka_unit_test(test_dump_dir),
   };

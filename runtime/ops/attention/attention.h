@@ -105,9 +105,11 @@ int ckjit__attention_rows_aligned(const void *p, const ckjit_attention_strides *
                                   int64_t batch, int64_t heads, int64_t seq);
 
 /* The pool and the tables' shapes of a paged cache (paged.c), for
- * ckjit_paged_attention and ckjit_paged_kv_append: page size, page count,
- * the pools' extents, one complete table form, aligned tables on the
+ * ckjit_paged_attention and ckjit_paged_kv_append: _sizes the page size
+ * (UNSUPPORTED), the page count and the max_seqlen_k hint; the whole
+ * check also the pools' extents, one complete table form, aligned tables on the
  * device; *rows_aligned: whether the tensor-core kernels can read the pools. */
+ckjit_status ckjit__paged_kv_validate_sizes(const char *api, const ckjit_paged_kv *kv);
 ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv, ckjit_dtype dtype,
                                       int64_t batch, int64_t heads_kv, int64_t hd, int64_t hdv,
                                       int *rows_aligned);

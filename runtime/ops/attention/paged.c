@@ -45,9 +45,7 @@ ckjit_attention_paging ckjit__paging_args(const ckjit_paged_kv *kv) {
       .num_pages = (int)kv->num_pages};
 }
 
-ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv, ckjit_dtype dtype,
-                                      int64_t batch, int64_t heads_kv, int64_t hd, int64_t hdv,
-                                      int *rows_aligned) {
+ckjit_status ckjit__paged_kv_validate_sizes(const char *api, const ckjit_paged_kv *kv) {
   const int64_t ps = kv->page_size;
   if (ps < 1 || ps > 1024 || (ps & (ps - 1)))
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
@@ -57,9 +55,21 @@ ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv,
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: kv.num_pages %lld must be in 1 .. 2^31 - 1 (page ids are int32)", api,
                        (long long)kv->num_pages);
+  if (kv->max_seqlen_k < 0)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: kv.max_seqlen_k %lld must be >= 0 (0: unknown)", api,
+                       (long long)kv->max_seqlen_k);
+  return CKJIT_SUCCESS;
+}
+
+ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv, ckjit_dtype dtype,
+                                      int64_t batch, int64_t heads_kv, int64_t hd, int64_t hdv,
+                                      int *rows_aligned) {
+  const int64_t ps = kv->page_size;
+  ckjit_status st = ckjit__paged_kv_validate_sizes(api, kv);
+  if (st) return st;
   const size_t es = ckjit_dtype_size(dtype);
   const ckjit_attention_strides ks = as_tensor(&kv->k_strides), vs = as_tensor(&kv->v_strides);
-  ckjit_status st;
   if ((st = ckjit__attention_check_tensor(api, "kv.k_pages", kv->k_pages, es, &ks, kv->num_pages,
                                           heads_kv, ps, hd)) ||
       (st = ckjit__attention_check_tensor(api, "kv.v_pages", kv->v_pages, es, &vs, kv->num_pages,
@@ -104,9 +114,6 @@ ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *pd, void *s
   if (pd->max_seqlen_q < 0 || pd->max_seqlen_q > CKJIT_ATTENTION_UNBOUNDED)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: max_seqlen_q %lld must be in 0 .. 2^30", API,
                        (long long)pd->max_seqlen_q);
-  if (kv->max_seqlen_k < 0)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: kv.max_seqlen_k %lld must be >= 0 (0: unknown)",
-                       API, (long long)kv->max_seqlen_k);
   /* The dense descriptor of the same problem: K and V are the pools at
    * their head and slot strides; entries' lengths come from the tables. */
   ckjit_attention_desc d;
@@ -134,12 +141,14 @@ ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *pd, void *s
   d.softcap = pd->softcap;
   attention_call c;
   ckjit_status st = ckjit__attention_validate_as(API, &d, kv, &c);
-  if (st) return st;
+  if (st || (st = ckjit__paged_kv_validate_sizes(API, kv))) return st;
+  /* An empty problem reads nothing: its pools and tables are not checked
+   * (as ckjit_attention's tensors). */
+  if (c.empty) return CKJIT_SUCCESS;
   int pool_aligned;
   if ((st = ckjit__paged_kv_validate(API, kv, pd->dtype, pd->batch, pd->num_heads_kv,
                                      pd->head_dim_qk, pd->head_dim_v, &pool_aligned)))
     return st;
-  if (c.empty) return CKJIT_SUCCESS;
   c.rows_aligned = c.rows_aligned && pool_aligned;
   return ckjit__attention_run(&c, stream);
 }

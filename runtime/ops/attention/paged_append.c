@@ -91,7 +91,8 @@ ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *st
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                        "%s: head_dim_qk %lld, head_dim_v %lld: each must be 64, 96, 128, 192 or 256",
                        API, (long long)d->head_dim_qk, (long long)d->head_dim_v);
-  if (d->batch == 0 || d->max_seqlen_new == 0) return CKJIT_SUCCESS;
+  if ((st = ckjit__paged_kv_validate_sizes(API, &d->kv))) return st;
+  if (d->batch == 0 || d->max_seqlen_new == 0) return CKJIT_SUCCESS; /* reads nothing */
   if (!d->cu_seqlens_new || (uintptr_t)d->cu_seqlens_new % 4)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: cu_seqlens_new must be a 4-byte aligned device int32 array", API);

@@ -96,12 +96,8 @@ ckjit_status ckjit_paged_kv_check(const ckjit_paged_kv *kv, int64_t batch, void 
   if (batch < 0 || batch > INT32_MAX - 1)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: batch %lld must be in 0 .. 2^31 - 2",
                        API, (long long)batch);
-  if (kv->page_size < 1 || kv->page_size > 1024 || (kv->page_size & (kv->page_size - 1)) ||
-      kv->num_pages < 1 || kv->num_pages > INT32_MAX)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: page_size %lld (a power of two, 1 .. 1024) or num_pages %lld (1 .. "
-                       "2^31 - 1) is out of range",
-                       API, (long long)kv->page_size, (long long)kv->num_pages);
+  ckjit_status st = ckjit__paged_kv_validate_sizes(API, kv);
+  if (st) return st;
   const int csr = kv->kv_indptr != NULL;
   if (csr ? !kv->kv_page_indices || !kv->kv_last_page_len
           : !kv->block_table || !kv->seqlens_k || kv->max_pages_per_seq < 1)
@@ -109,7 +105,7 @@ ckjit_status ckjit_paged_kv_check(const ckjit_paged_kv *kv, int64_t batch, void 
                        "%s: give block_table, seqlens_k and max_pages_per_seq >= 1, or kv_indptr, "
                        "kv_page_indices and kv_last_page_len",
                        API);
-  ckjit_status st = ckjit_synchronize(stream); /* the tables as the stream leaves them */
-  if (st || batch == 0) return st;
+  if (batch == 0) return CKJIT_SUCCESS;
+  if ((st = ckjit_synchronize(stream))) return st; /* the tables as the stream leaves them */
   return csr ? check_csr(kv, batch) : check_padded(kv, batch);
 }

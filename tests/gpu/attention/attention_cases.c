@@ -17,7 +17,7 @@ att_case *g_cases;
 size_t g_ncases;
 static size_t g_cap;
 
-const char *const pipe_names[PIPE_COUNT] = {"auto", "wgmma", "mma", "mfma", "simt"};
+const char *const pipe_names[PIPE_COUNT] = {"auto", "wgmma", "mma", "mfma", "simt", "decode"};
 
 void pipe_select(int pipe) {
   if (pipe == PIPE_AUTO)

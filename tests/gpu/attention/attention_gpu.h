@@ -169,7 +169,7 @@ int case_tensor_core_layout(const att_case *c);
 
 /* ---- the pipelines ------------------------------------------------------------------- */
 
-enum { PIPE_AUTO, PIPE_WGMMA, PIPE_MMA, PIPE_MFMA, PIPE_SIMT, PIPE_COUNT };
+enum { PIPE_AUTO, PIPE_WGMMA, PIPE_MMA, PIPE_MFMA, PIPE_SIMT, PIPE_DECODE, PIPE_COUNT };
 extern const char *const pipe_names[PIPE_COUNT]; /* "auto" (variable unset), "wgmma", ... */
 
 /* Sets CKJIT_ATTENTION_PIPELINE for the pipeline (unset for auto). */

@@ -290,7 +290,7 @@ static int download_outputs(gt_check *ck, run *r) {
 /* The case on one pipeline; appends the pipeline's name to ran when it ran. */
 static void run_pipe(gt_check *ck, run *r, int pipe, int tc, char *ran, size_t len) {
   const att_case *c = r->c;
-  const int tensor_cores = pipe == PIPE_WGMMA || pipe == PIPE_MMA || pipe == PIPE_MFMA;
+  const int tensor_cores = pipe == PIPE_WGMMA || pipe == PIPE_MMA || pipe == PIPE_MFMA || pipe == PIPE_DECODE;
   const ckjit_status st = call_on(ck, r, pipe);
   if (tensor_cores && !tc) { /* must refuse, and write nothing */
     if (st != CKJIT_ERROR_UNSUPPORTED) {
@@ -305,7 +305,7 @@ static void run_pipe(gt_check *ck, run *r, int pipe, int tc, char *ran, size_t l
   if (st == CKJIT_ERROR_UNSUPPORTED && !(g_required & 1u << pipe)) {
     unsigned *refused = &g_refused[dtype_class(c->dt)];
     if (!(*refused & 1u << pipe))
-      printf("SKIP pipeline %s for %s: the device lacks it (%s)\n", pipe_names[pipe], ckjit_dtype_name(c->dt),
+      printf("SKIP pipeline %s for %s: the device or the call does not take it (%s)\n", pipe_names[pipe], ckjit_dtype_name(c->dt),
              ckjit_last_error());
     *refused |= 1u << pipe;
     return;
