@@ -13,52 +13,36 @@ run in a child process (a crash or hang costs only its case); the compile times
 (ckjit-prewarm) come last.  Exit status 0 when every case was measured or
 CKJIT_ERROR_UNSUPPORTED, 2 when a check failed, else 1.
 """
-import argparse
 import ctypes
 import json
 import math
 import os
 import random
-import select
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import warnings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
+from torch_bench_common import (  # noqa: E402  (the shared ctypes, timing and child runner)
+    ATOL, ATTENTION_DESC_LAYOUT, BF16, FLT, I64, INT, MASK_CAUSAL, MASK_NONE, PTR, RTOL,
+    AttentionDesc, BenchContext, CkjitFailed, Reporter, Strides, capture, compare,
+    exit_status, first_call_ms, import_torch, jnum, layout_check, layout_gate, parse_args,
+    run_child, run_children)
+
 ARCH = 'sm_90'
-BF16, MASK_NONE, MASK_CAUSAL = 2, 0, 1  # ckjit_dtype / ckjit_attention_mask values
-ATOL, RTOL, UNSTEADY, CHUNK = 2e-2, 1e-2, 1.25, 1000
-CASE_LIMIT = 150   # seconds a case may run in the child (its first call may compile)
+CHUNK = 1000       # launch_us: calls between synchronizations
 COMPILE_KEEP = 30  # seconds of --budget kept for the compile measurement (last)
 PEERS = ('cudnn', 'flash')
 COMPILE_NAME = 'attention compile'
 torch = F = None  # imported by the child
-
-# ---- ctypes mirrors of include/ckjit/ckjit.h ---------------------------------------
-I64, INT, FLT, PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
-
-
-class Strides(ctypes.Structure):  # ckjit_attention_strides
-    _fields_ = [('batch', I64), ('head', I64), ('seq', I64), ('dim', I64)]
+REPORT = Reporter('attention_torch.py', 'attention')
+log, emit, note = REPORT.log, REPORT.emit, REPORT.note
 
 
-class AttentionDesc(ctypes.Structure):  # ckjit_attention_desc (enums are int)
-    _fields_ = [('dtype', INT), ('batch', I64), ('num_heads_q', I64), ('num_heads_kv', I64),
-                ('seqlen_q', I64), ('seqlen_k', I64), ('head_dim_qk', I64), ('head_dim_v', I64),
-                ('q', PTR), ('q_strides', Strides), ('k', PTR), ('k_strides', Strides),
-                ('v', PTR), ('v_strides', Strides), ('o', PTR), ('o_strides', Strides),
-                ('lse', PTR), ('lse_strides', Strides), ('cu_seqlens_q', PTR),
-                ('cu_seqlens_k', PTR), ('softmax_scale', FLT), ('mask', INT),
-                ('window_left', I64), ('window_right', I64), ('bias', PTR), ('bias_dtype', INT),
-                ('bias_strides', Strides), ('alibi_slopes', PTR), ('alibi_stride_batch', I64),
-                ('softcap', FLT)]
-
-
+# ---- ctypes mirrors of include/ckjit/ckjit.h (ckjit_attention_desc: torch_bench_common) --
 class GemmDesc(ctypes.Structure):  # ckjit_gemm_desc
     _fields_ = [('m', I64), ('n', I64), ('k', I64), ('ab_dtype', INT), ('out_dtype', INT),
                 ('a', PTR), ('lda', I64), ('a_order', INT), ('b', PTR), ('ldb', I64),
@@ -70,45 +54,13 @@ class GemmDesc(ctypes.Structure):  # ckjit_gemm_desc
                 ('allow_tf32', INT)]
 
 
-# Offsets by hand, LP64 (int/enum 4 bytes, int64/pointer 8, aligned to size; strides 32):
-# attention: dtype 0 (+4), batch..head_dim_v 8..56, q 64, q_strides 72, k 104, 112, v 144,
-# 152, o 184, 192, lse 224, 232, cu_seqlens_q/k 264/272, softmax_scale 280, mask 284,
-# window_left/right 288/296, bias 304, bias_dtype 312 (+4), bias_strides 320, alibi_slopes
-# 352, alibi_stride_batch 360, softcap 368 (+4): sizeof 376.  gemm: m n k 0 8 16, dtypes
-# 24 28, a 32, lda 40, a_order 48 (+4), b 56, ldb 64, b_order 72 (+4), d 80, ldd 88, c 96,
-# ldc 104, alpha/beta 112/116, bias 120, bias_mode 128, activation 132, d0 136, ldd0 144,
-# d1 152, ldd1 160, batch 168, stride_a..d1 176..216, split_k 224, allow_tf32 228: 232.
-# layout_check() also compares every offset with a C program built on ckjit.h.
-STRUCTS = {'ckjit_attention_desc': (AttentionDesc, 376, 368), 'ckjit_gemm_desc': (GemmDesc, 232, 228)}
-
-
-def layout_check():
-    """(mismatches, how checked): vs the hand numbers above and offsetof() in C."""
-    bad, ours = [], {}
-    src = ['#include <stdio.h>', '#include <stddef.h>', '#include "ckjit/ckjit.h"', 'int main(void) {']
-    for cname, (st, size, last) in STRUCTS.items():
-        ours[cname] = dict({f[0]: getattr(st, f[0]).offset for f in st._fields_},
-                           sizeof=ctypes.sizeof(st))
-        if (ctypes.sizeof(st), getattr(st, st._fields_[-1][0]).offset) != (size, last):
-            bad.append(f'{cname}: ctypes sizeof {ctypes.sizeof(st)}, by hand {size}')
-        src += [f'printf("{cname} {k} %zu\\n", ' + (f'sizeof({cname}));' if k == 'sizeof' else
-                                                    f'offsetof({cname}, {k}));') for k in ours[cname]]
-    cc = shutil.which(os.environ.get('CC', 'cc')) or shutil.which('gcc')
-    if not cc or not os.path.exists(os.path.join(ROOT, 'include', 'ckjit', 'ckjit.h')):
-        return bad, 'sizeof by hand only (no C compiler or no ckjit.h here)'
-    with tempfile.TemporaryDirectory(prefix='ckjit-attention-layout-') as d:
-        with open(os.path.join(d, 'l.c'), 'w') as f:
-            f.write('\n'.join(src) + '\nreturn 0; }\n')
-        p = subprocess.run([cc, '-std=c11', '-I', os.path.join(ROOT, 'include'),
-                            os.path.join(d, 'l.c'), '-o', os.path.join(d, 'l')],
-                           capture_output=True, text=True)
-        if p.returncode:  # e.g. a field ckjit.h no longer has
-            return bad + [f'the C layout program failed: {p.stderr.strip()[-400:]}'], cc
-        out = subprocess.run([os.path.join(d, 'l')], capture_output=True, text=True).stdout
-    c_val = {tuple(ln.split()[:2]): int(ln.split()[2]) for ln in out.splitlines()}
-    bad += [f'{cname}.{k}: ctypes {v}, C {c_val.get((cname, k))}' for cname in ours
-            for k, v in ours[cname].items() if c_val.get((cname, k)) != v]
-    return bad, f'ctypes == offsetof()/sizeof from {cc} on ckjit.h (and sizeof by hand)'
+# Offsets by hand, LP64 (int/enum 4 bytes, int64/pointer 8, aligned to size): gemm: m n k
+# 0 8 16, dtypes 24 28, a 32, lda 40, a_order 48 (+4), b 56, ldb 64, b_order 72 (+4), d 80,
+# ldd 88, c 96, ldc 104, alpha/beta 112/116, bias 120, bias_mode 128, activation 132, d0
+# 136, ldd0 144, d1 152, ldd1 160, batch 168, stride_a..d1 176..216, split_k 224,
+# allow_tf32 228: 232.  attention: torch_bench_common.py.  layout_check() also compares
+# every offset with a C program built on ckjit.h.
+STRUCTS = {'ckjit_attention_desc': ATTENTION_DESC_LAYOUT, 'ckjit_gemm_desc': (GemmDesc, 232, 228)}
 
 
 # ---- cases and records -----------------------------------------------------------------
@@ -135,20 +87,6 @@ CASES += [Case(1, 16, 16, 16384, 128, True), Case(4, 32, 8, 4096, 128, True),
           Case(0, 16, 16, 0, 128, True, varlen=16), Case(1, 1, 1, 128, 128, False, launch=True)]
 
 
-def log(msg):
-    print(f'attention_torch.py: {msg}', file=sys.stderr, flush=True)
-
-
-def emit(rec):
-    print(json.dumps(rec), flush=True)
-
-
-def note(text):
-    log(f'note: {text}')
-    emit({'metric': 'note attention', 'unit': None, 'value': None, 'kind': 'note',
-          'impl': 'attention', 'note': text})
-
-
 def fail_records(case, status, error, extra=None):
     log(f'{case.base}: {status}: {error}')
     rec = dict(extra or {}, unit='us' if case.launch else 'TFLOP/s', value=None, impl='ckjit',
@@ -161,66 +99,14 @@ def fail_records(case, status, error, extra=None):
 
 
 # ---- the child: torch and ckjit in one process ------------------------------------------
-class CkjitFailed(Exception):
-    """args: (ckjit status name, ckjit_last_error())."""
-
-
-class Ctx:
+class Ctx(BenchContext):
     def __init__(self, a):
         global torch, F
-        import torch
-        import torch.nn.functional as F
+        torch, F = import_torch()
         from torch.nn.attention import SDPBackend, sdpa_kernel
         self.sdpa_kernel, self.backends = sdpa_kernel, {
             'cudnn': SDPBackend.CUDNN_ATTENTION, 'flash': SDPBackend.FLASH_ATTENTION}
-        lib = self.lib = ctypes.CDLL(a.lib)
-        for op, st in (('ckjit_attention', AttentionDesc), ('ckjit_gemm', GemmDesc)):
-            getattr(lib, op).argtypes, getattr(lib, op).restype = [ctypes.POINTER(st), PTR], INT
-            getattr(lib, op + '_desc_init').argtypes = [ctypes.POINTER(st)]
-        lib.ckjit_status_string.argtypes = [INT]
-        lib.ckjit_status_string.restype = lib.ckjit_last_error.restype = ctypes.c_char_p
-        self.stream = PTR(torch.cuda.current_stream().cuda_stream)
-        self.quick, self.lse, self.gen = a.quick, not a.no_lse, torch.Generator(device='cuda')
-        self.warmup, self.runs = (3, 20) if a.quick else (10, 50)
-        self.flush_bytes = 0 if a.no_flush_l2 else max(2 * (getattr(
-            torch.cuda.get_device_properties(0), 'L2_cache_size', 0) or 0), 256 << 20)
-        self.flush = self.flush_bytes and torch.empty(self.flush_bytes // 4, dtype=torch.int32,
-                                                      device='cuda')
-
-    def call(self, fn, desc):
-        ref, stream, lib = ctypes.byref(desc), self.stream, self.lib
-
-        def run():
-            st = fn(ref, stream)
-            if st:
-                raise CkjitFailed(lib.ckjit_status_string(st).decode(), (
-                    lib.ckjit_last_error() or b'').decode(errors='replace').strip())
-        return run
-
-    def measure(self, fns):
-        """Event-timed runs alternating over fns: name -> (median, min ms, remeasured)."""
-        for fn in list(fns.values()) * self.warmup:  # alternating too
-            fn()
-        torch.cuda.synchronize()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-        def series():
-            ms = {k: [] for k in fns}
-            for i in range(self.runs):
-                for k, fn in fns.items():
-                    if self.flush_bytes:
-                        self.flush.fill_(i)
-                    s.record()
-                    fn()
-                    e.record()
-                    e.synchronize()
-                    ms[k].append(s.elapsed_time(e))
-            return {k: (statistics.median(v), min(v)) for k, v in ms.items()}
-        first = series()
-        if all(med <= UNSTEADY * mn for med, mn in first.values()):
-            return {k: v + (False,) for k, v in first.items()}
-        again = series()  # as bench_gemm: once more, the lower median kept
-        return {k: (again[k] if again[k][0] < first[k][0] else first[k]) + (True,) for k in fns}
+        super().__init__(a, (('ckjit_attention', AttentionDesc), ('ckjit_gemm', GemmDesc)))
 
 
 def make_desc(ctx, case, q, k, v, o, lse=None, cu=None):
@@ -242,17 +128,6 @@ def make_desc(ctx, case, q, k, v, o, lse=None, cu=None):
     return d  # (ckjit_attention_desc_init left window -1, no bias / ALiBi / softcap)
 
 
-def jnum(x):  # JSON has no NaN
-    return x if math.isfinite(x) else repr(x)
-
-
-def compare(got, ref):
-    """(max |got - ref|, elements outside ATOL + RTOL |ref|; NaN counts)."""
-    g, r = got.float(), ref.float()
-    diff = (g - r).abs()
-    return float(diff.max()), int((~(diff <= ATOL + RTOL * r.abs())).sum())
-
-
 def sampled_check(case, seqs):
     """(worst max diff, bad count): ckjit's O against float64 attention, first and last
     64 rows and heads of each (q, k, v, o) [s, h, d] (sq == sk: causal keeps j <= i)."""
@@ -269,19 +144,6 @@ def sampled_check(case, seqs):
             w, b = compare(o[rows, h], torch.softmax(sc, -1) @ v[:, g].double())
             worst, bad = (max(worst, w) if math.isfinite(worst) else worst), bad + b
     return worst, bad
-
-
-def capture(fn):
-    """(fn()'s output, None) synchronized, or (None, why torch refused it)."""
-    with warnings.catch_warnings(record=True) as ws:
-        warnings.simplefilter('always')
-        try:
-            out = fn()
-            torch.cuda.synchronize()
-            return out, None
-        except Exception as e:  # a backend that refuses the case: a note, not a failure
-            why = [f'{type(e).__name__}: {e}'] + [str(w.message) for w in ws][:4]
-            return None, ' | '.join((x.strip().splitlines() or [''])[0] for x in why)[:600]
 
 
 def sdpa(ctx, bk, seqs, kw):
@@ -345,13 +207,10 @@ def run_case(ctx, case):
                       dtype=torch.float32, device='cuda') if ctx.lse else None
     o = torch.full_like(q, math.nan)
     ck = ctx.call(ctx.lib.ckjit_attention, make_desc(ctx, case, q, k, v, o, lse, cu))
-    t0 = time.perf_counter()
     try:
-        ck()
-        torch.cuda.synchronize()
+        first_ms = first_call_ms(ck)
     except CkjitFailed as e:
         return fail_records(case, *e.args)
-    first_ms = (time.perf_counter() - t0) * 1e3
     ref_diff, ref_bad = sampled_check(case, [tuple(t[starts[i]:starts[i + 1]] for t in (
         q, k, v, o)) for i in (0, lens.index(max(lens)))] if case.varlen else  # first, longest
         [(q[i], k[i], v[i], o[i]) for i in (0, -1)])
@@ -441,84 +300,11 @@ def run_launch(ctx, case):
           'chunk': CHUNK, 'repeats': repeats})
 
 
-def child(a, indices):
-    try:
-        ctx = Ctx(a)
-    except Exception as e:  # no torch, no GPU, no library
-        return print(f'#fatal {type(e).__name__}: {e}'.replace('\n', ' ')[:600]) or 2
-    emit({'metric': 'attention settings', 'kind': 'info', 'impl': 'attention', 'value': None,
-          'device': torch.cuda.get_device_name(0), 'torch_version': torch.__version__,
-          'cudnn_version': torch.backends.cudnn.version(), 'lib': a.lib})
-    for i in indices:
-        print(f'#start {i}', flush=True)
-        try:
-            (run_launch if CASES[i].launch else run_case)(ctx, CASES[i])
-        except Exception as e:  # out of memory, a CUDA error
-            fail_records(CASES[i], 'ERROR', f'{type(e).__name__}: {e}')
-        print(f'#done {i}', flush=True)
-        try:
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-        except Exception:  # a kernel fault lost the context: a new child takes the next cases
-            return 3
-    return 0
+def run_one(ctx, case):
+    (run_launch if case.launch else run_case)(ctx, case)
 
 
-# ---- the parent: children, compile times -----------------------------------------------
-def run_children(a, pending, deadline):
-    """Cases in a child process, a new one after a crash or hang; records forwarded."""
-    args = [sys.executable, os.path.abspath(__file__), '--lib', a.lib] + [
-        f for f, on in (('--quick', a.quick), ('--no-flush-l2', a.no_flush_l2),
-                        ('--no-lse', a.no_lse)) if on]
-    statuses = []
-    while pending:
-        if deadline - time.time() < 10:
-            for i in pending:
-                fail_records(CASES[i], 'SKIPPED', 'not started: --budget spent')
-            return statuses + ['SKIPPED']
-        p = subprocess.Popen(args + ['--child', ','.join(map(str, pending))],
-                             stdout=subprocess.PIPE, start_new_session=True)
-        buf, current, done, fatal, killed, t_case = b'', None, set(), None, False, time.time()
-        while True:
-            left = max(min(deadline, t_case + CASE_LIMIT) - time.time(), 0)
-            killed = not select.select([p.stdout], [], [], left)[0]
-            chunk = b'' if killed else os.read(p.stdout.fileno(), 1 << 16)
-            if not chunk:
-                if killed:
-                    os.killpg(p.pid, signal.SIGKILL)
-                break
-            *lines, buf = (buf + chunk).split(b'\n')
-            for line in (x.decode(errors='replace') for x in lines):
-                if line.startswith('#start '):
-                    current, t_case = int(line[7:]), time.time()
-                elif line.startswith('#done '):
-                    current = done.add(int(line[6:]))  # None
-                elif line.startswith('#fatal '):
-                    fatal = line[7:]
-                elif line.startswith('{'):
-                    try:
-                        statuses.append(json.loads(line).get('status'))
-                    except ValueError:
-                        log(f'a child line that is not JSON: {line[:200]}')
-                        continue
-                    print(line, flush=True)
-        rc = p.wait()
-        if current is not None:
-            statuses.append('CHILD_TIMEOUT' if killed else 'CHILD_DIED')
-            fail_records(CASES[current], statuses[-1],
-                         f'no output for {CASE_LIMIT} s or --budget spent' if killed else
-                         f'the child process died (exit {rc}; its stderr is in the log)')
-            done.add(current)
-        if not done:  # it ended before its first case: do not start it again
-            why = fatal or ('no output' if killed else f'exit {rc}')
-            note(f'the benchmark child could not start: {why}')
-            for i in pending:
-                fail_records(CASES[i], 'CHILD_FAILED', why)
-            return statuses + ['CHILD_FAILED']
-        pending = [i for i in pending if i not in done]
-    return statuses
-
-
+# ---- the parent: compile times (the cases run in children: torch_bench_common) ---------
 def compile_times(a, timeout):
     tool = a.prewarm or os.path.join(os.path.dirname(a.lib), 'tools', 'ckjit-prewarm')
     if not os.access(tool, os.X_OK):
@@ -552,27 +338,16 @@ def compile_times(a, timeout):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--lib', default=os.path.join(ROOT, 'build-gpu', 'libckjit.so'))
-    ap.add_argument('--prewarm', help='ckjit-prewarm (default: tools/ckjit-prewarm beside --lib)')
-    ap.add_argument('--quick', action='store_true', help='fewer warm-up and timed runs')
-    ap.add_argument('--only', action='append', metavar='SUBSTRING', help='only the cases whose '
-                    'metric contains this (repeatable: "d256", "h32/8", "varlen", "compile", ...)')
-    ap.add_argument('--budget', type=float, help='seconds; cases not started by then: SKIPPED')
-    for flag, what in (('--no-flush-l2', 'no L2 flush before each run'), ('--no-lse',
-                       'ckjit writes no LSE'), ('--check-layout', 'only check the ctypes structs')):
-        ap.add_argument(flag, action='store_true', help=what)
-    ap.add_argument('--child', help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    a.lib = os.path.abspath(a.lib)
+    a = parse_args(__doc__.split('\n')[0], '"d256", "h32/8", "varlen", "compile", ...',
+                   lambda ap: ap.add_argument('--prewarm', help='ckjit-prewarm (default: '
+                                              'tools/ckjit-prewarm beside --lib)'))
     if a.child:
-        return child(a, [int(i) for i in a.child.split(',')])
-    bad, how = layout_check()
-    if bad:
-        return note(f'the ctypes mirror differs from ckjit.h, nothing run: {"; ".join(bad)}') or 1
-    if a.check_layout:
-        return print(f'layout ok: {how}') or 0
-    log(f'struct layout: {how}')
+        return run_child(a, [int(i) for i in a.child.split(',')], Ctx, CASES, run_one,
+                         fail_records, REPORT)
+    status = layout_gate(a, layout_check(STRUCTS, ['ckjit/ckjit.h'], 'attention',
+                                         hand_message_names_last=False), 'ckjit.h', REPORT)
+    if status is not None:
+        return status
     t0 = time.time()
     deadline = t0 + a.budget if a.budget else math.inf
     pending = [i for i, c in enumerate(CASES) if not a.only or any(s in c.base for s in a.only)]
@@ -581,7 +356,8 @@ def main():
         return note(f'{a.lib}: no libckjit (--lib PATH); nothing timed') or 1
     if not pending and not want_compile:
         note(f'no case matches --only {a.only}')
-    statuses = run_children(a, pending, deadline - COMPILE_KEEP * want_compile) if pending else []
+    statuses = run_children(a, __file__, CASES, pending, deadline - COMPILE_KEEP * want_compile,
+                            fail_records, REPORT) if pending else []
     if want_compile:
         try:
             if deadline - time.time() < 15:
@@ -591,8 +367,7 @@ def main():
         except Exception as e:  # a timeout, no JSON: the timings above stand
             note(f'no compile times: {type(e).__name__}: {str(e)[:300]}')
     log(f'done in {time.time() - t0:.1f} s')
-    return 2 if 'CHECK_FAILED' in statuses else int(
-        any(s and s != 'CKJIT_ERROR_UNSUPPORTED' for s in statuses))
+    return exit_status(statuses)
 
 
 if __name__ == '__main__':

@@ -20,37 +20,26 @@ is not timed ("check": "failed").  Cases run in a child process (a crash or hang
 its case).  Exit status 0 when every case was measured or CKJIT_ERROR_UNSUPPORTED, 2 when
 a check failed, else 1.
 """
-import argparse
 import ctypes
-import json
 import math
 import os
-import select
-import shutil
-import signal
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import warnings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BF16, MASK_NONE, MASK_CAUSAL = 2, 0, 1  # ckjit_dtype / ckjit_attention_mask values
-ELEM = 2                                  # bytes of a bf16 element
-ATOL, RTOL, UNSTEADY = 2e-2, 1e-2, 1.25
-CASE_LIMIT = 150      # seconds a case may run in the child (its first call may compile)
-SPIN_CYCLES = 1 << 20  # GPU cycles (~0.5 ms) of torch.cuda._sleep before each start event
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
+from torch_bench_common import (  # noqa: E402  (the shared ctypes, timing and child runner)
+    ATOL, ATTENTION_DESC_LAYOUT, BF16, I64, INT, FLT, MASK_CAUSAL, MASK_NONE, PTR, RTOL,
+    SPIN_CYCLES, STRIDES_LAYOUT, AttentionDesc, BenchContext, CkjitFailed, Reporter, Strides,
+    capture, compare, exit_status, first_call_ms, import_torch, jnum, layout_check,
+    layout_gate, parse_args, run_child, run_children, status_error)
+
+ELEM = 2          # bytes of a bf16 element
 torch = F = None  # imported by the child
-
-# ---- ctypes mirrors of include/ckjit/ckjit.h and include/ckjit/paged_attention.h -------
-I64, INT, FLT, PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
-
-
-class Strides(ctypes.Structure):  # ckjit_attention_strides
-    _fields_ = [('batch', I64), ('head', I64), ('seq', I64), ('dim', I64)]
+REPORT = Reporter('paged_torch.py', 'paged')
+log, emit, note = REPORT.log, REPORT.emit, REPORT.note
 
 
+# ---- ctypes mirrors of include/ckjit/paged_attention.h (ckjit.h's: torch_bench_common) ---
 class PagedStrides(ctypes.Structure):  # ckjit_paged_strides
     _fields_ = [('page', I64), ('slot', I64), ('head', I64), ('dim', I64)]
 
@@ -79,18 +68,6 @@ class AppendDesc(ctypes.Structure):  # ckjit_paged_kv_append_desc
                 ('v_new_strides', Strides), ('kv', PagedKV)]
 
 
-class AttentionDesc(ctypes.Structure):  # ckjit_attention_desc (as bench/attention_torch.py)
-    _fields_ = [('dtype', INT), ('batch', I64), ('num_heads_q', I64), ('num_heads_kv', I64),
-                ('seqlen_q', I64), ('seqlen_k', I64), ('head_dim_qk', I64), ('head_dim_v', I64),
-                ('q', PTR), ('q_strides', Strides), ('k', PTR), ('k_strides', Strides),
-                ('v', PTR), ('v_strides', Strides), ('o', PTR), ('o_strides', Strides),
-                ('lse', PTR), ('lse_strides', Strides), ('cu_seqlens_q', PTR),
-                ('cu_seqlens_k', PTR), ('softmax_scale', FLT), ('mask', INT),
-                ('window_left', I64), ('window_right', I64), ('bias', PTR), ('bias_dtype', INT),
-                ('bias_strides', Strides), ('alibi_slopes', PTR), ('alibi_stride_batch', I64),
-                ('softcap', FLT)]
-
-
 # Offsets by hand, LP64 (int/enum/float 4 bytes, int64/pointer 8, aligned to size; the
 # stride structs 32, aligned 8):
 # paged_kv: num_pages 0, page_size 8, k_pages 16, v_pages 24, k_strides 32, v_strides 64,
@@ -103,47 +80,14 @@ class AttentionDesc(ctypes.Structure):  # ckjit_attention_desc (as bench/attenti
 # paged_kv_append_desc: dtype 0 (+4), batch 8, num_heads_kv 16, head_dim_qk 24,
 # head_dim_v 32, max_seqlen_new 40, cu_seqlens_new 48, k_new 56, v_new 64, k_new_strides
 # 72, v_new_strides 104, kv 136: sizeof 296.
-# attention_desc: as bench/attention_torch.py, sizeof 376, softcap at 368.
-# layout_check() also compares every offset with a C program built on ckjit.h.
+# attention_strides, attention_desc: torch_bench_common.py.
+# layout_check() also compares every offset with a C program built on the headers.
 STRUCTS = {'ckjit_paged_strides': (PagedStrides, 32, 24),
-           'ckjit_attention_strides': (Strides, 32, 24),
+           'ckjit_attention_strides': STRIDES_LAYOUT,
            'ckjit_paged_kv': (PagedKV, 160, 152),
            'ckjit_paged_attention_desc': (PagedAttentionDesc, 376, 368),
            'ckjit_paged_kv_append_desc': (AppendDesc, 296, 136),
-           'ckjit_attention_desc': (AttentionDesc, 376, 368)}
-
-
-def layout_check():
-    """(mismatches, how checked): vs the hand numbers above and offsetof() in C."""
-    bad, ours = [], {}
-    src = ['#include <stdio.h>', '#include <stddef.h>', '#include "ckjit/ckjit.h"',
-           '#include "ckjit/paged_attention.h"', 'int main(void) {']
-    for cname, (st, size, last) in STRUCTS.items():
-        ours[cname] = dict({f[0]: getattr(st, f[0]).offset for f in st._fields_},
-                           sizeof=ctypes.sizeof(st))
-        if (ctypes.sizeof(st), getattr(st, st._fields_[-1][0]).offset) != (size, last):
-            bad.append(f'{cname}: ctypes sizeof {ctypes.sizeof(st)}, last field at '
-                       f'{getattr(st, st._fields_[-1][0]).offset}; by hand {size}, {last}')
-        src += [f'printf("{cname} {k} %zu\\n", ' + (
-            f'sizeof({cname}));' if k == 'sizeof' else f'offsetof({cname}, {k}));')
-            for k in ours[cname]]
-    cc = shutil.which(os.environ.get('CC', 'cc')) or shutil.which('gcc')
-    if not cc or not os.path.exists(os.path.join(ROOT, 'include', 'ckjit', 'paged_attention.h')):
-        return bad, 'sizeof by hand only (no C compiler or no paged_attention.h here)'
-    with tempfile.TemporaryDirectory(prefix='ckjit-paged-layout-') as d:
-        with open(os.path.join(d, 'l.c'), 'w') as f:
-            f.write('\n'.join(src) + '\nreturn 0; }\n')
-        p = subprocess.run([cc, '-std=c11', '-I', os.path.join(ROOT, 'include'),
-                            os.path.join(d, 'l.c'), '-o', os.path.join(d, 'l')],
-                           capture_output=True, text=True)
-        if p.returncode:  # e.g. a field the header no longer has
-            return bad + [f'the C layout program failed: {p.stderr.strip()[-400:]}'], cc
-        out = subprocess.run([os.path.join(d, 'l')], capture_output=True, text=True).stdout
-    c_val = {tuple(ln.split()[:2]): int(ln.split()[2]) for ln in out.splitlines()}
-    bad += [f'{cname}.{k}: ctypes {v}, C {c_val.get((cname, k))}' for cname in ours
-            for k, v in ours[cname].items() if c_val.get((cname, k)) != v]
-    return bad, (f'ctypes == offsetof()/sizeof from {cc} on ckjit.h and paged_attention.h '
-                 '(and sizeof by hand)')
+           'ckjit_attention_desc': ATTENTION_DESC_LAYOUT}
 
 
 # ---- cases and records -----------------------------------------------------------------
@@ -211,20 +155,6 @@ COPY_NOTE = {
               'each of the new K+V byte count (the same bytes): ratio = copy time / ckjit time'}
 
 
-def log(msg):
-    print(f'paged_torch.py: {msg}', file=sys.stderr, flush=True)
-
-
-def emit(rec):
-    print(json.dumps(rec), flush=True)
-
-
-def note(text):
-    log(f'note: {text}')
-    emit({'metric': 'note paged', 'unit': None, 'value': None, 'kind': 'note', 'impl': 'paged',
-          'note': text})
-
-
 def fail_records(case, status, error, extra=None):
     log(f'{case.base}: {status}: {error}')
     for p in case.peers:
@@ -234,87 +164,29 @@ def fail_records(case, status, error, extra=None):
 
 
 # ---- the child: torch and ckjit in one process ------------------------------------------
-class CkjitFailed(Exception):
-    """args: (ckjit status name, ckjit_last_error())."""
-
-
 class CheckFailed(Exception):
     """args: (what differs,)."""
 
 
-class Ctx:
+class Ctx(BenchContext):
     def __init__(self, a):
         global torch, F
-        import torch
-        import torch.nn.functional as F
+        torch, F = import_torch()
         from torch.nn.attention import SDPBackend, sdpa_kernel
         self.cudnn = lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)
         self.math = lambda: sdpa_kernel(SDPBackend.MATH)
         torch.backends.cuda.matmul.allow_tf32 = False  # the float32 reference stays float32
-        lib = self.lib = ctypes.CDLL(a.lib)
-        for op, st in (('ckjit_paged_attention', PagedAttentionDesc),
-                       ('ckjit_paged_kv_append', AppendDesc), ('ckjit_attention', AttentionDesc)):
-            getattr(lib, op).argtypes, getattr(lib, op).restype = [ctypes.POINTER(st), PTR], INT
-            getattr(lib, op + '_desc_init').argtypes = [ctypes.POINTER(st)]
-            getattr(lib, op + '_desc_init').restype = None
+        super().__init__(a, (('ckjit_paged_attention', PagedAttentionDesc),
+                             ('ckjit_paged_kv_append', AppendDesc),
+                             ('ckjit_attention', AttentionDesc)))
+        lib = self.lib
         lib.ckjit_paged_kv_check.argtypes = [ctypes.POINTER(PagedKV), I64, PTR]
         lib.ckjit_paged_kv_check.restype = INT
         lib.ckjit_paged_strides_nhd.argtypes = [I64, I64, I64]
         lib.ckjit_paged_strides_nhd.restype = PagedStrides  # returned by value
-        lib.ckjit_status_string.argtypes = [INT]
-        lib.ckjit_status_string.restype = lib.ckjit_last_error.restype = ctypes.c_char_p
-        self.stream = PTR(torch.cuda.current_stream().cuda_stream)
-        self.quick, self.lse, self.gen = a.quick, not a.no_lse, torch.Generator(device='cuda')
-        self.warmup, self.runs = (3, 20) if a.quick else (10, 50)
-        self.flush_bytes = 0 if a.no_flush_l2 else max(2 * (getattr(
-            torch.cuda.get_device_properties(0), 'L2_cache_size', 0) or 0), 256 << 20)
-        self.flush = self.flush_bytes and torch.empty(self.flush_bytes // 4, dtype=torch.int32,
-                                                      device='cuda')
         # A GPU-side wait before each start event: the host enqueues the timed calls while
         # the GPU sleeps, so host launch overhead (ctypes, SDPA dispatch) is not timed.
         self.spin = getattr(torch.cuda, '_sleep', None)
-
-    def status_error(self, st):
-        return (self.lib.ckjit_status_string(st).decode(),
-                (self.lib.ckjit_last_error() or b'').decode(errors='replace').strip())
-
-    def call(self, fn, desc):
-        ref, stream = ctypes.byref(desc), self.stream
-
-        def run():
-            st = fn(ref, stream)
-            if st:
-                raise CkjitFailed(*self.status_error(st))
-        return run
-
-    def measure(self, fns, group=1):
-        """Event-timed groups of `group` calls, alternating over fns: name -> (median ms
-        per call, min, remeasured)."""
-        for fn in list(fns.values()) * self.warmup:  # alternating too
-            fn()
-        torch.cuda.synchronize()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-        def series():
-            ms = {k: [] for k in fns}
-            for i in range(self.runs):
-                for k, fn in fns.items():
-                    if self.flush_bytes:
-                        self.flush.fill_(i)
-                    if self.spin:
-                        self.spin(SPIN_CYCLES)
-                    s.record()
-                    for _ in range(group):
-                        fn()
-                    e.record()
-                    e.synchronize()
-                    ms[k].append(s.elapsed_time(e) / group)
-            return {k: (statistics.median(v), min(v)) for k, v in ms.items()}
-        first = series()
-        if all(med <= UNSTEADY * mn for med, mn in first.values()):
-            return {k: v + (False,) for k, v in first.items()}
-        again = series()  # as bench_gemm: once more, the lower median kept
-        return {k: (again[k] if again[k][0] < first[k][0] else first[k]) + (True,) for k in fns}
 
 
 def bshd(t):
@@ -357,18 +229,7 @@ def table_check(ctx, case, kv):
     """ckjit_paged_kv_check of the tables (synchronous): CkjitFailed when it objects."""
     st = ctx.lib.ckjit_paged_kv_check(ctypes.byref(kv), case.b, ctx.stream)
     if st:
-        raise CkjitFailed(*ctx.status_error(st))
-
-
-def jnum(x):  # JSON has no NaN
-    return x if math.isfinite(x) else repr(x)
-
-
-def compare(got, ref):
-    """(max |got - ref|, elements outside ATOL + RTOL |ref|; NaN counts)."""
-    g, r = got.float(), ref.float()
-    diff = (g - r).abs()
-    return float(diff.max()) if diff.numel() else 0.0, int((~(diff <= ATOL + RTOL * r.abs())).sum())
+        raise CkjitFailed(*status_error(ctx.lib, st))
 
 
 def reference(ctx, case, q, kpool, vpool, table, seq, rows):
@@ -414,19 +275,6 @@ class Refs:
             w, b = compare(o[s, self.rows], r)
             worst, bad = (max(worst, w) if math.isfinite(worst) else worst), bad + b
         return worst, bad
-
-
-def capture(fn):
-    """(fn()'s output, None) synchronized, or (None, why torch refused it)."""
-    with warnings.catch_warnings(record=True) as ws:
-        warnings.simplefilter('always')
-        try:
-            out = fn()
-            torch.cuda.synchronize()
-            return out, None
-        except Exception as e:  # a backend that refuses the case: a note, not a failure
-            why = [f'{type(e).__name__}: {e}'] + [str(w.message) for w in ws][:4]
-            return None, ' | '.join((x.strip().splitlines() or [''])[0] for x in why)[:600]
 
 
 # ---- the cuDNN peer ------------------------------------------------------------------------
@@ -582,10 +430,7 @@ def append_desc(ctx, case, knew, vnew, cu, kv):
 def first_call(ck, err):
     """The first call (may compile or load), synchronized: its ms; a set kv.error flag is a
     failed check."""
-    t0 = time.perf_counter()
-    ck()
-    torch.cuda.synchronize()
-    ms = (time.perf_counter() - t0) * 1e3
+    ms = first_call_ms(ck)
     if err is not None and int(err.item()):
         raise CheckFailed('kv.error was set on tables that are all valid')
     return ms
@@ -776,107 +621,16 @@ def run_case(ctx, case):
         fail_records(case, 'CHECK_FAILED', e.args[0], {'check': 'failed'})
 
 
-def child(a, indices):
-    try:
-        ctx = Ctx(a)
-    except Exception as e:  # no torch, no GPU, no library
-        return print(f'#fatal {type(e).__name__}: {e}'.replace('\n', ' ')[:600]) or 2
-    emit({'metric': 'paged settings', 'kind': 'info', 'impl': 'paged', 'value': None,
-          'device': torch.cuda.get_device_name(0), 'torch_version': torch.__version__,
-          'cudnn_version': torch.backends.cudnn.version(), 'lib': a.lib})
-    for i in indices:
-        print(f'#start {i}', flush=True)
-        try:
-            run_case(ctx, CASES[i])
-        except Exception as e:  # out of memory, a CUDA error
-            fail_records(CASES[i], 'ERROR', f'{type(e).__name__}: {e}')
-        print(f'#done {i}', flush=True)
-        try:
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-        except Exception:  # a kernel fault lost the context: a new child takes the next cases
-            return 3
-    return 0
-
-
-# ---- the parent: children -------------------------------------------------------------------
-def run_children(a, pending, deadline):
-    """Cases in a child process, a new one after a crash or hang; records forwarded."""
-    args = [sys.executable, os.path.abspath(__file__), '--lib', a.lib] + [
-        f for f, on in (('--quick', a.quick), ('--no-flush-l2', a.no_flush_l2),
-                        ('--no-lse', a.no_lse)) if on]
-    statuses = []
-    while pending:
-        if deadline - time.time() < 10:
-            for i in pending:
-                fail_records(CASES[i], 'SKIPPED', 'not started: --budget spent')
-            return statuses + ['SKIPPED']
-        p = subprocess.Popen(args + ['--child', ','.join(map(str, pending))],
-                             stdout=subprocess.PIPE, start_new_session=True)
-        buf, current, done, fatal, killed, t_case = b'', None, set(), None, False, time.time()
-        while True:
-            left = max(min(deadline, t_case + CASE_LIMIT) - time.time(), 0)
-            killed = not select.select([p.stdout], [], [], left)[0]
-            chunk = b'' if killed else os.read(p.stdout.fileno(), 1 << 16)
-            if not chunk:
-                if killed:
-                    os.killpg(p.pid, signal.SIGKILL)
-                break
-            *lines, buf = (buf + chunk).split(b'\n')
-            for line in (x.decode(errors='replace') for x in lines):
-                if line.startswith('#start '):
-                    current, t_case = int(line[7:]), time.time()
-                elif line.startswith('#done '):
-                    current = done.add(int(line[6:]))  # None
-                elif line.startswith('#fatal '):
-                    fatal = line[7:]
-                elif line.startswith('{'):
-                    try:
-                        statuses.append(json.loads(line).get('status'))
-                    except ValueError:
-                        log(f'a child line that is not JSON: {line[:200]}')
-                        continue
-                    print(line, flush=True)
-        rc = p.wait()
-        if current is not None:
-            statuses.append('CHILD_TIMEOUT' if killed else 'CHILD_DIED')
-            fail_records(CASES[current], statuses[-1],
-                         f'no output for {CASE_LIMIT} s or --budget spent' if killed else
-                         f'the child process died (exit {rc}; its stderr is in the log)')
-            done.add(current)
-        if not done:  # it ended before its first case: do not start it again
-            why = fatal or ('no output' if killed else f'exit {rc}')
-            note(f'the benchmark child could not start: {why}')
-            for i in pending:
-                fail_records(CASES[i], 'CHILD_FAILED', why)
-            return statuses + ['CHILD_FAILED']
-        pending = [i for i in pending if i not in done]
-    return statuses
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--lib', default=os.path.join(ROOT, 'build-gpu', 'libckjit.so'))
-    ap.add_argument('--quick', action='store_true', help='fewer warm-up and timed runs')
-    ap.add_argument('--only', action='append', metavar='SUBSTRING', help='only the cases whose '
-                    'metric contains this (repeatable: "decode", "prefill", "append", "page1 ", '
-                    '"sk32768", ...)')
-    ap.add_argument('--budget', type=float, help='seconds; cases not started by then: SKIPPED')
-    for flag, what in (('--no-flush-l2', 'no L2 flush before each run'), ('--no-lse',
-                       'ckjit writes no LSE'), ('--check-layout', 'only check the ctypes structs')):
-        ap.add_argument(flag, action='store_true', help=what)
-    ap.add_argument('--child', help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    a.lib = os.path.abspath(a.lib)
+    a = parse_args(__doc__.split('\n')[0],
+                   '"decode", "prefill", "append", "page1 ", "sk32768", ...')
     if a.child:
-        return child(a, [int(i) for i in a.child.split(',')])
-    bad, how = layout_check()
-    if bad:
-        return note('the ctypes mirror differs from the headers, nothing run: ' +
-                    '; '.join(bad)) or 1
-    if a.check_layout:
-        return print(f'layout ok: {how}') or 0
-    log(f'struct layout: {how}')
+        return run_child(a, [int(i) for i in a.child.split(',')], Ctx, CASES, run_case,
+                         fail_records, REPORT)
+    status = layout_gate(a, layout_check(STRUCTS, ['ckjit/ckjit.h', 'ckjit/paged_attention.h'],
+                                         'paged'), 'the headers', REPORT)
+    if status is not None:
+        return status
     t0 = time.time()
     deadline = t0 + a.budget if a.budget else math.inf
     # A case matches on any of its records' metrics (so "vs cudnn" selects cases too).
@@ -887,10 +641,9 @@ def main():
         return 0
     if not os.path.exists(a.lib):
         return note(f'{a.lib}: no libckjit (--lib PATH); nothing timed') or 1
-    statuses = run_children(a, pending, deadline)
+    statuses = run_children(a, __file__, CASES, pending, deadline, fail_records, REPORT)
     log(f'done in {time.time() - t0:.1f} s')
-    return 2 if 'CHECK_FAILED' in statuses else int(
-        any(s and s != 'CKJIT_ERROR_UNSUPPORTED' for s in statuses))
+    return exit_status(statuses)
 
 
 if __name__ == '__main__':
