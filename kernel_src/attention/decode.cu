@@ -55,6 +55,34 @@ static_assert(STAGES * STAGE_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds t
 // looks its ids up in global memory.
 #define STAGED_IDS (PAGE > 0 ? 2048 : 1)
 
+// With staged ids and K rows as long as V's, a thread copies the same
+// rows of K and V (the same chunk column), so one page lookup and one slot
+// offset serve both; 32-bit factors, 64-bit products (the host keeps the
+// pools' page and slot strides below 2^31 elements).  The generic copies
+// spend ~30 instructions a row on their addresses (ncu: 1.7x the dense
+// kernel's instructions, issue-bound instead of waiting on DRAM).
+#define PAGED_PAIRS (PAGE > 0 && HDIM == HDIM_V && THREADS % QC == 0)
+CKJIT_INLINE void copy_paged_pairs(const ckjit_attention_args &a, const attn_tile &t, const int *staged,
+                                   int id0, int n0, unsigned k_dst) {
+  constexpr int STEP = THREADS / QC, ITERS = BN * QC / THREADS;
+  const int c = threadIdx.x % QC, r0 = threadIdx.x / QC;
+  const int k_page = (int)a.paging.k_page, v_page = (int)a.paging.v_page;
+  const int k_slot = (int)a.k_stride.s, v_slot = (int)a.v_stride.s;
+  const T *k_base = t.k + c * 8, *v_base = t.v + c * 8;
+#pragma unroll
+  for (int it = 0; it < ITERS; it++) {
+    const int r = r0 + it * STEP, j = n0 + r;
+    const int id = j < t.sk ? staged[j / PAGE_SLOTS - id0] : -1;
+    const int slot = j % PAGE_SLOTS;
+    const bool ok = id >= 0;
+    const T *k = k_base + ((long long)id * k_page + (long long)slot * k_slot);
+    const T *v = v_base + ((long long)id * v_page + (long long)slot * v_slot);
+    const unsigned at = attn_swz<QC>(r, c);
+    copy_async<16>(k_dst + at, ok ? k : t.k, ok ? 16 : 0);
+    copy_async<16>(k_dst + K_BYTES + at, ok ? v : t.v, ok ? 16 : 0);
+  }
+}
+
 // The block's rows: row r's query head and query (local), and whether it
 // is computed (r < group * seqlen_q rows of this (b, g), query < sq).
 struct decode_row {
@@ -120,6 +148,10 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
   auto load_kv = [&](int step, int stage) {
     const int n0 = begin + step * BN;
     const unsigned k_dst = kv_ring + stage * STAGE_BYTES;
+    if (PAGED_PAIRS && staged_ready) {
+      copy_paged_pairs(a, t, staged, id0, n0, k_dst);
+      return;
+    }
     attn_copy_rows<BN, QC>(k_dst, [&](int r) { return key_row(false, n0 + r); }, t.sk - n0, t.k);
     attn_copy_rows<BN, VC>(k_dst + K_BYTES, [&](int r) { return key_row(true, n0 + r); }, t.sk - n0, t.v);
   };

@@ -75,6 +75,16 @@ ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv,
       (st = ckjit__attention_check_tensor(api, "kv.v_pages", kv->v_pages, es, &vs, kv->num_pages,
                                           heads_kv, ps, hdv)))
     return st;
+  /* The kernels multiply page ids and slots by these in 32-bit factors
+   * (64-bit products): a page or slot of 2^31 elements or more is refused. */
+  const int64_t strides[6] = {kv->k_strides.page, kv->k_strides.slot, kv->k_strides.head,
+                              kv->v_strides.page, kv->v_strides.slot, kv->v_strides.head};
+  for (int i = 0; i < 6; i++)
+    if (strides[i] > INT32_MAX)
+      return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                         "%s: a pool stride of %lld elements: page, slot and head strides must be "
+                         "below 2^31 elements",
+                         api, (long long)strides[i]);
   const int csr = kv->kv_indptr != NULL;
   if (csr ? !kv->kv_page_indices || !kv->kv_last_page_len : !kv->block_table || !kv->seqlens_k)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
