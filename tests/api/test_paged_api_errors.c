@@ -239,6 +239,8 @@ static void test_attention_desc(void **state) {
   INVALID(A_ATTENTION, "dtype", "dtype 99", d->dtype = (ckjit_dtype)99);
   UNSUP(A_ATTENTION, "dtype", "dtype i8", d->dtype = CKJIT_I8);
   UNSUP(A_ATTENTION, "dtype", "dtype fp8 e4m3", d->dtype = CKJIT_FP8_E4M3);
+  UNSUP(A_ATTENTION, "stride", "kv.k_strides.page 2^31", d->kv.k_strides.page = (int64_t)1 << 31);
+  UNSUP(A_APPEND, "stride", "kv.v_strides.slot 2^31", a->kv.v_strides.slot = (int64_t)1 << 31);
   INVALID(A_ATTENTION, "batch", "batch -1", d->batch = -1);
   INVALID(A_ATTENTION, "batch", "batch 2^31 - 1", d->batch = INT32_MAX);
   INVALID(A_ATTENTION, "num_heads_q", "num_heads_q -1", d->num_heads_q = -1);
