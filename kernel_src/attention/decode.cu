@@ -35,16 +35,6 @@ typedef DTYPE T;
 #include "attention/mma_smem.h"
 #include "attention/mma_softmax.h"
 
-enum {
-  QC = HDIM / 8,   // 16-byte chunks of a Q or K row
-  VC = HDIM_V / 8, // of a V or O row
-  KSTEPS = HDIM / 16,
-  OT = HDIM_V / 8, // 8-column blocks of O per warp
-  Q_BYTES = BM * HDIM * (int)sizeof(T),
-  K_BYTES = BN * HDIM * (int)sizeof(T),
-  STAGE_BYTES = BN * (HDIM + HDIM_V) * (int)sizeof(T),
-  Q_IN_REGS = HDIM <= 128, // (as attention_mma: beyond, with O's registers, it would spill)
-};
 static_assert(BM == 16 && BN == 16 * WARPS, "16 rows; 16 keys a warp per step");
 static_assert(BIAS == BIAS_NONE && !ALIBI, "decode: no bias, no ALiBi");
 static_assert(STAGES * STAGE_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds the warps' O rows");

@@ -38,20 +38,7 @@ typedef DTYPE T;
 #include "attention/mma_smem.h"
 #include "attention/mma_softmax.h"
 
-enum {
-  QC = HDIM / 8,            // 16-byte chunks of a Q or K row
-  VC = HDIM_V / 8,          // of a V or O row
-  KSTEPS = HDIM / 16,       // k steps of S = Q K^T
-  NT = BN / 8,              // 8-key blocks of S per warp
-  OT = HDIM_V / 8,          // 8-column blocks of O per warp
-  Q_BYTES = BM * HDIM * (int)sizeof(T),  // the Q tile
-  K_BYTES = BN * HDIM * (int)sizeof(T),  // a K tile; its V tile follows
-  STAGE_BYTES = BN * (HDIM + HDIM_V) * (int)sizeof(T),
-  // Up to head dim 128 a warp's Q fragments (HDIM / 4 registers) stay in
-  // registers; beyond, with the O accumulators of up to 256 columns,
-  // they would spill, and one ldmatrix per k step is cheaper.
-  Q_IN_REGS = HDIM <= 128,
-};
+enum { NT = BN / 8 }; // 8-key blocks of S per warp (the tile sizes: attention/mma_smem.h)
 static_assert(BM == 16 * WARPS, "one warp per 16 query rows");
 static_assert(BN % 16 == 0 && HDIM % 16 == 0 && HDIM_V % 16 == 0, "whole k16 steps");
 #endif

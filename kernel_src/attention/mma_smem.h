@@ -1,6 +1,8 @@
-// attention/mma.cu's shared-memory side: the XOR-swizzled tile layout,
-// the cp.async copies that fill it, the ldmatrix fragment loads that read
-// it, and the staged store of the O tile.  Needs T, THREADS, HDIM, HDIM_V.
+// The shared-memory side of the mma.sync kernels (attention/mma.cu,
+// attention/decode.cu): the tile sizes, the XOR-swizzled tile layout, the
+// cp.async copies that fill it, the ldmatrix fragment loads that read it,
+// and the staged store of the O tile.  Needs T, THREADS, BM, BN, HDIM,
+// HDIM_V.
 //
 // A tile is ROWS rows of C 16-byte chunks (C = head dim / 8: 8, 12, 16,
 // 24 or 32), no padding.  ldmatrix reads one chunk of eight consecutive
@@ -22,6 +24,21 @@
 #include "core/mma_sync.h"
 #include "attention/nv_math.h"
 #if defined(CKJIT_NVIDIA)
+
+// A Q tile of BM rows, then (K tile, V tile) stages of BN keys.
+enum {
+  QC = HDIM / 8,      // 16-byte chunks of a Q or K row
+  VC = HDIM_V / 8,    // of a V or O row
+  KSTEPS = HDIM / 16, // k steps of S = Q K^T
+  OT = HDIM_V / 8,    // 8-column blocks of O per warp
+  Q_BYTES = BM * HDIM * (int)sizeof(T),                // the Q tile
+  K_BYTES = BN * HDIM * (int)sizeof(T),                // a K tile; its V tile follows
+  STAGE_BYTES = BN * (HDIM + HDIM_V) * (int)sizeof(T),
+  // Up to head dim 128 a warp's Q fragments (HDIM / 4 registers) stay in
+  // registers; beyond, with the O accumulators of up to 256 columns,
+  // they would spill, and one ldmatrix per k step is cheaper.
+  Q_IN_REGS = HDIM <= 128,
+};
 
 template <int C> CKJIT_INLINE int attn_swz_x(int row) {
   static_assert(C % 8 == 0 || C == 12, "head dims 64, 96, 128, 192, 256");
