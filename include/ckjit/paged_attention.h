@@ -67,6 +67,15 @@ typedef struct ckjit_paged_kv {
   int64_t max_seqlen_k;        /* a hint: the most keys a sequence has, 0: unknown (the
                                   padded table's capacity); plans how decode splits the keys
                                   over blocks, a wrong hint costs speed, never correctness */
+  /* FP8 pages: page_dtype CKJIT_FP8_E4M3 (OCP e4m3fn bytes; strides still
+   * in elements) with f32 dequantization scales on the device, K/V head g's
+   * element x read as k_scale[g * scale_stride] * x (V: v_scale); the
+   * scores, softmax and O are then computed as for 16-bit pages.
+   * scale_stride 0: one scale for the whole pool, 1: one per K/V head.
+   * 0 (CKJIT_F32, the default): the pages hold the call's dtype. */
+  ckjit_dtype page_dtype;
+  const float *k_scale, *v_scale;
+  int64_t scale_stride;
 } ckjit_paged_kv;
 
 /* Contiguous strides of an NHD ([page][slot][head][dim]) or HND
@@ -86,6 +95,9 @@ CKJIT_API ckjit_paged_strides ckjit_paged_strides_hnd(int64_t page_size, int64_t
  * window), soft-cap, GQA / MQA, LSE.  head_dim_qk and head_dim_v: 64, 96,
  * 128, 192 or 256.  The tensor-core kernels need head-dim stride 1,
  * 16-byte aligned pools and strides multiples of 8 elements (else SIMT).
+ * FP8 pages (kv.page_dtype) run on the decode kernel (at most 16 queries a
+ * sequence, sm_80+) and on the SIMT kernel otherwise (slow: prefill over
+ * FP8 pages has no tensor-core kernel yet).
  * O must not overlap Q, the pools or LSE. */
 typedef struct ckjit_paged_attention_desc {
   ckjit_dtype dtype;           /* Q, O and the pools: CKJIT_F16, CKJIT_BF16 or CKJIT_F32 */
@@ -122,7 +134,9 @@ CKJIT_API ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *d
  * strides.head (strides.batch unused).  A token whose position falls
  * outside its sequence's pages, or whose page id is outside the pool, is
  * not written (the page is never touched) and sets *kv.error.  Pages of
- * different sequences must not share a written slot. */
+ * different sequences must not share a written slot.  FP8 pages: each new
+ * element x is stored as e4m3(x / scale) of its head (round to nearest
+ * even, saturating at +-448; NaN stays NaN). */
 typedef struct ckjit_paged_kv_append_desc {
   ckjit_dtype dtype;
   int64_t batch, num_heads_kv, head_dim_qk, head_dim_v;

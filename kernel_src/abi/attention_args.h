@@ -30,7 +30,9 @@ typedef struct ckjit_attention_stride4 {
  *   num_pages       page ids outside [0, num_pages) are never read: their
  *                   keys read as zeros and *error (when non-NULL) is set to
  *                   1; keys past a table's capacity are dropped
- *   k_page, v_page  the pools' page strides (elements) */
+ *   k_page, v_page  the pools' page strides (elements)
+ *   k_scale, v_scale, scale_stride   FP8 pages (spec parameter KV8): head
+ *                   g's elements are k_scale[g * scale_stride] * x */
 typedef struct ckjit_attention_paging {
   const int *page_table;
   const int *seqlens_k;
@@ -39,6 +41,8 @@ typedef struct ckjit_attention_paging {
   int *error;
   long long table_stride, k_page, v_page;
   int num_pages, reserved;
+  const float *k_scale, *v_scale;
+  long long scale_stride;
 } ckjit_attention_paging;
 
 /* One attention problem (see ckjit_attention in ckjit.h).
@@ -95,7 +99,7 @@ typedef struct ckjit_attention_paging {
   X(int, paired, 328)                                                          \
   X(int, reserved, 332)                                                        \
   X(ckjit_attention_paging, paging, 336)
-CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 408)
+CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 432)
 
 /* attention_wgmma's argument: the problem and Q's, K's and V's tensor
  * maps (4-D: head dim, sequence, head, batch entry; boxes of 64 head-dim
@@ -103,13 +107,13 @@ CKJIT_ABI_STRUCT(ckjit_attention_args, CKJIT_ATTENTION_FIELDS, 408)
  * sequence; paged K / V: head dim, slot, head, page, in boxes of
  * min(PAGE, tile rows) slots), valid when p.tma is 1.  The maps come first (64-byte
  * aligned); the tail padding is named so that sizeof is the list's end. */
-typedef unsigned char ckjit_attention_tma_padding[40];
+typedef unsigned char ckjit_attention_tma_padding[16];
 #define CKJIT_ATTENTION_TMA_FIELDS(X)                                          \
   X(ckjit_tensor_map, q_map, 0)                                                \
   X(ckjit_tensor_map, k_map, 128)                                              \
   X(ckjit_tensor_map, v_map, 256)                                              \
   X(ckjit_attention_args, p, 384)                                              \
-  X(ckjit_attention_tma_padding, tail_padding, 792)
+  X(ckjit_attention_tma_padding, tail_padding, 816)
 CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 832)
 
 /* attention_decode's argument (split-KV decode, attention/decode.cu): the
@@ -121,23 +125,23 @@ CKJIT_ABI_STRUCT(ckjit_attention_tma_args, CKJIT_ATTENTION_TMA_FIELDS, 832)
  * writes O and LSE itself. */
 #define CKJIT_ATTENTION_DECODE_FIELDS(X)                                       \
   X(ckjit_attention_args, p, 0)                                                \
-  X(float *, part_o, 408)                                                      \
-  X(float *, part_lse, 416)                                                    \
-  X(long long, rows, 424)                                                      \
-  X(int, splits, 432)                                                          \
-  X(int, row_blocks, 436)
-CKJIT_ABI_STRUCT(ckjit_attention_decode_args, CKJIT_ATTENTION_DECODE_FIELDS, 440)
+  X(float *, part_o, 432)                                                      \
+  X(float *, part_lse, 440)                                                    \
+  X(long long, rows, 448)                                                      \
+  X(int, splits, 456)                                                          \
+  X(int, row_blocks, 460)
+CKJIT_ABI_STRUCT(ckjit_attention_decode_args, CKJIT_ATTENTION_DECODE_FIELDS, 464)
 
 /* attention_combine's argument: the splits' rows (as above) summed in
  * split order into O and LSE. */
 #define CKJIT_ATTENTION_COMBINE_FIELDS(X)                                      \
   X(ckjit_attention_args, p, 0)                                                \
-  X(const float *, part_o, 408)                                                \
-  X(const float *, part_lse, 416)                                              \
-  X(long long, rows, 424)                                                      \
-  X(int, splits, 432)                                                          \
-  X(int, reserved, 436)
-CKJIT_ABI_STRUCT(ckjit_attention_combine_args, CKJIT_ATTENTION_COMBINE_FIELDS, 440)
+  X(const float *, part_o, 432)                                                \
+  X(const float *, part_lse, 440)                                              \
+  X(long long, rows, 448)                                                      \
+  X(int, splits, 456)                                                          \
+  X(int, reserved, 460)
+CKJIT_ABI_STRUCT(ckjit_attention_combine_args, CKJIT_ATTENTION_COMBINE_FIELDS, 464)
 
 /* paired: the pairs of query tiles (m, m_blocks - 1 - m) of one (head,
  * entry), the odd middle tile a pair of its own; the host sizes the grid
@@ -166,7 +170,8 @@ CKJIT_ABI_STRUCT(ckjit_attention_combine_args, CKJIT_ATTENTION_COMBINE_FIELDS, 4
  *          (CKJIT_ATTENTION_WGMMA_O_STAGE; 0: O stored from registers)
  *   mfma   the Q tile, one K and one V tile
  *   decode the Q tile, then `stages` (K tile, V tile) pairs (the mma
- *          layout; the warps' partial rows are merged in the ring after) */
+ *          layout; the warps' partial rows are merged in the ring after);
+ *          over fp8 pages DECODE8 */
 #define CKJIT_ATTENTION_SIMT_SMEM(bm, bn, stages, hd, hdv, es) ((bn) * ((hd) + (hdv)) * 4)
 #define CKJIT_ATTENTION_MMA_SMEM(bm, bn, stages, hd, hdv, es) \
   (((bm) * (hd) + (stages) * (bn) * ((hd) + (hdv))) * (es))
@@ -184,6 +189,10 @@ CKJIT_ABI_STRUCT(ckjit_attention_combine_args, CKJIT_ATTENTION_COMBINE_FIELDS, 4
   (CKJIT_ATTENTION_WGMMA_TILES_SMEM(bm, bn, stages, hd, hdv, es) +                   \
    CKJIT_ATTENTION_WGMMA_O_STAGE(bm, bn, stages, hd, hdv, es))
 #define CKJIT_ATTENTION_DECODE_SMEM CKJIT_ATTENTION_MMA_SMEM
+/* decode over fp8 pages: the Q tile, `stages` fp8 (K, V) pairs as copied,
+ * then one (K, V) pair converted to the Q dtype for the products. */
+#define CKJIT_ATTENTION_DECODE8_SMEM(bm, bn, stages, hd, hdv, es) \
+  ((bm) * (hd) * (es) + (stages) * (bn) * ((hd) + (hdv)) + (bn) * ((hd) + (hdv)) * (es))
 #define CKJIT_ATTENTION_MFMA_SMEM(bm, bn, stages, hd, hdv, es) \
   (((bm) * (hd) + (bn) * ((hd) + (hdv))) * (es))
 

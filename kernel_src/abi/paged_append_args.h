@@ -19,15 +19,15 @@
   X(void *, v_pages, 24)                                                       \
   X(const int *, cu_seqlens_new, 32)                                           \
   X(ckjit_attention_paging, paging, 40)                                        \
-  X(ckjit_attention_stride4, k_new_stride, 112)                                \
-  X(ckjit_attention_stride4, v_new_stride, 144)                                \
-  X(ckjit_attention_stride4, k_pool_stride, 176)                               \
-  X(ckjit_attention_stride4, v_pool_stride, 208)                               \
-  X(long long, max_new, 240)                                                   \
-  X(int, batch, 248)                                                           \
-  X(int, heads_kv, 252)                                                        \
-  X(int, head_dim_qk, 256)                                                     \
-  X(int, head_dim_v, 260)
-CKJIT_ABI_STRUCT(ckjit_paged_append_args, CKJIT_PAGED_APPEND_FIELDS, 264)
+  X(ckjit_attention_stride4, k_new_stride, 136)                                \
+  X(ckjit_attention_stride4, v_new_stride, 168)                                \
+  X(ckjit_attention_stride4, k_pool_stride, 200)                               \
+  X(ckjit_attention_stride4, v_pool_stride, 232)                               \
+  X(long long, max_new, 264)                                                   \
+  X(int, batch, 272)                                                           \
+  X(int, heads_kv, 276)                                                        \
+  X(int, head_dim_qk, 280)                                                     \
+  X(int, head_dim_v, 284)
+CKJIT_ABI_STRUCT(ckjit_paged_append_args, CKJIT_PAGED_APPEND_FIELDS, 288)
 
 #endif

@@ -37,7 +37,12 @@ typedef DTYPE T;
 
 static_assert(BM == 16 && BN == 16 * WARPS, "16 rows; 16 keys a warp per step");
 static_assert(BIAS == BIAS_NONE && !ALIBI, "decode: no bias, no ALiBi");
-static_assert(STAGES * STAGE_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds the warps' O rows");
+// FP8 pages (KV8): the ring holds the fp8 rows as copied (row-major, 16
+// bytes a chunk), and each step is converted into one (K, V) tile of T in
+// the mma layout, which the products read.
+#define RING_STAGE (KV8 ? BN * (HDIM + HDIM_V) : STAGE_BYTES)
+#define RING_BYTES (STAGES * RING_STAGE + (KV8 ? STAGE_BYTES : 0))
+static_assert(RING_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds the warps' O rows");
 
 // Paged keys: a split's page ids are staged in shared memory once (one
 // coalesced read; an id outside the pool staged as -1), so the copies'
@@ -51,25 +56,83 @@ static_assert(STAGES * STAGE_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds t
 // pools' page and slot strides below 2^31 elements).  The generic copies
 // spend ~30 instructions a row on their addresses (ncu: 1.7x the dense
 // kernel's instructions, issue-bound instead of waiting on DRAM).
-#define PAGED_PAIRS (PAGE > 0 && HDIM == HDIM_V && THREADS % QC == 0)
+#define PAGED_PAIRS (PAGE > 0 && !KV8 && HDIM == HDIM_V && THREADS % QC == 0)
 CKJIT_INLINE void copy_paged_pairs(const ckjit_attention_args &a, const attn_tile &t, const int *staged,
                                    int id0, int n0, unsigned k_dst) {
   constexpr int STEP = THREADS / QC, ITERS = BN * QC / THREADS;
   const int c = threadIdx.x % QC, r0 = threadIdx.x / QC;
   const int k_page = (int)a.paging.k_page, v_page = (int)a.paging.v_page;
   const int k_slot = (int)a.k_stride.s, v_slot = (int)a.v_stride.s;
-  const T *k_base = t.k + c * 8, *v_base = t.v + c * 8;
+  const attn_kv_t *k_base = t.k + c * 8, *v_base = t.v + c * 8;
 #pragma unroll
   for (int it = 0; it < ITERS; it++) {
     const int r = r0 + it * STEP, j = n0 + r;
     const int id = j < t.sk ? staged[j / PAGE_SLOTS - id0] : -1;
     const int slot = j % PAGE_SLOTS;
     const bool ok = id >= 0;
-    const T *k = k_base + ((long long)id * k_page + (long long)slot * k_slot);
-    const T *v = v_base + ((long long)id * v_page + (long long)slot * v_slot);
+    const attn_kv_t *k = k_base + ((long long)id * k_page + (long long)slot * k_slot);
+    const attn_kv_t *v = v_base + ((long long)id * v_page + (long long)slot * v_slot);
     const unsigned at = attn_swz<QC>(r, c);
     copy_async<16>(k_dst + at, ok ? k : t.k, ok ? 16 : 0);
     copy_async<16>(k_dst + K_BYTES + at, ok ? v : t.v, ok ? 16 : 0);
+  }
+}
+
+// KV8: rows [0, ROWS) of CH 16-byte chunks (16 fp8 elements each), row r
+// at row(r) (nullptr, or r >= valid_rows: zeros), row-major at `dst`.
+template <int ROWS, int CH, class RowAt>
+CKJIT_INLINE void copy_rows8(unsigned dst, RowAt row, int valid_rows, const attn_kv_t *mapped) {
+  for (int i = threadIdx.x; i < ROWS * CH; i += THREADS) {
+    const int r = i / CH, c = i % CH;
+    const attn_kv_t *src = r < valid_rows ? row(r) : nullptr;
+    copy_async<16>(dst + i * 16, src ? src + c * 16 : mapped, src ? 16 : 0);
+  }
+}
+
+// Eight e4m3 bytes (two words) as eight T in four words.
+CKJIT_INLINE void e4m3x8_to_T(unsigned lo, unsigned hi, unsigned (&out)[4]) {
+  const unsigned w[2] = {lo, hi};
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    const unsigned short pair = (unsigned short)(w[k / 2] >> (16 * (k % 2)));
+#if __CUDA_ARCH__ >= 890
+    unsigned h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(pair));
+    if (ckjit_is_bf16<T>) { // exact: every e4m3 value is an f16 and a bf16
+      float f0, f1;
+      asm("cvt.f32.f16 %0, %1;" : "=f"(f0) : "h"((unsigned short)(h2 & 0xffffu)));
+      asm("cvt.f32.f16 %0, %1;" : "=f"(f1) : "h"((unsigned short)(h2 >> 16)));
+      out[k] = attn_pack(f0, f1);
+    } else {
+      out[k] = h2;
+    }
+#else
+    out[k] = attn_pack(ckjit_from_e4m3((unsigned char)(pair & 0xffu)), ckjit_from_e4m3((unsigned char)(pair >> 8)));
+#endif
+  }
+}
+
+// KV8: the fp8 step at `src` (K rows of HDIM bytes, then V rows of
+// HDIM_V) into the T tile at `dst` (the mma layout): each 16-byte fp8
+// chunk becomes two 16-byte chunks.
+CKJIT_INLINE void convert_kv8(unsigned src, unsigned dst) {
+  constexpr int KCH = HDIM / 16, VCH = HDIM_V / 16;
+  for (int i = threadIdx.x; i < BN * (KCH + VCH); i += THREADS) {
+    const bool v = i >= BN * KCH;
+    const int k = v ? i - BN * KCH : i, ch = v ? VCH : KCH, r = k / ch, c = k % ch;
+    unsigned w[4];
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "r"(src + i * 16));
+    unsigned a0[4], a1[4];
+    e4m3x8_to_T(w[0], w[1], a0);
+    e4m3x8_to_T(w[2], w[3], a1);
+    const unsigned at0 = v ? K_BYTES + attn_swz<VC>(r, 2 * c) : attn_swz<QC>(r, 2 * c);
+    const unsigned at1 = v ? K_BYTES + attn_swz<VC>(r, 2 * c + 1) : attn_swz<QC>(r, 2 * c + 1);
+    asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(dst + at0), "r"(a0[0]), "r"(a0[1]),
+                 "r"(a0[2]), "r"(a0[3]));
+    asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(dst + at1), "r"(a1[0]), "r"(a1[1]),
+                 "r"(a1[2]), "r"(a1[3]));
   }
 }
 
@@ -109,8 +172,8 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
   const int steps = end > begin ? (end - begin + BN - 1) / BN : 0;
   const int per = (steps + x.splits - 1) / x.splits; // key steps of a split
   const int first = blockIdx.y * per, count = min(per, steps - first);
-  const bool fold = ATTN_PLAIN_SCORES && a.scale_log2 > 0.0f;
   const attn_scorer sc = attn_make_scorer(a, t);
+  const bool fold = ATTN_PLAIN_SCORES && sc.scale_log2 > 0.0f;
 
   // This split's page ids (PAGE), staged where they fit (filled after the
   // first steps' copies are issued: those look their ids up in global
@@ -121,7 +184,7 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
   const bool use_staged = PAGE && ids <= STAGED_IDS;
   bool staged_ready = false;
   // Key j's row of K (`v`: V), as attn_key_row.
-  auto key_row = [&](bool v, int j) -> const T * {
+  auto key_row = [&](bool v, int j) -> const attn_kv_t * {
     if (!staged_ready) return attn_key_row(a, t, v, j);
     const int id = staged[j / PAGE_SLOTS - id0];
     if (id < 0) return nullptr;
@@ -137,14 +200,24 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
   copy_commit();
   auto load_kv = [&](int step, int stage) {
     const int n0 = begin + step * BN;
-    const unsigned k_dst = kv_ring + stage * STAGE_BYTES;
-    if (PAGED_PAIRS && staged_ready) {
-      copy_paged_pairs(a, t, staged, id0, n0, k_dst);
-      return;
+    if constexpr (KV8) {
+      const unsigned k_dst = kv_ring + stage * RING_STAGE;
+      copy_rows8<BN, HDIM / 16>(k_dst, [&](int r) { return key_row(false, n0 + r); }, t.sk - n0, t.k);
+      copy_rows8<BN, HDIM_V / 16>(k_dst + BN * HDIM, [&](int r) { return key_row(true, n0 + r); },
+                                  t.sk - n0, t.v);
+    } else {
+      const unsigned k_dst = kv_ring + stage * STAGE_BYTES;
+      if constexpr (PAGED_PAIRS) {
+        if (staged_ready) {
+          copy_paged_pairs(a, t, staged, id0, n0, k_dst);
+          return;
+        }
+      }
+      attn_copy_rows<BN, QC>(k_dst, [&](int r) { return key_row(false, n0 + r); }, t.sk - n0, t.k);
+      attn_copy_rows<BN, VC>(k_dst + K_BYTES, [&](int r) { return key_row(true, n0 + r); }, t.sk - n0, t.v);
     }
-    attn_copy_rows<BN, QC>(k_dst, [&](int r) { return key_row(false, n0 + r); }, t.sk - n0, t.k);
-    attn_copy_rows<BN, VC>(k_dst + K_BYTES, [&](int r) { return key_row(true, n0 + r); }, t.sk - n0, t.v);
   };
+
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {
     if (s < count) load_kv(first + s, s);
@@ -190,7 +263,13 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
     __syncthreads();         // ... for every thread; stage (kt - 1) % STAGES is free
     if (kt + STAGES - 1 < count) load_kv(first + kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
     copy_commit();
-    const unsigned k_tile = kv_ring + (kt % STAGES) * STAGE_BYTES, v_tile = k_tile + K_BYTES;
+    unsigned k_tile = kv_ring + (kt % STAGES) * STAGE_BYTES;
+    if (KV8) { // every warp is past the last step's products: the T tile is free
+      k_tile = kv_ring + STAGES * RING_STAGE;
+      convert_kv8(kv_ring + (kt % STAGES) * RING_STAGE, k_tile);
+      __syncthreads();
+    }
+    const unsigned v_tile = k_tile + K_BYTES;
     const int n0 = begin + (first + kt) * BN, key0 = 16 * warp; // this warp's keys in the step
 
     float s[2][4];
@@ -222,7 +301,7 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
         if (masked && (j < lo[h] || j > hi[h])) s[n][e] = -CKJIT_INF;
         else if (!fold) s[n][e] = attn_score(sc, s[n][e], h ? row1.i : row0.i, j);
       }
-    attn_online_softmax(s, o, m, l, fold ? a.scale_log2 : 1.0f);
+    attn_online_softmax(s, o, m, l, fold ? sc.scale_log2 : 1.0f);
     unsigned pa[4];
     attn_p_frag(pa, s, 0);
 #pragma unroll
@@ -274,7 +353,7 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
 #pragma unroll
       for (int e = 0; e < 4; e++) acc[e] += merge_o[(w * 16 + r) * HDIM_V + c + e];
     }
-    const float inv = attn_inv_l(sum);
+    const float inv = attn_inv_l(sum) * t.v_scale; // (KV8: V's scale, a factor of every term)
     if (x.splits == 1) {
       T *out = t.o + (d.h - t.h) * a.o_stride.h + d.i * a.o_stride.s + c * a.o_stride.d;
 #pragma unroll

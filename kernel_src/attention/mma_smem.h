@@ -55,8 +55,8 @@ template <int C> CKJIT_INLINE unsigned attn_swz(int row, int chunk) {
 // rows past a sequence's end never bring garbage (a NaN in V would survive
 // a zero probability).  An empty copy still needs a mapped address:
 // `mapped`.  No commit: the caller groups the copies.
-template <int ROWS, int C, class RowAt>
-CKJIT_INLINE void attn_copy_rows(unsigned tile, RowAt row, int valid_rows, const T *mapped) {
+template <int ROWS, int C, class RowAt, class E>
+CKJIT_INLINE void attn_copy_rows(unsigned tile, RowAt row, int valid_rows, const E *mapped) {
   constexpr int TOTAL = ROWS * C;
   // When THREADS is a multiple of C every thread keeps one chunk column
   // and steps whole rows: no division per copy.
@@ -68,8 +68,8 @@ CKJIT_INLINE void attn_copy_rows(unsigned tile, RowAt row, int valid_rows, const
     if (TOTAL % THREADS != 0 && i >= TOTAL) break;
     const int r = COLUMN_FIXED ? it * (THREADS / C) + tid / C : i / C;
     const int c = COLUMN_FIXED ? tid % C : i % C;
-    const T *src = r < valid_rows ? row(r) : nullptr;
-    copy_async<16>(tile + attn_swz<C>(r, c), src ? src + c * 8 : mapped, src ? 16 : 0);
+    const E *src = r < valid_rows ? row(r) : nullptr;
+    copy_async<16>(tile + attn_swz<C>(r, c), src ? src + c * (16 / sizeof(E)) : mapped, src ? 16 : 0);
   }
 }
 // The same for a matrix whose rows are `ld` apart from `src`.

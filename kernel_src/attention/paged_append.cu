@@ -20,8 +20,15 @@ typedef DTYPE T;
 #include "attention/paged_table.h"
 
 // (Aligned to its size, so one access moves it.)
-template <int N> struct alignas(sizeof(T) * N) append_vec { T e[N]; };
-typedef append_vec<VEC> vec_t;
+template <class E, int N> struct alignas(sizeof(E) * N) append_vec { E e[N]; };
+typedef append_vec<T, VEC> vec_t;
+// The pool's elements: T, or fp8 e4m3 (KV8), stored as e4m3(x / scale).
+#if KV8
+typedef unsigned char pool_t;
+#else
+typedef T pool_t;
+#endif
+typedef append_vec<pool_t, VEC> pool_vec_t;
 
 #define TOKENS 16 // new tokens a block copies
 #define BATCHED 4 // pieces loaded before they are stored
@@ -31,19 +38,36 @@ typedef append_vec<VEC> vec_t;
 // (src: packed tokens, strides ss, sh, sd) to slot pos0 + t of its page
 // (dst: the pool, strides page, slot ps, sh, sd).
 struct append_side {
-  T *pool;
+  pool_t *pool;
   ckjit_attention_stride4 pool_stride;
   const T *src;
   ckjit_attention_stride4 src_stride;
   int dim;
+  const float *scale; // KV8: the side's dequantization scales (head g: scale[g * scale_stride])
 };
+
+// One piece as the pool stores it.
+CKJIT_INLINE pool_vec_t to_pool(const vec_t &v, float inv_scale) {
+  pool_vec_t p;
+#pragma unroll
+  for (int i = 0; i < VEC; i++) {
+#if KV8
+    p.e[i] = ckjit_to_e4m3(ckjit_to_float(v.e[i]) * inv_scale);
+#else
+    p.e[i] = v.e[i];
+    (void)inv_scale;
+#endif
+  }
+  return p;
+}
 
 CKJIT_INLINE void copy_tokens(const ckjit_paged_append_args &a, const append_side &side, const int *pages,
                               long long first, int pos0, int count) {
   const int per_head = side.dim / VEC, per_token = a.heads_kv * per_head, total = count * per_token;
   for (int c0 = threadIdx.x; c0 < total; c0 += BATCHED * THREADS) {
     vec_t v[BATCHED];
-    T *dst[BATCHED];
+    pool_t *dst[BATCHED];
+    float inv_scale[BATCHED];
 #pragma unroll
     for (int u = 0; u < BATCHED; u++) {
       const int c = c0 + u * THREADS, t = c / per_token, g = c % per_token / per_head, e = VEC * (c % per_head);
@@ -53,6 +77,7 @@ CKJIT_INLINE void copy_tokens(const ckjit_paged_append_args &a, const append_sid
       if (page < 0) continue;
       const ckjit_attention_stride4 ps = side.pool_stride, ss = side.src_stride;
       dst[u] = side.pool + page * ps.b + (long long)(pos % PAGE) * ps.s + g * ps.h + e * ps.d;
+      inv_scale[u] = KV8 ? 1.0f / side.scale[g * a.paging.scale_stride] : 1.0f;
       const T *src = side.src + (first + t) * ss.s + g * ss.h + e * ss.d;
       if (VEC > 1) {
         v[u] = *reinterpret_cast<const vec_t *>(src);
@@ -63,8 +88,9 @@ CKJIT_INLINE void copy_tokens(const ckjit_paged_append_args &a, const append_sid
 #pragma unroll
     for (int u = 0; u < BATCHED; u++) {
       if (!dst[u]) continue;
-      if (VEC > 1) *reinterpret_cast<vec_t *>(dst[u]) = v[u];
-      else *dst[u] = v[u].e[0];
+      const pool_vec_t p = to_pool(v[u], inv_scale[u]);
+      if (VEC > 1) *reinterpret_cast<pool_vec_t *>(dst[u]) = p;
+      else *dst[u] = p.e[0];
     }
   }
 }
@@ -84,10 +110,10 @@ ckjit_paged_append(const CKJIT_GRID_CONSTANT ckjit_paged_append_args a) {
       continue;
     }
     const int count = n - i0 < TOKENS ? n - i0 : TOKENS, pos0 = sk - n + i0;
-    const append_side k = {static_cast<T *>(a.k_pages), a.k_pool_stride, static_cast<const T *>(a.k_new),
-                           a.k_new_stride, a.head_dim_qk};
-    const append_side v = {static_cast<T *>(a.v_pages), a.v_pool_stride, static_cast<const T *>(a.v_new),
-                           a.v_new_stride, a.head_dim_v};
+    const append_side k = {static_cast<pool_t *>(a.k_pages), a.k_pool_stride, static_cast<const T *>(a.k_new),
+                           a.k_new_stride, a.head_dim_qk, a.paging.k_scale};
+    const append_side v = {static_cast<pool_t *>(a.v_pages), a.v_pool_stride, static_cast<const T *>(a.v_new),
+                           a.v_new_stride, a.head_dim_v, a.paging.v_scale};
     copy_tokens(a, k, pages, first + i0, pos0, count);
     copy_tokens(a, v, pages, first + i0, pos0, count);
   }

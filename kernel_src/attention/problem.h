@@ -4,12 +4,22 @@
 // attention pipeline (simt, mma, wgmma, mfma) uses these, so they agree on
 // the semantics documented for ckjit_attention in ckjit.h.
 //
-// Needs T (element type), MASK, BIAS, ALIBI, SOFTCAP, PAGE (spec parameters)
-// and the tile's query rows BM.
+// Needs T (element type), MASK, BIAS, ALIBI, SOFTCAP, PAGE, KV8 (spec
+// parameters) and the tile's query rows BM.
 #pragma once
 #include "core/prelude.h"
 #include "abi/attention_args.h"
 #include "attention/paged_table.h"
+
+// K and V elements: T, or fp8 e4m3 bytes of paged pools (KV8), read as
+// scale * x (attn_kv_float, the tile's k_scale / v_scale).
+#if KV8
+typedef unsigned char attn_kv_t;
+CKJIT_INLINE float attn_kv_float(attn_kv_t x) { return ckjit_from_e4m3(x); }
+#else
+typedef T attn_kv_t;
+CKJIT_INLINE float attn_kv_float(attn_kv_t x) { return ckjit_to_float(x); }
+#endif
 
 #if BIAS == BIAS_F32
 typedef float attn_bias_t;
@@ -29,7 +39,9 @@ struct attn_tile {
   int m0;           // first query row (local)
   int sq, sk;       // the entry's lengths
   int diag;         // sk - sq: the bottom-right diagonal (query i, key i + diag)
-  const T *q, *k, *v; // row 0, dimension 0 of the entry's head h (Q) / g (K, V)
+  const T *q;        // row 0, dimension 0 of the entry's head h
+  const attn_kv_t *k, *v; // of its K/V head g
+  float k_scale, v_scale; // KV8: head g's dequantization scales (else 1)
   T *o;
   float *lse;       // row 0 of the entry's head h; NULL: none
   long long lse_ss; // LSE's row stride
@@ -138,8 +150,14 @@ CKJIT_INLINE bool attn_entry(const ckjit_attention_args &a, int b, int h, int m0
   if (tile.m0 >= tile.sq) return false;
   tile.q = static_cast<const T *>(a.q) + q_off + tile.h * a.q_stride.h;
   tile.o = static_cast<T *>(a.o) + o_off + tile.h * a.o_stride.h;
-  tile.k = static_cast<const T *>(a.k) + kb + tile.g * a.k_stride.h;
-  tile.v = static_cast<const T *>(a.v) + vb + tile.g * a.v_stride.h;
+  tile.k = static_cast<const attn_kv_t *>(a.k) + kb + tile.g * a.k_stride.h;
+  tile.v = static_cast<const attn_kv_t *>(a.v) + vb + tile.g * a.v_stride.h;
+#if KV8
+  tile.k_scale = a.paging.k_scale[tile.g * a.paging.scale_stride];
+  tile.v_scale = a.paging.v_scale[tile.g * a.paging.scale_stride];
+#else
+  tile.k_scale = tile.v_scale = 1.0f;
+#endif
   tile.lse = a.lse ? a.lse + lse_off + tile.h * a.lse_stride.h : nullptr;
   tile.lse_ss = a.lse_stride.s;
   return true;
@@ -148,8 +166,9 @@ CKJIT_INLINE bool attn_entry(const ckjit_attention_args &a, int b, int h, int m0
 // Key j's row of K (`v`: of V), 0 <= j < t.sk; nullptr when its page id
 // lies outside the pool: such a row is never read (the loaders fill zeros)
 // and is reported through page_error.
-CKJIT_INLINE const T *attn_key_row(const ckjit_attention_args &a, const attn_tile &t, bool v, int j) {
-  const T *base = v ? t.v : t.k;
+CKJIT_INLINE const attn_kv_t *attn_key_row(const ckjit_attention_args &a, const attn_tile &t, bool v,
+                                           int j) {
+  const attn_kv_t *base = v ? t.v : t.k;
   const long long ld = v ? a.v_stride.s : a.k_stride.s;
 #if PAGE
   const int id = paged_page_of(t.pages, j, a.paging.num_pages, a.paging.error);
@@ -252,8 +271,9 @@ struct attn_scorer {
 
 CKJIT_INLINE attn_scorer attn_make_scorer(const ckjit_attention_args &a, const attn_tile &t) {
   attn_scorer s;
-  s.scale_log2 = a.scale_log2;
-  s.cap_in = SOFTCAP ? a.scale_log2 / (a.softcap * ATTN_LOG2E) : 0.0f;
+  // (KV8: K's scale multiplies every q.k sum, so it joins the softmax scale.)
+  s.scale_log2 = a.scale_log2 * t.k_scale;
+  s.cap_in = SOFTCAP ? s.scale_log2 / (a.softcap * ATTN_LOG2E) : 0.0f;
   s.cap_log2 = SOFTCAP ? a.softcap * ATTN_LOG2E : 0.0f;
   s.slope_log2 = ALIBI ? a.alibi_slopes[t.b * a.alibi_stride_b + t.h] * ATTN_LOG2E : 0.0f;
   s.bias = BIAS != BIAS_NONE ? static_cast<const attn_bias_t *>(a.bias) +

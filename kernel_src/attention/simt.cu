@@ -123,7 +123,7 @@ CKJIT_INLINE void attend_rows(const ckjit_attention_args &a, const attn_tile &t,
   }
   l = row_sum(l);
   if (!row_ok) return;
-  const float inv_l = attn_inv_l(l);
+  const float inv_l = attn_inv_l(l) * t.v_scale; // (KV8: V's scale, a factor of every O term)
   T *out = t.o + i * a.o_stride.s + 4 * lane * a.o_stride.d;
 #pragma unroll
   for (int c = 0; c < O_VECS; c++)

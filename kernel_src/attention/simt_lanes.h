@@ -64,11 +64,11 @@ CKJIT_INLINE void stage_keys(float *tile, const ckjit_attention_args &a, const a
     const int jj = group + step * WARPS; // this thread's key in the tile
     if (jj >= BN) break;
     float *out = thread_out + step * WARPS * DIM;
-    const T *row = n0 + jj < end ? attn_key_row(a, t, v, n0 + jj) : nullptr;
+    const attn_kv_t *row = n0 + jj < end ? attn_key_row(a, t, v, n0 + jj) : nullptr;
     if (row) {
-      const T *in = row + lane * dim_stride;
+      const attn_kv_t *in = row + lane * dim_stride;
 #pragma unroll
-      for (int c = 0; c < DIM / 32; c++) out[32 * c] = ckjit_to_float(in[32 * c * dim_stride]);
+      for (int c = 0; c < DIM / 32; c++) out[32 * c] = attn_kv_float(in[32 * c * dim_stride]);
     } else {
 #pragma unroll
       for (int c = 0; c < DIM / 32; c++) out[32 * c] = 0.0f;

@@ -199,6 +199,16 @@ CKJIT_INLINE unsigned char ckjit_to_e4m3(float f) {
   return (unsigned char)(sign | (code > 0x7eu ? 0x7eu : code));
 }
 
+// e4m3 to f32, exactly (every e4m3 value is a float; 0x7F / 0xFF: NaN).
+CKJIT_INLINE float ckjit_from_e4m3(unsigned char b) {
+  const unsigned e = (b >> 3) & 15u, m = b & 7u;
+  float v;
+  if ((b & 0x7fu) == 0x7fu) v = __uint_as_float(0x7fc00000u);
+  else if (e == 0) v = (float)m * 0.001953125f; // subnormal: m * 2^-9
+  else v = __uint_as_float(((e + 120u) << 23) | (m << 20));
+  return __uint_as_float(__float_as_uint(v) | ((unsigned)(b & 0x80u) << 24));
+}
+
 // Two e4m3 values at once (lo, hi bytes) with the sm_89+ instruction, which
 // rounds and saturates as ckjit_to_e4m3 does (NaN: 0x7F).
 CKJIT_INLINE unsigned short ckjit_to_e4m3x2(float lo, float hi) {

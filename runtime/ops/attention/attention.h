@@ -31,10 +31,11 @@
  *   stages        K/V buffers in flight (mma, wgmma)
  *   warps         warps (NVIDIA) or wave64s (AMD) per block
  *   page          0: dense or varlen K / V; else the slots per page of a
- *                 paged K / V pool (a power of two up to 1024) */
+ *                 paged K / V pool (a power of two up to 1024)
+ *   kv8           1: the pages hold fp8 e4m3 (decode and simt only) */
 enum {
   AT_DTYPE, AT_HDIM, AT_HDIM_V, AT_MASK, AT_BIAS, AT_ALIBI, AT_SOFTCAP,
-  AT_BM, AT_BN, AT_STAGES, AT_WARPS, AT_PAGE, AT_COUNT
+  AT_BM, AT_BN, AT_STAGES, AT_WARPS, AT_PAGE, AT_KV8, AT_COUNT
 };
 
 /* Values of the mask and bias parameters (abi/attention_args.h); the masks
@@ -80,6 +81,7 @@ unsigned ckjit__attention_threads(const ckjit_spec *spec);
 typedef struct attention_call {
   const ckjit_attention_desc *desc; /* paged: derived by paged.c, k and v the pools */
   const ckjit_paged_kv *paged;      /* NULL: dense or varlen K / V */
+  int kv8;                          /* the pages hold fp8 e4m3 */
   int mask;                       /* MASK_*: WINDOW narrowed to CAUSAL or NONE where it is one */
   int window_left, window_right;  /* clamped to [0, CKJIT_ATTENTION_UNBOUNDED] */
   int bias;                       /* BIAS_* */

@@ -31,6 +31,7 @@ _Static_assert(MASK_NONE == (int)CKJIT_ATTENTION_MASK_NONE &&
     [AT_STAGES] = CKJIT_INT_PARAM("stages", 1, 4, STAGES),                    \
     [AT_WARPS] = CKJIT_INT_PARAM("warps", 1, 16, WARPS),                      \
     [AT_PAGE] = CKJIT_INT_PARAM("page", 0, 1024, 0),                          \
+    [AT_KV8] = CKJIT_INT_PARAM("kv8", 0, 1, 0),                               \
   }
 
 /* Defaults: each pipeline's hdim 128 tile (pipelines.c keeps the policy). */
@@ -59,7 +60,9 @@ unsigned ckjit__attention_smem(const ckjit_spec *s) {
   const int bm = v[AT_BM], bn = v[AT_BN], st = v[AT_STAGES], hd = v[AT_HDIM], hdv = v[AT_HDIM_V];
   const int es = (int)ckjit__dtype_param_size(v[AT_DTYPE]);
   switch (pipeline_of(s)) {
-  case ATTENTION_DECODE: return CKJIT_ATTENTION_DECODE_SMEM(bm, bn, st, hd, hdv, es);
+  case ATTENTION_DECODE:
+    return v[AT_KV8] ? CKJIT_ATTENTION_DECODE8_SMEM(bm, bn, st, hd, hdv, es)
+                     : CKJIT_ATTENTION_DECODE_SMEM(bm, bn, st, hd, hdv, es);
   case ATTENTION_WGMMA: return CKJIT_ATTENTION_WGMMA_SMEM(bm, bn, st, hd, hdv, es);
   case ATTENTION_MMA: return CKJIT_ATTENTION_MMA_SMEM(bm, bn, st, hd, hdv, es);
   case ATTENTION_MFMA: return CKJIT_ATTENTION_MFMA_SMEM(bm, bn, st, hd, hdv, es);
@@ -76,7 +79,7 @@ static int is_head_dim(int d) { return d == 64 || d == 96 || d == 128 || d == 19
 /* Checks every family shares: head dims, the tensor-core dtypes, the
  * shared-memory budget (sm_90's 227 KiB; AMD's 64 KiB LDS). */
 static ckjit_status check_common(const ckjit_spec *s, const char *family, int tensor_cores,
-                                 unsigned smem_max) {
+                                 unsigned smem_max, int takes_kv8) {
   const int32_t *v = s->value;
   if (!is_head_dim(v[AT_HDIM]) || !is_head_dim(v[AT_HDIM_V]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
@@ -88,6 +91,11 @@ static ckjit_status check_common(const ckjit_spec *s, const char *family, int te
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: %s page=%d must be 0 (dense) or a power of two up to 1024", family,
                        v[AT_PAGE]);
+  if (v[AT_KV8] && (!v[AT_PAGE] || !takes_kv8))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: %s kv8=1: fp8 pages are read by attention_decode and attention_simt "
+                       "only, and only paged (page > 0)",
+                       family);
   if (v[AT_BM] % 16 || v[AT_BN] % 16)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: %s bm=%d and bn=%d must be multiples of 16", family, v[AT_BM], v[AT_BN]);
@@ -114,7 +122,7 @@ int ckjit__attention_wgmma_tile_ok(const attention_tile *t) {
 
 static ckjit_status wgmma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  ckjit_status st = check_common(s, "attention_wgmma", 1, CKJIT_ATTENTION_SM90_SMEM);
+  ckjit_status st = check_common(s, "attention_wgmma", 1, CKJIT_ATTENTION_SM90_SMEM, 0);
   if (st) return st;
   /* Two or three consumer warpgroups: the kernel's register split is theirs. */
   if (!wgmma_rows_ok(v[AT_BM], v[AT_WARPS]))
@@ -134,7 +142,7 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
  * the warps' f32 O rows for their merge. */
 static ckjit_status decode_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  ckjit_status st = check_common(s, "attention_decode", 1, CKJIT_ATTENTION_SM90_SMEM);
+  ckjit_status st = check_common(s, "attention_decode", 1, CKJIT_ATTENTION_SM90_SMEM, 1);
   if (st) return st;
   if (v[AT_BM] != CKJIT_ATTENTION_DECODE_ROWS || (v[AT_WARPS] != 2 && v[AT_WARPS] != 4) ||
       v[AT_BN] != 16 * v[AT_WARPS] || v[AT_STAGES] < 2)
@@ -153,7 +161,7 @@ static ckjit_status decode_check(const ckjit_spec *s) {
 /* One warp per 16 query rows (the m of mma.sync m16n8k16). */
 static ckjit_status mma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  ckjit_status st = check_common(s, "attention_mma", 1, CKJIT_ATTENTION_SM90_SMEM);
+  ckjit_status st = check_common(s, "attention_mma", 1, CKJIT_ATTENTION_SM90_SMEM, 0);
   if (st) return st;
   if (v[AT_BM] != 16 * v[AT_WARPS] || v[AT_WARPS] > 8 || v[AT_STAGES] > 3)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
@@ -165,7 +173,7 @@ static ckjit_status mma_check(const ckjit_spec *s) {
 
 static ckjit_status mfma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  ckjit_status st = check_common(s, "attention_mfma", 1, 64 * 1024);
+  ckjit_status st = check_common(s, "attention_mfma", 1, 64 * 1024, 0);
   if (st) return st;
   if (v[AT_BM] % (16 * v[AT_WARPS]) || v[AT_WARPS] > 8)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
@@ -176,7 +184,7 @@ static ckjit_status mfma_check(const ckjit_spec *s) {
 
 static ckjit_status simt_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  ckjit_status st = check_common(s, "attention_simt", 0, 64 * 1024);
+  ckjit_status st = check_common(s, "attention_simt", 0, 64 * 1024, 1);
   if (st) return st;
   if (v[AT_WARPS] > 8 || v[AT_BM] % v[AT_WARPS])
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
@@ -217,18 +225,19 @@ static int fill_default(attention_pipeline p, size_t i, int n_dtypes, int first_
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
   return 1;
 }
-/* Decode: head dims 64, 128, 256 x dense / pages of 1 and 16 slots x f16,
- * bf16, no mask (one query a sequence sees every key). */
+/* Decode: head dims 64, 128, 256 x dense / pages of 1 and 16 slots / fp8
+ * pages of 16 x f16, bf16, no mask (one query a sequence sees every key). */
 static int decode_default(size_t i, ckjit_spec *out) {
-  static const int pages[] = {0, 1, 16};
-  if (i >= 2 * N_HDIMS * 3) return 0;
+  static const int pages[] = {0, 1, 16, 16}, fp8[] = {0, 0, 0, 1};
+  if (i >= 2 * N_HDIMS * 4) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_ATTENTION_DECODE;
   int32_t *v = out->value;
   const int hd = default_hdims[i % N_HDIMS];
-  v[AT_DTYPE] = 1 + (int)(i / (N_HDIMS * 3));
+  v[AT_DTYPE] = 1 + (int)(i / (N_HDIMS * 4));
   v[AT_HDIM] = v[AT_HDIM_V] = hd;
-  v[AT_PAGE] = pages[i / N_HDIMS % 3];
+  v[AT_PAGE] = pages[i / N_HDIMS % 4];
+  v[AT_KV8] = fp8[i / N_HDIMS % 4];
   const attention_tile t = ckjit__attention_tile(ATTENTION_DECODE, hd, hd, MASK_NONE, 1, v[AT_PAGE]);
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
   return 1;
@@ -236,7 +245,17 @@ static int decode_default(size_t i, ckjit_spec *out) {
 static int wgmma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_WGMMA, i, 2, 1, out); }
 static int mma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_MMA, i, 2, 1, out); }
 static int mfma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_MFMA, i, 2, 1, out); }
-static int simt_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_SIMT, i, 1, 0, out); }
+/* SIMT: f32 as the others, and prefill over fp8 pages of 16 slots (head
+ * dim 128, causal, f16 and bf16), which only it runs. */
+static int simt_default(size_t i, ckjit_spec *out) {
+  if (fill_default(ATTENTION_SIMT, i, 1, 0, out)) return 1;
+  const size_t fp8 = i - (size_t)(N_HDIMS * 2 + N_PAGES * 2);
+  if (fp8 >= 2) return 0;
+  fill_default(ATTENTION_SIMT, N_HDIMS * 2 + N_PAGES + 1, 1, 0, out); /* f32, page 16, causal */
+  out->value[AT_DTYPE] = 1 + (int32_t)fp8;
+  out->value[AT_KV8] = 1;
+  return 1;
+}
 
 const ckjit_family ckjit__family_attention_decode = {
     .name = "attention_decode",

@@ -42,7 +42,10 @@ ckjit_attention_paging ckjit__paging_args(const ckjit_paged_kv *kv) {
       .table_stride = kv->max_pages_per_seq,
       .k_page = kv->k_strides.page,
       .v_page = kv->v_strides.page,
-      .num_pages = (int)kv->num_pages};
+      .num_pages = (int)kv->num_pages,
+      .k_scale = kv->k_scale,
+      .v_scale = kv->v_scale,
+      .scale_stride = kv->scale_stride};
 }
 
 ckjit_status ckjit__paged_kv_validate_sizes(const char *api, const ckjit_paged_kv *kv) {
@@ -68,7 +71,21 @@ ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv,
   const int64_t ps = kv->page_size;
   ckjit_status st = ckjit__paged_kv_validate_sizes(api, kv);
   if (st) return st;
-  const size_t es = ckjit_dtype_size(dtype);
+  const int fp8 = kv->page_dtype == CKJIT_FP8_E4M3;
+  if (kv->page_dtype != 0 && kv->page_dtype != dtype && !fp8)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                       "%s: kv.page_dtype %s: the pages hold the call's dtype (%s; 0 says so) or "
+                       "fp8 e4m3",
+                       api, ckjit_dtype_name(kv->page_dtype), ckjit_dtype_name(dtype));
+  if (fp8 && (!kv->k_scale || !kv->v_scale || (uintptr_t)kv->k_scale % 4 ||
+              (uintptr_t)kv->v_scale % 4 || (kv->scale_stride != 0 && kv->scale_stride != 1)))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: fp8 pages need kv.k_scale and kv.v_scale (device f32, 4-byte aligned) "
+                       "and kv.scale_stride 0 (one scale) or 1 (one per K/V head); got %p, %p, "
+                       "%lld",
+                       api, (const void *)kv->k_scale, (const void *)kv->v_scale,
+                       (long long)kv->scale_stride);
+  const size_t es = fp8 ? 1 : ckjit_dtype_size(dtype);
   const ckjit_attention_strides ks = as_tensor(&kv->k_strides), vs = as_tensor(&kv->v_strides);
   if ((st = ckjit__attention_check_tensor(api, "kv.k_pages", kv->k_pages, es, &ks, kv->num_pages,
                                           heads_kv, ps, hd)) ||
@@ -96,14 +113,16 @@ ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv,
                        "%s: kv.max_pages_per_seq %lld must be in 1 .. 2^31 - 1", api,
                        (long long)kv->max_pages_per_seq);
   const void *ptrs[] = {kv->k_pages, kv->v_pages, kv->block_table, kv->seqlens_k, kv->kv_indptr,
-                        kv->kv_page_indices, kv->kv_last_page_len, kv->error};
+                        kv->kv_page_indices, kv->kv_last_page_len, kv->error,
+                        fp8 ? kv->k_scale : NULL, fp8 ? kv->v_scale : NULL};
   static const char *const names[] = {"kv.k_pages", "kv.v_pages", "kv.block_table",
                                       "kv.seqlens_k", "kv.kv_indptr", "kv.kv_page_indices",
-                                      "kv.kv_last_page_len", "kv.error"};
-  const void *given[8];
-  const char *given_names[8];
+                                      "kv.kv_last_page_len", "kv.error", "kv.k_scale",
+                                      "kv.v_scale"};
+  const void *given[10];
+  const char *given_names[10];
   int n = 0;
-  for (int i = 0; i < 8; i++) {
+  for (int i = 0; i < 10; i++) {
     if (!ptrs[i] || (i >= 2 && i <= 3 && csr) || (i >= 4 && i <= 6 && !csr)) continue;
     if (i >= 2 && (uintptr_t)ptrs[i] % 4)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s must be 4-byte aligned (int32)",
@@ -160,5 +179,6 @@ ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *pd, void *s
                                      pd->head_dim_qk, pd->head_dim_v, &pool_aligned)))
     return st;
   c.rows_aligned = c.rows_aligned && pool_aligned;
+  c.kv8 = kv->page_dtype == CKJIT_FP8_E4M3;
   return ckjit__attention_run(&c, stream);
 }

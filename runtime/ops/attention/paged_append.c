@@ -12,14 +12,16 @@
 #define API "ckjit_paged_kv_append"
 
 /* Parameters: the element type, slots per page, elements per copy (16
- * bytes, or 1 for any stride) and threads per block. */
-enum { PA_DTYPE, PA_PAGE, PA_VEC, PA_THREADS, PA_COUNT };
+ * bytes of the new tokens, or 1 for any stride), threads per block, and
+ * kv8 (the pool holds fp8 e4m3). */
+enum { PA_DTYPE, PA_PAGE, PA_VEC, PA_THREADS, PA_KV8, PA_COUNT };
 
 static const ckjit_param_desc params[PA_COUNT] = {
     [PA_DTYPE] = CKJIT_DTYPE_PARAM,
     [PA_PAGE] = CKJIT_INT_PARAM("page", 1, 1024, 16),
     [PA_VEC] = CKJIT_INT_PARAM("vec", 1, 8, 8),
     [PA_THREADS] = CKJIT_INT_PARAM("threads", 32, 256, 128),
+    [PA_KV8] = CKJIT_INT_PARAM("kv8", 0, 1, 0),
 };
 
 static ckjit_status check(const ckjit_spec *s) {
@@ -37,14 +39,16 @@ static ckjit_status check(const ckjit_spec *s) {
   return CKJIT_SUCCESS;
 }
 
-/* Default set: pages of 1, 16 and 128 slots, 16-bit dtypes, 16-byte copies. */
-static const int default_pages[] = {1, 16, 128};
+/* Default set: pages of 1, 16 and 128 slots and fp8 pages of 16, 16-bit
+ * dtypes, 16-byte copies. */
+static const int default_pages[] = {1, 16, 128, 16};
 static int default_spec(size_t i, ckjit_spec *out) {
-  if (i >= 6) return 0;
+  if (i >= 8) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_PAGED_APPEND;
-  out->value[PA_DTYPE] = 1 + (int)(i / 3);
-  out->value[PA_PAGE] = default_pages[i % 3];
+  out->value[PA_DTYPE] = 1 + (int)(i / 4);
+  out->value[PA_PAGE] = default_pages[i % 4];
+  out->value[PA_KV8] = i % 4 == 3;
   out->value[PA_VEC] = 8;
   out->value[PA_THREADS] = 128;
   return 1;
@@ -122,6 +126,7 @@ ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *st
   p.spec.value[PA_PAGE] = (int32_t)d->kv.page_size;
   p.spec.value[PA_VEC] = aligned ? vec : 1;
   p.spec.value[PA_THREADS] = 128;
+  p.spec.value[PA_KV8] = d->kv.page_dtype == CKJIT_FP8_E4M3;
   p.grid[0] = ckjit__grid_x(d->batch * ckjit__ceil_div(seq, 16)); /* TOKENS a block (paged_append.cu) */
   p.block[0] = 128;
   const ckjit_paged_kv *kv = &d->kv;

@@ -90,6 +90,7 @@ static void fill_spec(attention_pipeline p, const attention_call *c, ckjit_spec 
   v[AT_ALIBI] = d->alibi_slopes != NULL;
   v[AT_SOFTCAP] = d->softcap > 0.0f;
   v[AT_PAGE] = c->paged ? (int32_t)c->paged->page_size : 0;
+  v[AT_KV8] = c->kv8;
   const int plain = c->bias == BIAS_NONE && !v[AT_ALIBI] && !v[AT_SOFTCAP];
   const attention_tile t = ckjit__attention_tile(p, v[AT_HDIM], v[AT_HDIM_V], c->mask, plain, v[AT_PAGE]);
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
@@ -103,6 +104,8 @@ static int row_takes(const ckjit_runtime *rt, attention_pipeline p, const attent
   if (row->decode && (d->seqlen_q > CKJIT_ATTENTION_DECODE_ROWS || c->bias != BIAS_NONE ||
                       d->alibi_slopes))
     return 0;
+  /* fp8 pages: the decode and SIMT kernels convert them (the spec checks). */
+  if (c->kv8 && p != ATTENTION_DECODE && p != ATTENTION_SIMT) return 0;
   return needs && (rt->device.matrix_units & units) == units &&
          (!row->rows_aligned || c->rows_aligned) &&
          ckjit__attention_smem(s) <= (unsigned)rt->device.max_shared_bytes;
