@@ -797,7 +797,9 @@ def paged_md(recs):
              'median is over 1.25 x its min is measured again).', '',
              '- **decode** (1 query per sequence over its sk cached keys; ckjit also writes the '
              'LSE): GB/s = K and V bytes read, b*sk*hkv*d*2 B*2 (Q, O and the page table not '
-             'counted) / time. `vs copy`: the peer is the same run\'s torch `y.copy_(x)`, x and '
+             'counted) / time; `paged decode fp8`: the pools hold fp8 e4m3 with per-head f32 '
+             'scales (kv.page_dtype), 1 byte an element, and cuDNN reads the same dequantized '
+             'values as bf16 (twice the bytes). `vs copy`: the peer is the same run\'s torch `y.copy_(x)`, x and '
              'y each of that K+V byte count, its GB/s counted as (bytes read + bytes written) / '
              'time, so the ratio is the fraction of the bandwidth a copy reaches. `vs cudnn`: '
              '`F.scaled_dot_product_attention` under `sdpa_kernel(SDPBackend.CUDNN_ATTENTION)` '

@@ -34,6 +34,7 @@ from torch_bench_common import (  # noqa: E402  (the shared ctypes, timing and c
     layout_gate, parse_args, run_child, run_children, status_error)
 
 ELEM = 2          # bytes of a bf16 element
+FP8_E4M3 = 4      # ckjit_dtype of fp8 pages
 torch = F = None  # imported by the child
 REPORT = Reporter('paged_torch.py', 'paged')
 log, emit, note = REPORT.log, REPORT.emit, REPORT.note
@@ -49,7 +50,8 @@ class PagedKV(ctypes.Structure):  # ckjit_paged_kv
                 ('k_strides', PagedStrides), ('v_strides', PagedStrides), ('block_table', PTR),
                 ('max_pages_per_seq', I64), ('seqlens_k', PTR), ('kv_indptr', PTR),
                 ('kv_page_indices', PTR), ('kv_last_page_len', PTR), ('error', PTR),
-                ('max_seqlen_k', I64)]
+                ('max_seqlen_k', I64), ('page_dtype', INT), ('k_scale', PTR), ('v_scale', PTR),
+                ('scale_stride', I64)]
 
 
 class PagedAttentionDesc(ctypes.Structure):  # ckjit_paged_attention_desc (enums are int)
@@ -72,21 +74,22 @@ class AppendDesc(ctypes.Structure):  # ckjit_paged_kv_append_desc
 # stride structs 32, aligned 8):
 # paged_kv: num_pages 0, page_size 8, k_pages 16, v_pages 24, k_strides 32, v_strides 64,
 # block_table 96, max_pages_per_seq 104, seqlens_k 112, kv_indptr 120, kv_page_indices
-# 128, kv_last_page_len 136, error 144, max_seqlen_k 152: sizeof 160.
+# 128, kv_last_page_len 136, error 144, max_seqlen_k 152, page_dtype 160 (+4), k_scale 168,
+# v_scale 176, scale_stride 184: sizeof 192.
 # paged_attention_desc: dtype 0 (+4), batch 8, num_heads_q 16, num_heads_kv 24,
 # head_dim_qk 32, head_dim_v 40, max_seqlen_q 48, cu_seqlens_q 56, q 64, q_strides 72,
-# o 104, o_strides 112, lse 144, lse_strides 152, kv 184 (160), softmax_scale 344, mask
-# 348, window_left 352, window_right 360, softcap 368 (+4): sizeof 376.
+# o 104, o_strides 112, lse 144, lse_strides 152, kv 184 (192), softmax_scale 376, mask
+# 380, window_left 384, window_right 392, softcap 400 (+4): sizeof 408.
 # paged_kv_append_desc: dtype 0 (+4), batch 8, num_heads_kv 16, head_dim_qk 24,
 # head_dim_v 32, max_seqlen_new 40, cu_seqlens_new 48, k_new 56, v_new 64, k_new_strides
-# 72, v_new_strides 104, kv 136: sizeof 296.
+# 72, v_new_strides 104, kv 136: sizeof 328.
 # attention_strides, attention_desc: torch_bench_common.py.
 # layout_check() also compares every offset with a C program built on the headers.
 STRUCTS = {'ckjit_paged_strides': (PagedStrides, 32, 24),
            'ckjit_attention_strides': STRIDES_LAYOUT,
-           'ckjit_paged_kv': (PagedKV, 160, 152),
-           'ckjit_paged_attention_desc': (PagedAttentionDesc, 376, 368),
-           'ckjit_paged_kv_append_desc': (AppendDesc, 296, 136),
+           'ckjit_paged_kv': (PagedKV, 192, 184),
+           'ckjit_paged_attention_desc': (PagedAttentionDesc, 408, 400),
+           'ckjit_paged_kv_append_desc': (AppendDesc, 328, 136),
            'ckjit_attention_desc': ATTENTION_DESC_LAYOUT}
 
 
@@ -102,9 +105,10 @@ class Case:
     every key), 'prefill' (sq new queries after sk - sq cached keys, causal bottom-right)
     or 'append' (new tokens' K/V written into the pool; sk: the length after it)."""
 
-    def __init__(self, op, b, hq, hkv, sk, d, page, sq=1, new=0):
+    def __init__(self, op, b, hq, hkv, sk, d, page, sq=1, new=0, fp8=False):
         self.op, self.b, self.hq, self.hkv, self.sk, self.d = op, b, hq, hkv, sk, d
-        self.page, self.sq, self.new = page, sq, new
+        self.page, self.sq, self.new, self.fp8 = page, sq, new, fp8
+        elem = 1 if fp8 else ELEM  # fp8 pages: e4m3 bytes (Q and O stay bf16)
         assert sk % page == 0, 'the cases fill whole pages'
         self.pps = sk // page               # pages per sequence
         self.num_pages = b * self.pps        # the pool: every sequence's pages, shuffled
@@ -114,8 +118,8 @@ class Case:
             self.name = f'b{b} {heads} sk{sk} d{d} page{page}'
             self.peers = ('copy', 'cudnn')
             # K and V of every sequence's keys, once (Q, O and the page table not counted)
-            self.amount = b * sk * hkv * d * ELEM * 2
-            self.formula = f'b*sk*hkv*d*2 B*2 (K and V read once) = {self.amount}'
+            self.amount = b * sk * hkv * d * elem * 2
+            self.formula = f'b*sk*hkv*d*{elem} B*2 (K and V read once) = {self.amount}'
         elif op == 'prefill':
             self.name = f'b{b} {heads} sq{sq} sk{sk} d{d} page{page}'
             self.peers = ('dense', 'cudnn', 'cudnn+gather')
@@ -128,7 +132,7 @@ class Case:
             self.new_bytes = b * new * hkv * d * ELEM * 2       # the new tokens' K and V
             self.amount = 2 * self.new_bytes                      # read once, written once
             self.formula = f'2 * b*new*hkv*d*2 B*2 (new K and V read + written) = {self.amount}'
-        self.base = f'paged {op} bf16 {self.name}'
+        self.base = f'paged {op} {"fp8" if fp8 else "bf16"} {self.name}'
 
     def peer_amount(self, peer):
         """What the peer's rate counts: copy (bytes read + bytes written) of a buffer of
@@ -142,6 +146,7 @@ class Case:
 
 CASES = [Case('decode', 64, 32, 8, 4096, 128, p) for p in (16, 1)]
 CASES += [Case('decode', 8, 32, 8, 32768, 128, p) for p in (16, 1)]
+CASES += [Case('decode', b, 32, 8, sk, 128, 16, fp8=True) for b, sk in ((64, 4096), (8, 32768))]
 CASES += [Case('prefill', 16, 32, 8, 4096, 128, p, sq=2048) for p in (16, 128)]
 CASES += [Case('append', 64, 32, 8, 4096, 128, 16, new=n) for n in (1, 2048)]
 
@@ -201,15 +206,27 @@ def make_pool(ctx, case):
     table [b, pages per sequence] (int32) that names them."""
     k, v = (torch.randn(case.b, case.sk, case.hkv, case.d, device='cuda', dtype=torch.bfloat16,
                         generator=ctx.gen) for _ in range(2))
+    stored = (k, v)
+    if case.fp8:  # per-head scales; the pools hold e4m3(x / scale), the peers the values
+        case.scales = [torch.rand(case.hkv, device='cuda', generator=ctx.gen) * 0.01 + 0.02
+                       for _ in range(2)]
+        stored = [(t.float() / s.view(1, 1, -1, 1)).to(torch.float8_e4m3fn).view(torch.uint8)
+                  for t, s in zip((k, v), case.scales)]
+        k, v = (dequantize(t, s).to(torch.bfloat16) for t, s in zip(stored, case.scales))
     perm = torch.randperm(case.num_pages, device='cuda', generator=ctx.gen)
     pools = []
-    for t in (k, v):
+    for t in stored:
         pool = torch.empty(case.num_pages, case.page, case.hkv, case.d, device='cuda',
-                           dtype=torch.bfloat16)
-        pool.view(case.num_pages, -1).index_copy_(0, perm, t.view(case.num_pages, -1))
+                           dtype=t.dtype)
+        pool.view(case.num_pages, -1).index_copy_(0, perm, t.reshape(case.num_pages, -1))
         pools.append(pool)
     table = perm.view(case.b, case.pps).to(torch.int32).contiguous()
     return k, v, pools[0], pools[1], table
+
+
+def dequantize(t, scale):
+    """e4m3 bytes [..., hkv, d] as float32 values times their head's scale."""
+    return t.view(torch.float8_e4m3fn).float() * scale.view(-1, 1)
 
 
 def paged_kv(ctx, case, kpool, vpool, table, seqlens, err):
@@ -222,6 +239,9 @@ def paged_kv(ctx, case, kpool, vpool, table, seqlens, err):
         raise CheckFailed(f'ckjit_paged_strides_nhd({case.page}, {case.hkv}, {case.d}) = {got}, '
                           f'the pool tensor\'s strides {kpool.stride()}')
     kv.k_strides = kv.v_strides = st
+    if case.fp8:
+        kv.page_dtype, kv.scale_stride = FP8_E4M3, 1
+        kv.k_scale, kv.v_scale = (s.data_ptr() for s in case.scales)
     return kv
 
 
@@ -238,9 +258,11 @@ def reference(ctx, case, q, kpool, vpool, table, seq, rows):
     table (the independent reading of the pages), K/V heads expanded, the bottom-right
     causal mask explicit (prefill)."""
     ids = table[seq].long()
-    k, v = (p[ids].reshape(case.pps * case.page, case.hkv, case.d)[:case.sk].float()
-            .repeat_interleave(case.hq // case.hkv, 1).transpose(0, 1)[None]
-            for p in (kpool, vpool))
+    rows_of = [p[ids].reshape(case.pps * case.page, case.hkv, case.d)[:case.sk] for p in (kpool, vpool)]
+    if case.fp8:
+        rows_of = [dequantize(t, s) for t, s in zip(rows_of, case.scales)]
+    k, v = (t.float().repeat_interleave(case.hq // case.hkv, 1).transpose(0, 1)[None]
+            for t in rows_of)
     qf = q[seq, rows].float().transpose(0, 1)[None]  # [1, hq, R, d]
     mask = None
     if case.op == 'prefill':
@@ -529,6 +551,9 @@ def run_attention(ctx, case):
     if not ways:
         cnotes.insert(0, 'cuDNN ran no way of this case')
     notes['cudnn'] = cnotes
+    if case.fp8:
+        cnotes.append('fp8 pages: ckjit reads e4m3 K/V with per-head scales; cuDNN reads the same '
+                      'dequantized values as bf16 (twice the bytes)')
     if case.op == 'prefill':
         notes['cudnn+gather'] = list(cnotes) + [
             'counts torch.index_select of K and V from the pools into contiguous buffers '
