@@ -47,15 +47,17 @@ struct append_side {
 };
 
 // One piece as the pool stores it.
-CKJIT_INLINE pool_vec_t to_pool(const vec_t &v, float inv_scale) {
+// (x / scale, divided: a product with 1 / scale rounds some exact ties
+// between two codes to the other code.)
+CKJIT_INLINE pool_vec_t to_pool(const vec_t &v, float scale) {
   pool_vec_t p;
 #pragma unroll
   for (int i = 0; i < VEC; i++) {
 #if KV8
-    p.e[i] = ckjit_to_e4m3(ckjit_to_float(v.e[i]) * inv_scale);
+    p.e[i] = ckjit_to_e4m3(__fdiv_rn(ckjit_to_float(v.e[i]), scale));
 #else
     p.e[i] = v.e[i];
-    (void)inv_scale;
+    (void)scale;
 #endif
   }
   return p;
@@ -67,7 +69,7 @@ CKJIT_INLINE void copy_tokens(const ckjit_paged_append_args &a, const append_sid
   for (int c0 = threadIdx.x; c0 < total; c0 += BATCHED * THREADS) {
     vec_t v[BATCHED];
     pool_t *dst[BATCHED];
-    float inv_scale[BATCHED];
+    float scale[BATCHED];
 #pragma unroll
     for (int u = 0; u < BATCHED; u++) {
       const int c = c0 + u * THREADS, t = c / per_token, g = c % per_token / per_head, e = VEC * (c % per_head);
@@ -77,7 +79,7 @@ CKJIT_INLINE void copy_tokens(const ckjit_paged_append_args &a, const append_sid
       if (page < 0) continue;
       const ckjit_attention_stride4 ps = side.pool_stride, ss = side.src_stride;
       dst[u] = side.pool + page * ps.b + (long long)(pos % PAGE) * ps.s + g * ps.h + e * ps.d;
-      inv_scale[u] = KV8 ? 1.0f / side.scale[g * a.paging.scale_stride] : 1.0f;
+      scale[u] = KV8 ? side.scale[g * a.paging.scale_stride] : 1.0f;
       const T *src = side.src + (first + t) * ss.s + g * ss.h + e * ss.d;
       if (VEC > 1) {
         v[u] = *reinterpret_cast<const vec_t *>(src);
@@ -88,7 +90,7 @@ CKJIT_INLINE void copy_tokens(const ckjit_paged_append_args &a, const append_sid
 #pragma unroll
     for (int u = 0; u < BATCHED; u++) {
       if (!dst[u]) continue;
-      const pool_vec_t p = to_pool(v[u], inv_scale[u]);
+      const pool_vec_t p = to_pool(v[u], scale[u]);
       if (VEC > 1) *reinterpret_cast<pool_vec_t *>(dst[u]) = p;
       else *dst[u] = p.e[0];
     }

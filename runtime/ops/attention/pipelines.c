@@ -23,10 +23,10 @@ typedef struct attention_row {
 #define TAKES (1u << 31)
 static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
     [ATTENTION_DECODE] = {"decode", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1, 1},
-    [ATTENTION_WGMMA] = {"wgmma", {0, TAKES | CKJIT_MATRIX_WGMMA, TAKES | CKJIT_MATRIX_WGMMA}, 1},
-    [ATTENTION_MMA] = {"mma", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1},
-    [ATTENTION_MFMA] = {"mfma", {0, TAKES | CKJIT_MATRIX_MFMA_F16, TAKES | CKJIT_MATRIX_MFMA_BF16}, 1},
-    [ATTENTION_SIMT] = {"simt", {TAKES, TAKES, TAKES}, 0},
+    [ATTENTION_WGMMA] = {"wgmma", {0, TAKES | CKJIT_MATRIX_WGMMA, TAKES | CKJIT_MATRIX_WGMMA}, 1, 0},
+    [ATTENTION_MMA] = {"mma", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1, 0},
+    [ATTENTION_MFMA] = {"mfma", {0, TAKES | CKJIT_MATRIX_MFMA_F16, TAKES | CKJIT_MATRIX_MFMA_BF16}, 1, 0},
+    [ATTENTION_SIMT] = {"simt", {TAKES, TAKES, TAKES}, 0, 0},
 };
 
 /* Tiles (bench/NOTES.md has the measurements behind them), per pipeline,
