@@ -10,7 +10,10 @@
  * unknown CKJIT_ATTENTION_PIPELINE (read only once a device is found), is
  * still reported.  Links the shared library (public API only); every call
  * runs on a fresh thread; pointers are fake, well-aligned device addresses
- * that must never be dereferenced. */
+ * that must never be dereferenced.  FP8 pages (kv.page_dtype
+ * CKJIT_FP8_E4M3): their scales (kv.k_scale, kv.v_scale, kv.scale_stride)
+ * are checked, only for them; another page dtype than the call's is
+ * UNSUPPORTED. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +43,8 @@
 #define DKN ((const void *)AE_FAKE_DEV(13))
 #define DVN ((const void *)AE_FAKE_DEV(14))
 #define DCUN ((const int32_t *)AE_FAKE_DEV(15))
+#define DKS ((const float *)AE_FAKE_DEV(16))
+#define DVS ((const float *)AE_FAKE_DEV(17))
 
 #define PLUS(p, bytes) ((void *)((uintptr_t)(p) + (uintptr_t)(bytes)))
 
@@ -386,6 +391,57 @@ static void test_check(void **state) {
 
 /* ---- validation first; valid calls without a GPU; empty problems -------------------------- */
 
+/* ---- fp8 pages ------------------------------------------------------------------------ */
+
+/* The cache as fp8 pages: one scale per K/V head (scale_stride 1). */
+static void to_fp8(ckjit_paged_kv *kv) {
+  kv->page_dtype = CKJIT_FP8_E4M3;
+  kv->k_scale = DKS, kv->v_scale = DVS, kv->scale_stride = 1;
+}
+
+/* c must be refused (INVALID_ARGUMENT or UNSUPPORTED: a value that is no
+ * dtype at all), its message naming the function and `word`. */
+static void refused_word(call c, const char *word) {
+  const ae_result r = ae_run(do_call, &c);
+  const char *api = api_names[c.api];
+  if ((r.status != CKJIT_ERROR_INVALID_ARGUMENT && r.status != CKJIT_ERROR_UNSUPPORTED) || !strstr(r.message, api) ||
+      !strstr(r.message, word)) {
+    print_error("%s: %s: got %s (\"%s\"), want INVALID_ARGUMENT or UNSUPPORTED naming %s and \"%s\"\n", api, c.what,
+                ckjit_status_string(r.status), r.message, api, word);
+    fail();
+  }
+}
+#define REFUSED(api, word, what, ...) CASE(refused_word(c, word), api, what, __VA_ARGS__)
+
+static void fp8_cases(int api) {
+  INVALID(api, "kv.k_scale", "fp8: k_scale NULL", to_fp8(kv), kv->k_scale = NULL);
+  INVALID(api, "kv.v_scale", "fp8: v_scale NULL", to_fp8(kv), kv->v_scale = NULL);
+  INVALID(api, "kv.k_scale", "fp8, one scale: k_scale and v_scale NULL", to_fp8(kv), kv->scale_stride = 0,
+          kv->k_scale = NULL, kv->v_scale = NULL);
+  INVALID(api, "kv.k_scale", "fp8: k_scale + 2 bytes", to_fp8(kv), kv->k_scale = PLUS(DKS, 2));
+  INVALID(api, "kv.v_scale", "fp8: v_scale + 1 byte", to_fp8(kv), kv->v_scale = PLUS(DVS, 1));
+  INVALID(api, "kv.v_scale", "fp8, one scale: v_scale + 3 bytes", to_fp8(kv), kv->scale_stride = 0,
+          kv->v_scale = PLUS(DVS, 3));
+  INVALID(api, "kv.scale_stride", "fp8: scale_stride 2", to_fp8(kv), kv->scale_stride = 2);
+  INVALID(api, "kv.scale_stride", "fp8: scale_stride -1", to_fp8(kv), kv->scale_stride = -1);
+  INVALID(api, "kv.scale_stride", "fp8: scale_stride INT64_MIN", to_fp8(kv), kv->scale_stride = INT64_MIN);
+  UNSUP(api, "page_dtype", "page_dtype f16 with a bf16 call", kv->page_dtype = CKJIT_F16);
+  UNSUP(api, "page_dtype", "page_dtype bf16 with an f16 call", d->dtype = a->dtype = CKJIT_F16,
+        kv->page_dtype = CKJIT_BF16);
+  UNSUP(api, "page_dtype", "page_dtype i8", kv->page_dtype = CKJIT_I8);
+  UNSUP(api, "page_dtype", "page_dtype i8 with scales", to_fp8(kv), kv->page_dtype = CKJIT_I8);
+  UNSUP(api, "page_dtype", "page_dtype fp8 e5m2", to_fp8(kv), kv->page_dtype = CKJIT_FP8_E5M2);
+  UNSUP(api, "page_dtype", "page_dtype i32", kv->page_dtype = CKJIT_I32);
+  REFUSED(api, "page_dtype", "page_dtype 99", kv->page_dtype = (ckjit_dtype)99);
+  REFUSED(api, "page_dtype", "page_dtype -1", kv->page_dtype = (ckjit_dtype)-1);
+}
+
+static void test_fp8_pages(void **state) {
+  (void)state;
+  fp8_cases(A_ATTENTION);
+  fp8_cases(A_APPEND);
+}
+
 static void test_validation_first(void **state) {
   (void)state;
   INVALID(A_ATTENTION, "dtype", "batch 0, dtype 99", d->batch = 0, d->dtype = (ckjit_dtype)99);
@@ -443,6 +499,36 @@ static void test_valid_no_device(void **state) {
   VALID(A_APPEND, "CSR tables", to_csr(kv));
   VALID(A_APPEND, "f32, no error word", a->dtype = CKJIT_F32, kv->error = NULL);
   VALID(A_APPEND, "head dims 192 / 128", a->head_dim_qk = 192);
+  /* fp8 pages (strides in elements, which are bytes) */
+  for (int api = A_ATTENTION; api <= A_APPEND; api++) {
+    VALID(api, "fp8 pages, one scale per K/V head", to_fp8(kv));
+    VALID(api, "fp8 pages, one scale for the pool", to_fp8(kv), kv->scale_stride = 0);
+    VALID(api, "fp8 pages, K and V sharing one scale array", to_fp8(kv), kv->v_scale = kv->k_scale);
+    VALID(api, "fp8 pages, scales 4 bytes past 16", to_fp8(kv), kv->k_scale = PLUS(DKS, 4), kv->v_scale = PLUS(DVS, 12));
+    VALID(api, "fp8 pages, CSR tables", to_fp8(kv), to_csr(kv));
+    VALID(api, "fp8 pages, f16 call", to_fp8(kv), d->dtype = a->dtype = CKJIT_F16);
+    VALID(api, "fp8 pages, HND, page 1", to_fp8(kv), kv->page_size = 1,
+          kv->k_strides = kv->v_strides = ckjit_paged_strides_hnd(1, 2, 128));
+    VALID(api, "fp8 pages, page 1024", to_fp8(kv), kv->page_size = 1024,
+          kv->k_strides = kv->v_strides = ckjit_paged_strides_nhd(1024, 2, 128));
+    VALID(api, "fp8 pages, head dims 64", to_fp8(kv), d->head_dim_qk = d->head_dim_v = 64,
+          a->head_dim_qk = a->head_dim_v = 64, kv->k_strides = kv->v_strides = ckjit_paged_strides_nhd(16, 2, 64));
+    VALID(api, "fp8 pages one byte past 16 (elements are bytes: SIMT)", to_fp8(kv), kv->k_pages = PLUS(DK, 1),
+          kv->v_pages = PLUS(DV, 17));
+    VALID(api, "one fp8 K/V-interleaved pool", to_fp8(kv),
+          kv->k_strides = (ckjit_paged_strides){2 * 16 * 256, 256, 128, 1}, kv->v_strides = kv->k_strides,
+          kv->v_pages = PLUS(DK, 16 * 256));
+    VALID(api, "page_dtype the call's (bf16)", kv->page_dtype = CKJIT_BF16);
+    VALID(api, "page_dtype the call's (f16)", d->dtype = a->dtype = CKJIT_F16, kv->page_dtype = CKJIT_F16);
+    VALID(api, "page_dtype 0 (the call's): scales not looked at", kv->k_scale = NULL, kv->v_scale = PLUS(DVS, 1),
+          kv->scale_stride = -7);
+  }
+  VALID(A_ATTENTION, "fp8 pages, 200 queries (SIMT)", to_fp8(kv), d->max_seqlen_q = 200);
+  VALID(A_ATTENTION, "fp8 pages, causal, softcap 30", to_fp8(kv), d->mask = CKJIT_ATTENTION_MASK_CAUSAL,
+        d->softcap = 30.0f);
+  setenv("CKJIT_ATTENTION_PIPELINE", "wgmma", 1); /* fp8 refused only once a device is found */
+  VALID(A_ATTENTION, "fp8 pages, CKJIT_ATTENTION_PIPELINE=wgmma (read after the device)", to_fp8(kv));
+  unsetenv("CKJIT_ATTENTION_PIPELINE");
   setenv("CKJIT_ATTENTION_PIPELINE", "bogus", 1); /* read only once a device is found */
   VALID(A_ATTENTION, "CKJIT_ATTENTION_PIPELINE=bogus (read after the device)", (void)0);
   unsetenv("CKJIT_ATTENTION_PIPELINE");
@@ -460,6 +546,10 @@ static void test_empty_succeeds(void **state) {
   SUCCEEDS(A_APPEND, "batch 0", a->batch = 0);
   SUCCEEDS(A_APPEND, "max_seqlen_new 0", a->max_seqlen_new = 0);
   SUCCEEDS(A_APPEND, "batch 0, new tokens NULL", a->batch = 0, a->k_new = a->v_new = NULL, a->cu_seqlens_new = NULL);
+  SUCCEEDS(A_ATTENTION, "batch 0, fp8 pages without scales (the pools not looked at)", d->batch = 0, to_fp8(kv),
+           kv->k_scale = kv->v_scale = NULL);
+  SUCCEEDS(A_APPEND, "max_seqlen_new 0, fp8 pages without scales", a->max_seqlen_new = 0, to_fp8(kv),
+           kv->k_scale = kv->v_scale = NULL);
 }
 
 int main(void) {
@@ -470,6 +560,7 @@ int main(void) {
       cmocka_unit_test(test_attention_kv),
       cmocka_unit_test(test_append),
       cmocka_unit_test(test_check),
+      cmocka_unit_test(test_fp8_pages),
       cmocka_unit_test(test_validation_first),
       cmocka_unit_test(test_valid_no_device),
       cmocka_unit_test(test_empty_succeeds),

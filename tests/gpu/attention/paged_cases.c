@@ -15,7 +15,9 @@
  * with the long one's first pages.  Queries per sequence: min(nq, keys)
  * (varlen) or nq (dense): decode 1, 2, 16; prefill 2048 new after a prefix.
  * The kv.max_seqlen_k hint (decode's split plan) is left 0, exact, or
- * wrong (7: too small, which must cost speed only) in the decode cases. */
+ * wrong (7: too small, which must cost speed only) in the decode cases.
+ * FP8 pages (fp8_cases) add the kv8 spec parameter: decode and SIMT specs
+ * of their own, and the append's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,14 +26,17 @@
 
 /* ---- the pipelines: one line each ----------------------------------------------------- */
 
+/* fp8 pages (paged_attention.h): decode (at most 16 queries, as always)
+ * and simt run them, auto picks one of those; wgmma, mma and mfma forced
+ * must refuse them (CKJIT_ERROR_UNSUPPORTED, writing nothing). */
 const pg_pipe pg_pipes[] = {
-    {"auto", PG_REQ_ALWAYS, 0, 0},
+    {"auto", PG_REQ_ALWAYS, 0, 0, 1},
     /* split-KV decode (sm_80+, mma.sync): at most 16 queries per sequence (README) */
-    {"decode", PG_REQ_SM80, 1, PG_DECODE_MAX_Q},
-    {"wgmma", PG_REQ_SM90, 1, 0},
-    {"mma", PG_REQ_SM80, 1, 0},
-    {"mfma", PG_REQ_NEVER, 1, 0}, /* unverified on hardware: refusals are reported, not failed */
-    {"simt", PG_REQ_ALWAYS, 0, 0},
+    {"decode", PG_REQ_SM80, 1, PG_DECODE_MAX_Q, 1},
+    {"wgmma", PG_REQ_SM90, 1, 0, 0},
+    {"mma", PG_REQ_SM80, 1, 0, 0},
+    {"mfma", PG_REQ_NEVER, 1, 0, 0}, /* unverified on hardware: refusals are reported, not failed */
+    {"simt", PG_REQ_ALWAYS, 0, 0, 1},
 };
 const int pg_npipes = (int)(sizeof pg_pipes / sizeof pg_pipes[0]);
 
@@ -57,6 +62,10 @@ unsigned pg_pipes_required(const ckjit_device_info *info) {
 
 int pg_must_run(int p, unsigned required, int64_t max_q) {
   return (required & 1u << p) && (pg_pipes[p].max_q <= 0 || max_q <= pg_pipes[p].max_q);
+}
+
+int pg_must_refuse(int p, const pg_case *c) {
+  return (pg_pipes[p].tensor_cores && c->dt == CKJIT_F32) || (c->fp8 && !pg_pipes[p].fp8);
 }
 
 /* ---- building the list ------------------------------------------------------------------ */
@@ -219,6 +228,45 @@ static void prefill_cases(void) {
   masked(c, CAUSAL, -1, -1)->sample = 96;
 }
 
+/* FP8 e4m3 pages (kv.page_dtype; f32 dequantization scales): decode 1,
+ * decode 16 and dense 16 (auto picks decode), a prefill of 200 (SIMT only);
+ * pages 1, 16 and 128; NHD, HND and K/V-interleaved pools; one scale for
+ * the pool and one per K/V head (0.02 .. 0.07 for K, so that the scores
+ * stay moderate over codes up to 448; 0.1 .. 0.5 for V; some of few
+ * significant bits, 2^-5, 2^-4, 2^-2, 2^-3, 7/16, so that the data hold
+ * exact ties of the append's rounding: pg_fp8_draw);
+ * GQA 4; head dims 64 and 128; bf16 and f16; causal and none, a soft-cap
+ * (K's scale joins the softmax scale ahead of it); the LSE.  Every one
+ * appends (the pool checked byte for byte against e4m3(x / scale), and
+ * NaN new elements to NaN codes), then attends over the pages.  Values over
+ * the whole e4m3 range: pg_fp8_draw. */
+static void fp8(pg_case *c, int per_head, const float *k_scale, const float *v_scale) {
+  c->fp8 = 1, c->per_head = per_head;
+  for (int64_t g = 0; g < (per_head ? c->hk : 1); g++) c->k_scale[g] = k_scale[g], c->v_scale[g] = v_scale[g];
+}
+
+static void fp8_cases(void) {
+  static const float pow2_k[1] = {0.03125f}, pow2_v[1] = {0.25f}, one_k[1] = {0.0371f}, one_v[1] = {0.37f};
+  static const float head_k[4] = {0.0234f, 0.043f, 0.0275f, 0.0625f}, head_v[4] = {0.4375f, 0.125f, 0.31f, 0.19f};
+  pg_case *c = share(queries(mixed(add("fp8 page 16, decode 1, append, causal, one scale", BF, 16, PL_NHD, 8, 2, 128),
+                                   2000), 1, 1, 1), 2);
+  masked(c, CAUSAL, -1, -1)->hint = PG_HINT_EXACT;
+  fp8(c, 0, pow2_k, pow2_v);
+  c = queries(mixed(add("fp8 f16 d 64 page 1 HND, GQA 4, decode 16, append, per-head", FH, 1, PL_HND, 16, 4, 64), 700),
+              16, 1, 1);
+  c->pad_out = 1;
+  fp8(c, 1, head_k, head_v);
+  c = queries(mixed(add("fp8 page 128 K/V, prefill 200 (SIMT), append, causal, per-head", BF, 128, PL_KV, 8, 2, 128),
+                    1200), 200, 1, 1);
+  masked(c, CAUSAL, -1, -1)->sample = 96;
+  fp8(c, 1, head_k + 2, head_v + 2);
+  c = queries(mixed(add("fp8 f16 page 16, dense 16, append, causal, softcap 3, one scale", FH, 16, PL_NHD, 8, 2, 128),
+                    1000), 16, 0, 1);
+  masked(c, CAUSAL, -1, -1)->softcap = 3.0f;
+  c->hint = PG_HINT_LOW;
+  fp8(c, 0, one_k, one_v);
+}
+
 /* The problem of the bad tables (paged_bad.c): bf16, page 16, NHD, heads
  * 8 / 2, d 128, keys 40 / 50 / 33, 4 varlen queries each (append: written
  * first), no mask. */
@@ -261,4 +309,5 @@ void pg_build_cases(void) {
   window_cases();
   head_dim_dtype_cases();
   prefill_cases();
+  fp8_cases();
 }

@@ -1,6 +1,9 @@
 /* A paged problem on the device (see paged_gpu.h): its buffers, the
  * descriptors of both table forms, the output checks and the rows
- * compared with the reference. */
+ * compared with the reference.  FP8 pages: the pools are byte buffers
+ * (CKJIT_FP8_E4M3) and the scales an f32 buffer, K's at 0 and V's at
+ * PG_SCALE_V, NaN wherever the case's scale_stride says the kernels must
+ * not look (with one scale for the pool: every element but the first). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +63,16 @@ int pg_dev_setup(gt_check *ck, pg_dev *v, pg_problem *p, int with_pool) {
   v->t_decoy_sl = v->t_decoy_bt + cells;
   const int64_t tab_elems = v->t_decoy_sl + b + GUARD;
   for (int i = 0; with_pool && i < 2; i++)
-    if (p->pool_elems[i] && gt_buf_alloc(ck, &v->pool[i], c->dt, (size_t)p->pool_elems[i])) return -1;
+    if (p->pool_elems[i] && gt_buf_alloc(ck, &v->pool[i], pg_pool_dtype(c), (size_t)p->pool_elems[i])) return -1;
+  if (c->fp8) {
+    if (gt_buf_alloc(ck, &v->scale, CKJIT_F32, 2 * PG_SCALE_V + GUARD)) return -1;
+    gt_fill_nan(CKJIT_F32, v->scale.host, v->scale.elems);
+    for (int64_t g = 0; g < (c->per_head ? c->hk : 1); g++) {
+      gt_put(CKJIT_F32, v->scale.host, (size_t)g, p->kscale[g]);
+      gt_put(CKJIT_F32, v->scale.host, (size_t)(PG_SCALE_V + g), p->vscale[g]);
+    }
+    if (gt_buf_upload(ck, &v->scale)) return -1;
+  }
   if (gt_buf_alloc(ck, &v->q, c->dt, (size_t)p->q_elems) || gt_buf_alloc(ck, &v->o, c->dt, (size_t)p->o_elems) ||
       (c->lse && gt_buf_alloc(ck, &v->lse, CKJIT_F32, (size_t)p->lse_elems)) ||
       gt_buf_alloc(ck, &v->newb, c->dt, (size_t)p->new_elems) || gt_buf_alloc(ck, &v->tab, CKJIT_I32, (size_t)tab_elems) ||
@@ -74,7 +86,7 @@ int pg_dev_setup(gt_check *ck, pg_dev *v, pg_problem *p, int with_pool) {
 }
 
 void pg_dev_free(pg_dev *v) {
-  gt_buf *all[] = {&v->pool[0], &v->pool[1], &v->q, &v->o, &v->lse, &v->newb, &v->tab, &v->err};
+  gt_buf *all[] = {&v->pool[0], &v->pool[1], &v->q, &v->o, &v->lse, &v->newb, &v->tab, &v->err, &v->scale};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (all[i]->host || all[i]->dev) gt_buf_free(all[i]);
 }
@@ -102,6 +114,12 @@ ckjit_paged_kv pg_dev_kv(const pg_dev *v, int csr) {
     kv.seqlens_k = tab_ptr(v, v->t_sl);
   }
   kv.error = (int32_t *)v->err.dev;
+  if (p->c->fp8) {
+    kv.page_dtype = CKJIT_FP8_E4M3;
+    kv.k_scale = (const float *)v->scale.dev;
+    kv.v_scale = (const float *)gt_buf_ptr(&v->scale, PG_SCALE_V);
+    kv.scale_stride = p->c->per_head ? 1 : 0;
+  }
   if (p->c->hint == PG_HINT_LOW) kv.max_seqlen_k = 7; /* wrong: costs speed, never correctness */
   for (int64_t b = 0; p->c->hint == PG_HINT_EXACT && b < p->batch; b++)
     if (p->len_k[b] > kv.max_seqlen_k) kv.max_seqlen_k = p->len_k[b];

@@ -10,6 +10,9 @@
  *                     pipeline and both table forms, the checks, main()
  *   paged_bad.c       bad tables on the device: the error word, the check
  *   paged_large.c     a pool past 4 GiB
+ *   paged_fp8.c       fp8 e4m3 pages: the codec (decode, the append's
+ *                     rounding), the data drawn for them, and their
+ *                     self-checks (all 256 codes; wrong scales caught)
  * The reference is attention_reference.c's (float64, ckjit.h's semantics),
  * given each sequence's keys as one contiguous host copy: it never sees a
  * page. */
@@ -22,6 +25,7 @@
 #include "ckjit/paged_attention.h"
 
 #define PG_MAX_SEQ 8
+#define PG_FP8_MAX_HK 4 /* fp8 cases: K/V heads at most (one scale each) */
 
 /* ---- cases (paged_cases.c) -------------------------------------------------------------- */
 
@@ -54,6 +58,10 @@ typedef struct pg_case {
   int lse, pad_out;
   int hint;                    /* kv.max_seqlen_k: 0 none, PG_HINT_EXACT, PG_HINT_LOW (wrong: 7) */
   int sample;                  /* > 0: rows compared (plus each (b, h)'s first and last) */
+  /* fp8 e4m3 pages (kv.page_dtype CKJIT_FP8_E4M3; dt is Q's and O's, f16 or bf16) */
+  int fp8;
+  int per_head;                /* fp8: kv.scale_stride 1 (scales [0 .. hk)), else 0 (scales [0]) */
+  float k_scale[PG_FP8_MAX_HK], v_scale[PG_FP8_MAX_HK];
 } pg_case;
 
 enum { PG_HINT_NONE, PG_HINT_EXACT, PG_HINT_LOW };
@@ -78,6 +86,7 @@ typedef struct pg_pipe {
   int required;         /* enum pg_required: where the device must run it */
   int tensor_cores;     /* must refuse f32 (CKJIT_ERROR_UNSUPPORTED, writing nothing) */
   int64_t max_q;        /* > 0: must run only calls of at most this many queries per sequence */
+  int fp8;              /* takes fp8 pages; 0: must refuse them (CKJIT_ERROR_UNSUPPORTED, writing nothing) */
 } pg_pipe;
 
 extern const pg_pipe pg_pipes[];
@@ -91,6 +100,9 @@ unsigned pg_pipes_required(const ckjit_device_info *info);
  * tensor-core pipelines must refuse f32) on a device that must run
  * `required`. */
 int pg_must_run(int p, unsigned required, int64_t max_q);
+/* Whether pipeline p must refuse case c wherever it runs: a tensor-core
+ * pipeline and f32, or a pipeline without fp8 pages and an fp8 case. */
+int pg_must_refuse(int p, const pg_case *c);
 
 /* ---- one case's host side (paged_problem.c) --------------------------------------------- */
 
@@ -117,13 +129,20 @@ typedef struct pg_problem {
   int32_t *indices;            /* indptr[batch] ids, then PG_CSR_TAIL garbage entries */
   int64_t n_indices;
   int32_t last_len[PG_MAX_SEQ];
-  /* the pool */
+  /* the pool (fp8 pages: elements are e4m3 bytes) */
   ckjit_paged_strides ks, vs;
   int64_t v_off;               /* V's first element in its buffer (PL_KV: one K half) */
   int64_t pool_elems[2];       /* elements of each pool buffer (PB_V 0 for PL_KV) */
-  uint8_t *before[2], *after[2]; /* host mirrors (dtype): before / after the append; NaN elsewhere */
-  /* each sequence's keys, contiguous [token][head][dim] at tok_k: what the reference sees */
+  uint8_t *before[2], *after[2]; /* host mirrors (pool dtype): before / after the append; NaN elsewhere */
+  /* each sequence's keys, contiguous [token][head][dim] at tok_k: what the reference sees
+   * (fp8: the dequantized values scale * e4m3_value(code), in double) */
   double *kd, *vd;
+  /* fp8: the same keys' values x in dt (the new tokens the append quantizes; the
+   * other keys' codes were quantized from them on the host alike), their codes
+   * e4m3(x / scale), and the scales of each K/V head as the device reads them */
+  double *kx, *vx;
+  uint8_t *kcode, *vcode;
+  double kscale[PG_FP8_MAX_HK], vscale[PG_FP8_MAX_HK];
   /* the new tokens (append): packed [token][head][dim] (PL_KV: [token][2][head][dim]) */
   ckjit_attention_strides knew_st;
   int64_t vnew_off, new_elems;
@@ -137,6 +156,7 @@ typedef struct pg_problem {
 } pg_problem;
 
 #define PG_CSR_TAIL 3
+#define PG_SCALE_V 8   /* fp8: the V scales' first element in the device's scale buffer */
 
 /* Builds case c's host side from the seed; 0, or -1 (host memory). */
 int pg_problem_build(pg_problem *p, const pg_case *c, uint64_t seed);
@@ -144,6 +164,11 @@ int pg_problem_build(pg_problem *p, const pg_case *c, uint64_t seed);
  * LSE's strides and sizes (no data, no reference). */
 int pg_problem_plan(pg_problem *p, const pg_case *c, uint64_t seed);
 void pg_problem_free(pg_problem *p);
+
+/* The pools' element type: CKJIT_FP8_E4M3 for fp8 cases, else the case's dtype. */
+ckjit_dtype pg_pool_dtype(const pg_case *c);
+/* Element i of a pool buffer as stored (fp8: the e4m3 value, unscaled). */
+double pg_pool_get(const pg_case *c, const uint8_t *buf, size_t i);
 
 /* Element index of (page, slot, head, dim) of K (v 0) or V (v 1) in its pool buffer. */
 int64_t pg_pool_index(const pg_problem *p, int v, int64_t page, int64_t slot, int64_t head, int64_t dim);
@@ -156,6 +181,32 @@ int64_t pg_lse_index(const pg_problem *p, int64_t b, int64_t h, int64_t i);
  * slots); returns the failures. */
 int pg_problem_self_check(void);
 
+/* ---- fp8 e4m3 pages (paged_fp8.c) ------------------------------------------------------- */
+
+/* OCP e4m3fn: bias 7, largest 448 (0x7E), no infinity, NaN 0x7F / 0xFF,
+ * subnormals m 2^-9.  The value of a code (NaN for 0x7F / 0xFF). */
+double pg_e4m3_value(uint8_t code);
+/* The code of q: round to nearest, ties to even, saturating to +-448
+ * (infinities too), NaN to NaN (0x7F, 0xFF with its sign); the sign of a
+ * zero result kept.  paged_attention.h's rule for the append is
+ * e4m3(x / scale): the test gives q = x / scale exactly (in double). */
+uint8_t pg_e4m3_encode(double q);
+/* A value (in dt) for an fp8 element of scale `scale`: codes over the
+ * whole e4m3 range (subnormals, +-448, zeros of both signs), moved by up to
+ * 6% (the rounding), past 448 and infinite (saturated), and exact ties
+ * x / scale = a midpoint of two codes wherever dt holds scale times it
+ * (scales of few significant bits: 2^-5, 7/16; the rule says the even
+ * code, and a correctly rounded f32 quotient is the tie itself).  Never
+ * within 2^-16 (relative) of a boundary but on it: there an f32 quotient's
+ * rounding, which the rule does not fix, could cross it. */
+double pg_fp8_draw(tu_rng *rng, ckjit_dtype dt, double scale);
+/* The dequantized value of K (v 0) or V (v 1) head g's code. */
+double pg_fp8_dequant(const pg_problem *p, int v, int64_t g, uint8_t code);
+/* The codec on all 256 codes and against a nearest-value search, the
+ * data drawn, and deliberately wrong scales caught by the comparison;
+ * returns the failures. */
+int pg_fp8_self_check(void);
+
 /* ---- a problem on the device (paged_device.c) ------------------------------------------ */
 
 /* Its buffers.  tab holds every int32 table, at the t_* offsets (elements):
@@ -165,6 +216,7 @@ int pg_problem_self_check(void);
 typedef struct pg_dev {
   pg_problem *p;
   gt_buf pool[2], q, o, lse, newb, tab, err;
+  gt_buf scale;                /* fp8: f32 K scales at 0, V scales at PG_SCALE_V; NaN elsewhere */
   int64_t t_bt, t_sl, t_ip, t_ix, t_ll, t_cq, t_cn, t_decoy_bt, t_decoy_sl;
 } pg_dev;
 

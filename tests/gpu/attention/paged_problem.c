@@ -13,7 +13,15 @@
  * Tables: padded (max_pages = the most pages + 2; cells past a sequence's
  * pages hold garbage ids: -7, 2^31 - 1, num_pages, num_pages + 100,
  * INT32_MIN, -1) and CSR (compact, PG_CSR_TAIL garbage ids after the last
- * sequence; an empty sequence's kv_last_page_len 0, which must be ignored). */
+ * sequence; an empty sequence's kv_last_page_len 0, which must be ignored).
+ *
+ * FP8 pages: each key element is drawn as a value x in the case's dtype
+ * (pg_fp8_draw: over the whole e4m3 range), stored in the pool as
+ * e4m3(x / scale of its K/V head) (the append's rule, applied on the host
+ * to the keys already there; the new tokens carry x), and the reference
+ * sees scale * e4m3_value(code) in double: the attention over the
+ * dequantized K and V, as paged_attention.h defines it.  The pool's NaN
+ * elsewhere is the e4m3 NaN 0x7F. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +54,33 @@ int64_t pg_lse_index(const pg_problem *p, int64_t b, int64_t h, int64_t i) {
 }
 
 static void *zalloc(size_t n) { return calloc(n ? n : 1, 1); }
+
+ckjit_dtype pg_pool_dtype(const pg_case *c) { return c->fp8 ? CKJIT_FP8_E4M3 : c->dt; }
+
+double pg_pool_get(const pg_case *c, const uint8_t *buf, size_t i) {
+  return c->fp8 ? pg_e4m3_value(buf[i]) : gt_get(c->dt, buf, i);
+}
+
+static void pool_fill_nan(const pg_case *c, uint8_t *buf, size_t n) {
+  if (c->fp8)
+    memset(buf, 0x7F, n);
+  else
+    gt_fill_nan(c->dt, buf, n);
+}
+
+/* fp8: the scales of each K/V head as the device reads them (f32); one for
+ * every head when the pool has one (scale_stride 0). */
+static void plan_scales(pg_problem *p) {
+  const pg_case *c = p->c;
+  for (int64_t g = 0; c->fp8 && g < c->hk && g < PG_FP8_MAX_HK; g++) {
+    p->kscale[g] = (double)c->k_scale[c->per_head ? g : 0];
+    p->vscale[g] = (double)c->v_scale[c->per_head ? g : 0];
+  }
+}
+
+double pg_fp8_dequant(const pg_problem *p, int v, int64_t g, uint8_t code) {
+  return (v ? p->vscale[g] : p->kscale[g]) * pg_e4m3_value(code);
+}
 
 /* Lengths, queries, new tokens and their offsets. */
 static void plan_lengths(pg_problem *p) {
@@ -166,36 +201,74 @@ static void plan_qo(pg_problem *p) {
   }
 }
 
+/* fp8: every key element's value x (in dt), its code e4m3(x / scale) and
+ * the dequantized value the reference sees. */
+static void fill_fp8_keys(pg_problem *p, tu_rng *rng) {
+  const pg_case *c = p->c;
+  const int64_t d = c->d, row = c->hk * d, n = p->tok_k[p->batch] * row;
+  for (int64_t e = 0; e < n; e++) {
+    const int64_t g = e % row / d;
+    p->kx[e] = pg_fp8_draw(rng, c->dt, p->kscale[g]);
+    p->vx[e] = pg_fp8_draw(rng, c->dt, p->vscale[g]);
+    p->kcode[e] = pg_e4m3_encode(p->kx[e] / p->kscale[g]);
+    p->vcode[e] = pg_e4m3_encode(p->vx[e] / p->vscale[g]);
+    p->kd[e] = pg_fp8_dequant(p, 0, g, p->kcode[e]);
+    p->vd[e] = pg_fp8_dequant(p, 1, g, p->vcode[e]);
+  }
+}
+
+/* Sequence share_b's first share_pages pages of keys become share_a's. */
+static void copy_shared(pg_problem *p, void *base, size_t es) {
+  const pg_case *c = p->c;
+  const int64_t row = c->hk * c->d, n = c->share_pages * c->page * row;
+  uint8_t *b = base;
+  memcpy(b + (size_t)(p->tok_k[c->share_b] * row) * es, b + (size_t)(p->tok_k[c->share_a] * row) * es, (size_t)n * es);
+}
+
 /* The data: keys (shared prefix copied), the pool mirrors, new tokens, Q. */
 static int fill_data(pg_problem *p, tu_rng *rng) {
   const pg_case *c = p->c;
   const ckjit_dtype dt = c->dt;
   const int64_t hk = c->hk, d = c->d, keys = p->tok_k[p->batch], row = hk * d;
-  const size_t es = gt_esize(dt);
+  const size_t es = gt_esize(dt), pes = gt_esize(pg_pool_dtype(c));
   p->kd = zalloc((size_t)(keys * row) * sizeof(double));
   p->vd = zalloc((size_t)(keys * row) * sizeof(double));
   for (int i = 0; i < 2; i++) {
-    p->before[i] = p->pool_elems[i] ? malloc((size_t)p->pool_elems[i] * es) : NULL;
-    p->after[i] = p->pool_elems[i] ? malloc((size_t)p->pool_elems[i] * es) : NULL;
+    p->before[i] = p->pool_elems[i] ? malloc((size_t)p->pool_elems[i] * pes) : NULL;
+    p->after[i] = p->pool_elems[i] ? malloc((size_t)p->pool_elems[i] * pes) : NULL;
     if (p->pool_elems[i] && (!p->before[i] || !p->after[i])) return -1;
   }
   p->new_host = malloc((size_t)p->new_elems * es);
   p->q_host = malloc((size_t)p->q_elems * es);
   p->qd = malloc((size_t)p->q_elems * sizeof(double));
   if (!p->kd || !p->vd || !p->new_host || !p->q_host || !p->qd) return -1;
-  for (int64_t e = 0; e < keys * row; e++) {
-    p->kd[e] = gt_round(dt, gt_uniform(rng, -1.0, 1.0));
-    p->vd[e] = gt_round(dt, gt_uniform(rng, -1.0, 1.0));
+  if (c->fp8) {
+    p->kx = zalloc((size_t)(keys * row) * sizeof(double));
+    p->vx = zalloc((size_t)(keys * row) * sizeof(double));
+    p->kcode = zalloc((size_t)(keys * row));
+    p->vcode = zalloc((size_t)(keys * row));
+    if (!p->kx || !p->vx || !p->kcode || !p->vcode) return -1;
+    fill_fp8_keys(p, rng);
+  } else {
+    for (int64_t e = 0; e < keys * row; e++) {
+      p->kd[e] = gt_round(dt, gt_uniform(rng, -1.0, 1.0));
+      p->vd[e] = gt_round(dt, gt_uniform(rng, -1.0, 1.0));
+    }
   }
   if (c->share_pages) {
-    const int64_t n = c->share_pages * c->page * row;
-    memcpy(p->kd + p->tok_k[c->share_b] * row, p->kd + p->tok_k[c->share_a] * row, (size_t)n * sizeof(double));
-    memcpy(p->vd + p->tok_k[c->share_b] * row, p->vd + p->tok_k[c->share_a] * row, (size_t)n * sizeof(double));
+    copy_shared(p, p->kd, sizeof(double));
+    copy_shared(p, p->vd, sizeof(double));
+    if (c->fp8) {
+      copy_shared(p, p->kx, sizeof(double));
+      copy_shared(p, p->vx, sizeof(double));
+      copy_shared(p, p->kcode, 1);
+      copy_shared(p, p->vcode, 1);
+    }
   }
   for (int i = 0; i < 2; i++)
     if (p->pool_elems[i]) {
-      gt_fill_nan(dt, p->before[i], (size_t)p->pool_elems[i]);
-      gt_fill_nan(dt, p->after[i], (size_t)p->pool_elems[i]);
+      pool_fill_nan(c, p->before[i], (size_t)p->pool_elems[i]);
+      pool_fill_nan(c, p->after[i], (size_t)p->pool_elems[i]);
     }
   const int kv_buf = c->layout == PL_KV ? PB_K : PB_V;
   for (int64_t b = 0; b < p->batch; b++)
@@ -205,11 +278,15 @@ static int fill_data(pg_problem *p, tu_rng *rng) {
         for (int64_t x = 0; x < d; x++) {
           const int64_t src = (p->tok_k[b] + j) * row + g * d + x;
           const int64_t ki = pg_pool_index(p, 0, page, slot, g, x), vi = pg_pool_index(p, 1, page, slot, g, x);
-          gt_put(dt, p->after[PB_K], (size_t)ki, p->kd[src]);
-          gt_put(dt, p->after[kv_buf], (size_t)vi, p->vd[src]);
-          if (j < first_new) {
-            gt_put(dt, p->before[PB_K], (size_t)ki, p->kd[src]);
-            gt_put(dt, p->before[kv_buf], (size_t)vi, p->vd[src]);
+          for (int m = 0; m < 1 + (j < first_new); m++) { /* after; before too when not new */
+            uint8_t *const *mirror = m ? p->before : p->after;
+            if (c->fp8) {
+              mirror[PB_K][ki] = p->kcode[src];
+              mirror[kv_buf][vi] = p->vcode[src];
+            } else {
+              gt_put(dt, mirror[PB_K], (size_t)ki, p->kd[src]);
+              gt_put(dt, mirror[kv_buf], (size_t)vi, p->vd[src]);
+            }
           }
         }
     }
@@ -220,8 +297,8 @@ static int fill_data(pg_problem *p, tu_rng *rng) {
         for (int64_t x = 0; x < d; x++) {
           const int64_t src = (p->tok_k[b] + p->len_k[b] - p->n_new[b] + i) * row + g * d + x;
           const int64_t dst = (p->tok_new[b] + i) * p->knew_st.seq + g * d + x;
-          gt_put(dt, p->new_host, (size_t)dst, p->kd[src]);
-          gt_put(dt, p->new_host, (size_t)(dst + p->vnew_off), p->vd[src]);
+          gt_put(dt, p->new_host, (size_t)dst, c->fp8 ? p->kx[src] : p->kd[src]);
+          gt_put(dt, p->new_host, (size_t)(dst + p->vnew_off), c->fp8 ? p->vx[src] : p->vd[src]);
         }
   gt_fill_nan(dt, p->q_host, (size_t)p->q_elems);
   for (int64_t e = 0; e < p->q_elems - GUARD; e++) gt_put(dt, p->q_host, (size_t)e, gt_uniform(rng, -1.0, 1.0));
@@ -249,6 +326,7 @@ static int plan(pg_problem *p, const pg_case *c, tu_rng *rng) {
   memset(p, 0, sizeof *p);
   p->c = c;
   plan_lengths(p);
+  plan_scales(p);
   if (plan_pages(p, rng)) return -1;
   plan_pool(p);
   plan_qo(p);
@@ -277,6 +355,10 @@ void pg_problem_free(pg_problem *p) {
   }
   free(p->kd);
   free(p->vd);
+  free(p->kx);
+  free(p->vx);
+  free(p->kcode);
+  free(p->vcode);
   free(p->new_host);
   free(p->q_host);
   free(p->qd);
@@ -322,14 +404,31 @@ static int check_tables(const pg_problem *p) {
   return bad;
 }
 
+/* Key element (K: v 0, V: v 1) of head g as the reference sees it, read
+ * from pool buffer `buf` at element i (fp8: dequantized). */
+static double key_in_pool(const pg_problem *p, int v, int64_t g, const uint8_t *buf, size_t i) {
+  return p->c->fp8 ? pg_fp8_dequant(p, v, g, buf[i]) : gt_get(p->c->dt, buf, i);
+}
+
+/* Whether new-token element ni (V: at vnew_off) is what the pool holds at
+ * i: the value itself, or for fp8 pages its code e4m3(x / scale), which
+ * the append stores; and is the key's own value (kx / kd at src). */
+static int new_token_ok(const pg_problem *p, int v, int64_t g, size_t ni, const uint8_t *buf, size_t i, int64_t src) {
+  const pg_case *c = p->c;
+  const double x = gt_get(c->dt, p->new_host, ni + (v ? (size_t)p->vnew_off : 0));
+  if (!c->fp8) return x == (v ? p->vd : p->kd)[src] && x == gt_get(c->dt, buf, i);
+  const double scale = v ? p->vscale[g] : p->kscale[g];
+  return x == (v ? p->vx : p->kx)[src] && pg_e4m3_encode(x / scale) == buf[i];
+}
+
 /* Gathers every key back through the padded table (the CSR one agrees,
  * above) from the `after` mirror; the `before` mirror differs exactly in
  * the new tokens' slots; nothing else of the pool holds a number. */
 static int check_pool(const pg_problem *p) {
   const pg_case *c = p->c;
-  const ckjit_dtype dt = c->dt;
   const int64_t hk = c->hk, d = c->d, row = hk * d;
   const int kv_buf = c->layout == PL_KV ? PB_K : PB_V;
+  const size_t pes = gt_esize(pg_pool_dtype(c));
   int bad = 0;
   int64_t numbers = 0, differ = 0, want_numbers = 0, want_differ = 0;
   for (int64_t b = 0; b < p->batch && !bad; b++) {
@@ -342,18 +441,19 @@ static int check_pool(const pg_problem *p) {
         for (int64_t x = 0; x < d; x++) {
           const int64_t src = (p->tok_k[b] + j) * row + g * d + x;
           const size_t ki = (size_t)pg_pool_index(p, 0, page, slot, g, x), vi = (size_t)pg_pool_index(p, 1, page, slot, g, x);
-          if (gt_get(dt, p->after[PB_K], ki) != p->kd[src] || gt_get(dt, p->after[kv_buf], vi) != p->vd[src]) {
+          if (key_in_pool(p, 0, g, p->after[PB_K], ki) != p->kd[src] ||
+              key_in_pool(p, 1, g, p->after[kv_buf], vi) != p->vd[src]) {
             bad += sc_fail(c->name, "key gathered through the table", b, j);
             break;
           }
-          if (is_new != isnan(gt_get(dt, p->before[PB_K], ki)) || is_new != isnan(gt_get(dt, p->before[kv_buf], vi))) {
+          if (is_new != isnan(pg_pool_get(c, p->before[PB_K], ki)) || is_new != isnan(pg_pool_get(c, p->before[kv_buf], vi))) {
             bad += sc_fail(c->name, "before-append mirror at a key", b, j);
             break;
           }
           if (is_new) {
             const int64_t t = p->tok_new[b] + j - (p->len_k[b] - p->n_new[b]);
             const size_t ni = (size_t)(t * p->knew_st.seq + g * d + x);
-            if (gt_get(dt, p->new_host, ni) != p->kd[src] || gt_get(dt, p->new_host, ni + (size_t)p->vnew_off) != p->vd[src]) {
+            if (!new_token_ok(p, 0, g, ni, p->after[PB_K], ki, src) || !new_token_ok(p, 1, g, ni, p->after[kv_buf], vi, src)) {
               bad += sc_fail(c->name, "new token", b, j);
               break;
             }
@@ -364,8 +464,8 @@ static int check_pool(const pg_problem *p) {
   if (c->share_pages) want_numbers -= c->share_pages * c->page * row * 2;
   for (int i = 0; i < 2; i++)
     for (int64_t e = 0; p->pool_elems[i] && e < p->pool_elems[i]; e++) {
-      numbers += !isnan(gt_get(dt, p->after[i], (size_t)e));
-      differ += memcmp(p->after[i] + e * (int64_t)gt_esize(dt), p->before[i] + e * (int64_t)gt_esize(dt), gt_esize(dt)) != 0;
+      numbers += !isnan(pg_pool_get(c, p->after[i], (size_t)e));
+      differ += memcmp(p->after[i] + e * (int64_t)pes, p->before[i] + e * (int64_t)pes, pes) != 0;
     }
   if (numbers != want_numbers) bad += sc_fail(c->name, "numbers in the pool (stray writes or overlaps)", numbers, want_numbers);
   if (differ != want_differ) bad += sc_fail(c->name, "elements the append changes", differ, want_differ);
@@ -423,6 +523,14 @@ int pg_problem_self_check(void) {
       {.name = "self-check KV page 4 dense", .dt = CKJIT_F32, .page = 4, .layout = PL_KV, .hq = 2, .hk = 1,
        .d = 64, .batch = 3, .len_k = {5, 4, 13}, .nq = 3, .varlen_q = 0, .append = 1,
        .mask = CKJIT_ATTENTION_MASK_NONE, .wl = -1, .wr = -1, .lse = 1, .pad_out = 1, .odd_new = 1},
+      {.name = "self-check fp8 NHD page 1, per-head scales", .dt = CKJIT_BF16, .page = 1, .layout = PL_NHD, .hq = 4,
+       .hk = 2, .d = 64, .batch = 4, .len_k = {3, 0, 1, 9}, .nq = 2, .varlen_q = 1, .append = 1,
+       .mask = CKJIT_ATTENTION_MASK_NONE, .wl = -1, .wr = -1, .lse = 1, .fp8 = 1, .per_head = 1,
+       .k_scale = {0.0234f, 0.0625f}, .v_scale = {0.3f, 0.5f}},
+      {.name = "self-check fp8 K/V interleaved page 4 shared, one scale", .dt = CKJIT_F16, .page = 4, .layout = PL_KV,
+       .hq = 8, .hk = 4, .d = 64, .batch = 4, .len_k = {13, 4, 0, 11}, .nq = 3, .varlen_q = 1, .append = 1,
+       .share_a = 0, .share_b = 3, .share_pages = 2, .mask = CKJIT_ATTENTION_MASK_NONE, .wl = -1, .wr = -1,
+       .odd_new = 1, .fp8 = 1, .k_scale = {0.03125f}, .v_scale = {0.25f}},
   };
   int bad = 0;
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {

@@ -9,6 +9,8 @@
  *   test_paged_specs                 every pipeline the H100 must run
  *                                    (pg_must_run) takes every f16 / bf16
  *                                    case, the tensor-core ones refuse f32,
+ *                                    those without fp8 pages (wgmma, mma,
+ *                                    mfma) refuse the fp8 cases,
  *                                    every spec passes its family's check,
  *                                    and, where NVRTC is present, compiles
  *                                    for sm_90 (so a paged spec outside the
@@ -20,9 +22,10 @@
  * Three things are restated here from the library, as they are not
  * reachable otherwise: the dense descriptor ckjit_paged_attention derives
  * (paged.c: K and V the pools at their head and slot strides, seqlen_k
- * unbounded), ckjit_paged_kv_append's spec (paged_append.c: vec 16 bytes
- * when the pools and the new tokens are 16-byte rows, else 1; the threads
- * parameter's default)
+ * unbounded; the call's kv8 from kv.page_dtype), ckjit_paged_kv_append's
+ * spec (paged_append.c: vec 16 bytes of the new tokens when the pools and
+ * the new tokens are 16-byte rows, else 1; the threads parameter's
+ * default; kv8 for fp8 pages)
  * and attention_combine's (decode.c: the dtype and head_dim_v), which
  * decode runs when it splits the keys. */
 #include <stdio.h>
@@ -85,11 +88,12 @@ static int add_text(const char *text, const char *arch, const char *what, lines 
 static void fake_dev(pg_dev *v, pg_problem *p) {
   memset(v, 0, sizeof *v);
   v->p = p;
-  gt_buf *bufs[] = {&v->pool[0], &v->pool[1], &v->q, &v->o, &v->lse, &v->newb, &v->tab, &v->err};
-  const ckjit_dtype dt = p->c->dt;
-  const ckjit_dtype dts[] = {dt, dt, dt, dt, CKJIT_F32, dt, CKJIT_I32, CKJIT_I32};
-  for (int i = 0; i < 8; i++) {
-    if ((i < 2 && !p->pool_elems[i]) || (bufs[i] == &v->lse && !p->c->lse)) continue;
+  gt_buf *bufs[] = {&v->pool[0], &v->pool[1], &v->q, &v->o, &v->lse, &v->newb, &v->tab, &v->err, &v->scale};
+  const ckjit_dtype dt = p->c->dt, pdt = pg_pool_dtype(p->c);
+  const ckjit_dtype dts[] = {pdt, pdt, dt, dt, CKJIT_F32, dt, CKJIT_I32, CKJIT_I32, CKJIT_F32};
+  for (int i = 0; i < 9; i++) {
+    if ((i < 2 && !p->pool_elems[i]) || (bufs[i] == &v->lse && !p->c->lse) || (bufs[i] == &v->scale && !p->c->fp8))
+      continue;
     bufs[i]->dev = (void *)(uintptr_t)(0x100000000ull * (uint64_t)(i + 1));
     bufs[i]->dt = dts[i];
   }
@@ -138,15 +142,20 @@ static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned requir
     }
   }
   call.rows_aligned = call.rows_aligned && pool_aligned;
+  call.kv8 = pd.kv.page_dtype == CKJIT_FP8_E4M3;
+  if (call.kv8 != c->fp8) {
+    printf("FAIL [%s]: the descriptor's kv.page_dtype is not the case's\n", c->name);
+    bad++;
+  }
   for (int pipe = 0; pipe < pg_npipes && !call.empty; pipe++) {
     ckjit_spec spec;
     pg_pipe_select(pipe);
     const ckjit_status st = ckjit__attention_pick(rt, &call, &spec);
     pg_pipe_select(0);
     snprintf(what, sizeof what, "[%s] on %s", c->name, pg_pipes[pipe].name);
-    const int f32 = c->dt == CKJIT_F32, tc = pg_pipes[pipe].tensor_cores;
-    if (tc && f32) {
-      if (st != CKJIT_ERROR_UNSUPPORTED) printf("FAIL %s: a tensor-core pipeline takes f32\n", what), bad++;
+    if (pg_must_refuse(pipe, c)) {
+      if (st != CKJIT_ERROR_UNSUPPORTED)
+        printf("FAIL %s: the pipeline takes %s\n", what, c->fp8 ? "fp8 pages" : "f32 (a tensor-core pipeline)"), bad++;
       continue;
     }
     if (st == CKJIT_ERROR_UNSUPPORTED && !pg_must_run(pipe, required, p.max_q)) continue;
@@ -155,6 +164,7 @@ static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned requir
       bad++;
       continue;
     }
+    if (spec.value[AT_KV8] != c->fp8) printf("FAIL %s: a spec with kv8=%d\n", what, spec.value[AT_KV8]), bad++;
     bad += add_spec(&spec, arch, what, out);
     if (spec.family == CKJIT_FAMILY_ATTENTION_DECODE) { /* its splits' sum */
       char text[128];
@@ -171,8 +181,8 @@ static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned requir
                         ckjit__attention_rows_aligned(a.k_new, &a.k_new_strides, es, 1, c->hk, tokens) &&
                         ckjit__attention_rows_aligned(a.v_new, &a.v_new_strides, es, 1, c->hk, tokens);
     char text[128]; /* threads: the family's default, which the front-end uses */
-    snprintf(text, sizeof text, "paged_append:dtype=%s,page=%lld,vec=%d", ckjit_dtype_name(c->dt), LL(c->page),
-             aligned ? (int)(16 / es) : 1);
+    snprintf(text, sizeof text, "paged_append:dtype=%s,page=%lld,vec=%d,kv8=%d", ckjit_dtype_name(c->dt), LL(c->page),
+             aligned ? (int)(16 / es) : 1, c->fp8);
     snprintf(what, sizeof what, "[%s] append", c->name);
     bad += add_text(text, arch, what, out);
   }

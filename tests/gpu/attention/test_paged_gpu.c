@@ -27,7 +27,14 @@
  *   - the CSR form's O and LSE must equal the padded form's byte for byte
  *     (same pipeline; not for decode-sized calls without the
  *     kv.max_seqlen_k hint, whose key splits follow the table form), and
- *     the inputs (pool, Q, tables, new tokens) come back unchanged.
+ *     the inputs (pool, Q, tables, new tokens, scales) come back unchanged.
+ * FP8 pages (the fp8 cases): the append's pool must hold e4m3(x / scale)
+ * of each new element x bit for bit (paged_fp8.c's codec); the pipelines
+ * without fp8 pages (wgmma, mma, mfma: pg_pipes' fp8 column) must refuse
+ * every fp8 case with UNSUPPORTED, writing nothing, wherever they run;
+ * decode must run those of at most 16 queries a sequence, simt and auto
+ * all; and an append of new tokens holding NaNs (both signs) must store
+ * NaN codes there, and everything else as before.
  * Then bad tables (paged_bad.c) and a pool past 4 GiB (paged_large.c).
  *
  * Environment: CKJIT_TEST_SEED, CKJIT_TEST_THREADS (reference threads),
@@ -71,7 +78,9 @@ typedef struct crun {
 static const char *const form_names[2] = {"padded", "CSR"};
 
 /* The append in form `csr`: the pool reset to `before`, the call, then the
- * pool must be `after` byte for byte and the error word 0. */
+ * pool must be `after` byte for byte and the error word 0.  When it is not,
+ * `after` is uploaded, so that the attention runs check the attention
+ * alone (the append's failure reported once). */
 static void run_append(gt_check *ck, crun *r, int csr) {
   pg_dev *v = &r->v;
   if (pg_dev_upload_pool(ck, v, 0) || pg_dev_set_error(ck, v, 0)) return;
@@ -84,21 +93,95 @@ static void run_append(gt_check *ck, crun *r, int csr) {
   }
   const int32_t e = pg_dev_get_error(ck, v);
   if (e != 0) gt_fail(ck, "ckjit_paged_kv_append (%s tables) set *kv.error to %d on good tables", form_names[csr], e);
-  const size_t es = gt_esize(r->p.c->dt);
+  const pg_case *c = r->p.c;
+  const size_t es = gt_esize(pg_pool_dtype(c));
+  int differs = 0;
   for (int i = 0; i < 2; i++) {
     if (!v->pool[i].dev || gt_buf_download(ck, &v->pool[i], NULL)) continue;
     const uint8_t *want = r->p.after[i];
-    size_t e0 = 0, count = 0;
+    size_t e0 = 0, count = 0, next_code = 0;
     for (size_t k = 0; k < v->pool[i].elems; k++)
-      if (memcmp(v->pool[i].host + k * es, want + k * es, es) && !count++) e0 = k;
-    if (count)
+      if (memcmp(v->pool[i].host + k * es, want + k * es, es)) {
+        if (!count++) e0 = k;
+        next_code += c->fp8 && (v->pool[i].host[k] ^ want[k]) < 0x80 && abs(v->pool[i].host[k] - want[k]) == 1;
+      }
+    differs += count > 0;
+    if (count && c->fp8)
+      gt_fail(ck, "after ckjit_paged_kv_append (%s tables) fp8 pool %d differs from e4m3(x / scale) in %zu bytes, "
+              "%zu of them the neighbouring code (rounding; first: element %zu = 0x%02X, want 0x%02X, before 0x%02X)",
+              form_names[csr], i, count, next_code, e0, v->pool[i].host[e0], want[e0], r->p.before[i][e0]);
+    else if (count)
       gt_fail(ck, "after ckjit_paged_kv_append (%s tables) pool %d differs from the expected bytes in %zu elements "
-              "(first: element %zu = %g, want %g; the before-append value there was %g)",
-              form_names[csr], i, count, e0, gt_get(r->p.c->dt, v->pool[i].host, e0), gt_get(r->p.c->dt, want, e0),
-              gt_get(r->p.c->dt, r->p.before[i], e0));
+              "(first: element %zu = %g%s, want %g; the before-append value there was %g)",
+              form_names[csr], i, count, e0, pg_pool_get(c, v->pool[i].host, e0),
+              c->fp8 ? " (e4m3, unscaled)" : "", pg_pool_get(c, want, e0), pg_pool_get(c, r->p.before[i], e0));
     else
       gt_pass(ck);
   }
+  if (differs) pg_dev_upload_pool(ck, v, 1);
+}
+
+/* FP8 pages: the append with NaNs in the new tokens (K and V, both signs,
+ * the last new token of each sequence, a few dimensions): those elements
+ * must become NaN codes (0x7F or 0xFF: paged_attention.h says NaN stays
+ * NaN, not with which sign), every other byte of the pool as `after`.
+ * Leaves the new tokens and the pool as they were. */
+static void run_append_nan(gt_check *ck, crun *r) {
+  pg_dev *v = &r->v;
+  const pg_problem *p = &r->p;
+  const pg_case *c = p->c;
+  const int kv_buf = c->layout == PL_KV ? PB_K : PB_V;
+  const size_t es = gt_esize(c->dt);
+  uint8_t *want[2] = {NULL, NULL};
+  int64_t nan_at[2 * PG_MAX_SEQ * 4][2]; /* (pool buffer, element) */
+  int n = 0;
+  for (int i = 0; i < 2; i++)
+    if (p->pool_elems[i] && !(want[i] = malloc((size_t)p->pool_elems[i]))) goto out;
+  for (int i = 0; i < 2; i++)
+    if (want[i]) memcpy(want[i], p->after[i], (size_t)p->pool_elems[i]);
+  for (int64_t b = 0; b < p->batch; b++) {
+    if (!p->n_new[b]) continue;
+    const int64_t t = p->tok_new[b + 1] - 1, j = p->len_k[b] - 1, page = p->pages[b][j / c->page], slot = j % c->page;
+    for (int k = 0; k < 4; k++) { /* K, V; + and - NaN; head and dimension varying */
+      const int is_v = k & 1;
+      const int64_t g = (b + k) % c->hk, x = (37 * b + 11 * k) % c->d;
+      const size_t ni = (size_t)(t * p->knew_st.seq + g * c->d + x + (is_v ? p->vnew_off : 0));
+      const uint16_t bits = (uint16_t)((c->dt == CKJIT_F16 ? 0x7E00u : 0x7FC0u) | (k & 2 ? 0x8000u : 0u));
+      memcpy(v->newb.host + ni * es, &bits, 2);
+      nan_at[n][0] = is_v ? kv_buf : PB_K;
+      nan_at[n++][1] = pg_pool_index(p, is_v, page, slot, g, x);
+    }
+  }
+  if (gt_buf_upload(ck, &v->newb) || pg_dev_upload_pool(ck, v, 0) || pg_dev_set_error(ck, v, 0)) goto out;
+  ckjit_paged_kv_append_desc a;
+  pg_dev_append_desc(v, 0, &a);
+  const ckjit_status st = ckjit_paged_kv_append(&a, NULL);
+  if (st != CKJIT_SUCCESS) {
+    gt_fail(ck, "ckjit_paged_kv_append: %s: %s", ckjit_status_string(st), ckjit_last_error());
+    goto out;
+  }
+  const int32_t e = pg_dev_get_error(ck, v);
+  if (e != 0) gt_fail(ck, "ckjit_paged_kv_append set *kv.error to %d on good tables", e);
+  for (int k = 0; k < n; k++) want[nan_at[k][0]][nan_at[k][1]] = 0x7F;
+  for (int i = 0; i < 2; i++) {
+    if (!want[i] || gt_buf_download(ck, &v->pool[i], NULL)) continue;
+    size_t count = 0, e0 = 0;
+    for (size_t k = 0; k < v->pool[i].elems; k++) {
+      const uint8_t got = v->pool[i].host[k], w = want[i][k];
+      const int ok = got == w || (w == 0x7F && got == 0xFF && !isnan(pg_pool_get(c, p->after[i], k)));
+      if (!ok && !count++) e0 = k;
+    }
+    if (count)
+      gt_fail(ck, "pool %d after appending NaNs differs in %zu bytes (first: element %zu = 0x%02X, want 0x%02X)", i,
+              count, e0, v->pool[i].host[e0], want[i][e0]);
+    else
+      gt_pass(ck);
+  }
+out:
+  memcpy(v->newb.host, p->new_host, (size_t)p->new_elems * es);
+  if (gt_buf_upload(ck, &v->newb) == 0) pg_dev_upload_pool(ck, v, 1);
+  free(want[0]);
+  free(want[1]);
 }
 
 /* The case on pipeline `pipe` in form `csr`; appends the pipeline's name to ran. */
@@ -111,12 +194,15 @@ static void run_pipe(gt_check *ck, crun *r, int pipe, int csr) {
   pg_pipe_select(pipe);
   const ckjit_status st = ckjit_paged_attention(&d, NULL);
   pg_pipe_select(0);
-  if (pg_pipes[pipe].tensor_cores && c->dt == CKJIT_F32) { /* must refuse, and write nothing */
-    if (st != CKJIT_ERROR_UNSUPPORTED)
-      gt_fail(ck, "a forced tensor-core pipeline returned %s for f32 (want CKJIT_ERROR_UNSUPPORTED): %s",
-              ckjit_status_string(st), ckjit_last_error());
-    else if (pg_dev_download_out(ck, v) == 0)
+  if (pg_must_refuse(pipe, c)) { /* f32 on tensor cores, fp8 pages without them: refuse, write nothing */
+    if (st != CKJIT_ERROR_UNSUPPORTED) {
+      gt_fail(ck, "forced %s returned %s for %s (want CKJIT_ERROR_UNSUPPORTED): %s", pg_pipes[pipe].name,
+              ckjit_status_string(st), c->fp8 ? "fp8 pages" : "f32", ckjit_last_error());
+    } else if (pg_dev_download_out(ck, v) == 0) {
       pg_check_out(ck, v, NULL);
+      const int32_t e = pg_dev_get_error(ck, v);
+      if (e != 0) gt_fail(ck, "a refused call set *kv.error to %d", e);
+    }
     return;
   }
   if (st == CKJIT_ERROR_UNSUPPORTED && pg_refused(pipe, c->dt, pg_must_run(pipe, g_required, r->p.max_q))) return;
@@ -166,9 +252,9 @@ static void check_table_check(gt_check *ck, crun *r, int csr) {
 /* The inputs come back as uploaded (the pool as after the append). */
 static void check_inputs(gt_check *ck, crun *r) {
   pg_dev *v = &r->v;
-  gt_buf *bufs[] = {&v->pool[0], &v->pool[1], &v->q, &v->newb, &v->tab};
-  static const char *const names[] = {"pool K (or K/V)", "pool V", "Q", "the new tokens", "the tables"};
-  for (int i = 0; i < 5; i++) {
+  gt_buf *bufs[] = {&v->pool[0], &v->pool[1], &v->q, &v->newb, &v->tab, &v->scale};
+  static const char *const names[] = {"pool K (or K/V)", "pool V", "Q", "the new tokens", "the tables", "the fp8 scales"};
+  for (int i = 0; i < 6; i++) {
     gt_buf *b = bufs[i];
     if (!b->dev) continue;
     const size_t bytes = b->elems * gt_esize(b->dt);
@@ -218,6 +304,11 @@ static long run_case(gt_check *ck, size_t index, const pg_case *c, uint64_t seed
     }
     gt_check_begin(ck, "case %zu [%s] inputs", index, c->name);
     check_inputs(ck, r);
+    if (c->fp8 && c->append) {
+      gt_check_end(ck);
+      gt_check_begin(ck, "case %zu [%s] append of NaNs into fp8 pages", index, c->name);
+      run_append_nan(ck, r);
+    }
   } else if (ck->failures == fails0) {
     gt_fail(ck, "host malloc failed");
   }
@@ -287,6 +378,8 @@ static int case_rules(void) {
     else if (c->page < 1 || c->page > 1024 || (c->page & (c->page - 1))) why = "page size";
     else if (c->hq % c->hk) why = "heads";
     else if (pg_npipes > 32) why = "more than 32 pipelines";
+    else if (c->fp8 && ((c->dt != CKJIT_F16 && c->dt != CKJIT_BF16) || c->hk > PG_FP8_MAX_HK))
+      why = "fp8 pages: f16 or bf16, at most PG_FP8_MAX_HK K/V heads";
     else if (c->share_pages) {
       const int64_t shared = c->share_pages * c->page;
       for (int s = 0; s < 2 && !why; s++) {
@@ -297,6 +390,9 @@ static int case_rules(void) {
           why = "shared pages (not whole in both sequences, or written by the append)";
       }
     }
+    for (int64_t g = 0; c->fp8 && !why && g < (c->per_head ? c->hk : 1); g++)
+      if (!(c->k_scale[g] > 0.0f && c->v_scale[g] > 0.0f && isfinite(c->k_scale[g]) && isfinite(c->v_scale[g])))
+        why = "fp8 scales (each head's, or the pool's one) must be positive and finite";
     if (why) {
       printf("FAIL paged case [%s]: %s\n", c->name, why);
       bad++;
@@ -306,7 +402,9 @@ static int case_rules(void) {
   return bad;
 }
 
-static int self_checks(void) { return att_reference_self_check() + pg_problem_self_check() + case_rules(); }
+static int self_checks(void) {
+  return att_reference_self_check() + pg_problem_self_check() + pg_fp8_self_check() + case_rules();
+}
 
 static const gt_suite suite = {
     .name = "paged_attention_gpu",
