@@ -89,6 +89,30 @@ CKJIT_INLINE void copy_rows8(unsigned dst, RowAt row, int valid_rows, const attn
   }
 }
 
+// KV8 with staged ids: copy_paged_pairs for fp8 rows (row-major, 16-byte
+// chunks of 16 elements; K rows as long as V's).
+#define PAGED_PAIRS8 (PAGE > 0 && KV8 && HDIM == HDIM_V && THREADS % (HDIM / 16) == 0)
+CKJIT_INLINE void copy_paged_pairs8(const ckjit_attention_args &a, const attn_tile &t, const int *staged,
+                                    int id0, int n0, unsigned k_dst) {
+  constexpr int CH = HDIM / 16, STEP = THREADS / CH, ITERS = BN * CH / THREADS;
+  const int c = threadIdx.x % CH, r0 = threadIdx.x / CH;
+  const int k_page = (int)a.paging.k_page, v_page = (int)a.paging.v_page;
+  const int k_slot = (int)a.k_stride.s, v_slot = (int)a.v_stride.s;
+  const attn_kv_t *k_base = t.k + c * 16, *v_base = t.v + c * 16;
+#pragma unroll
+  for (int it = 0; it < ITERS; it++) {
+    const int r = r0 + it * STEP, j = n0 + r;
+    const int id = j < t.sk ? staged[j / PAGE_SLOTS - id0] : -1;
+    const int slot = j % PAGE_SLOTS;
+    const bool ok = id >= 0;
+    const attn_kv_t *k = k_base + ((long long)id * k_page + (long long)slot * k_slot);
+    const attn_kv_t *v = v_base + ((long long)id * v_page + (long long)slot * v_slot);
+    const unsigned at = (r * CH + c) * 16;
+    copy_async<16>(k_dst + at, ok ? k : t.k, ok ? 16 : 0);
+    copy_async<16>(k_dst + BN * HDIM + at, ok ? v : t.v, ok ? 16 : 0);
+  }
+}
+
 // Eight e4m3 bytes (two words) as eight T in four words.
 CKJIT_INLINE void e4m3x8_to_T(unsigned lo, unsigned hi, unsigned (&out)[4]) {
   const unsigned w[2] = {lo, hi};
@@ -202,6 +226,12 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
     const int n0 = begin + step * BN;
     if constexpr (KV8) {
       const unsigned k_dst = kv_ring + stage * RING_STAGE;
+      if constexpr (PAGED_PAIRS8) {
+        if (staged_ready) {
+          copy_paged_pairs8(a, t, staged, id0, n0, k_dst);
+          return;
+        }
+      }
       copy_rows8<BN, HDIM / 16>(k_dst, [&](int r) { return key_row(false, n0 + r); }, t.sk - n0, t.k);
       copy_rows8<BN, HDIM_V / 16>(k_dst + BN * HDIM, [&](int r) { return key_row(true, n0 + r); },
                                   t.sk - n0, t.v);
