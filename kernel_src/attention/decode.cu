@@ -56,14 +56,18 @@ static_assert(RING_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds the warps' 
 // pools' page and slot strides below 2^31 elements).  The generic copies
 // spend ~30 instructions a row on their addresses (ncu: 1.7x the dense
 // kernel's instructions, issue-bound instead of waiting on DRAM).
-#define PAGED_PAIRS (PAGE > 0 && !KV8 && HDIM == HDIM_V && THREADS % QC == 0)
+// (fp8 pages: the same, rows of 16-element chunks, row-major: converted later.)
+#define PAIR_CH (HDIM * (int)sizeof(attn_kv_t) / 16) // 16-byte chunks of a K row
+#define PAGED_PAIRS (PAGE > 0 && HDIM == HDIM_V && THREADS % PAIR_CH == 0)
 CKJIT_INLINE void copy_paged_pairs(const ckjit_attention_args &a, const attn_tile &t, const int *staged,
                                    int id0, int n0, unsigned k_dst) {
-  constexpr int STEP = THREADS / QC, ITERS = BN * QC / THREADS;
-  const int c = threadIdx.x % QC, r0 = threadIdx.x / QC;
+  constexpr int STEP = THREADS / PAIR_CH, ITERS = BN * PAIR_CH / THREADS;
+  constexpr int V_OFFSET = KV8 ? BN * HDIM : K_BYTES;
+  const int c = threadIdx.x % PAIR_CH, r0 = threadIdx.x / PAIR_CH;
   const int k_page = (int)a.paging.k_page, v_page = (int)a.paging.v_page;
   const int k_slot = (int)a.k_stride.s, v_slot = (int)a.v_stride.s;
-  const attn_kv_t *k_base = t.k + c * 8, *v_base = t.v + c * 8;
+  constexpr int E = 16 / (int)sizeof(attn_kv_t); // elements a chunk
+  const attn_kv_t *k_base = t.k + c * E, *v_base = t.v + c * E;
 #pragma unroll
   for (int it = 0; it < ITERS; it++) {
     const int r = r0 + it * STEP, j = n0 + r;
@@ -72,9 +76,9 @@ CKJIT_INLINE void copy_paged_pairs(const ckjit_attention_args &a, const attn_til
     const bool ok = id >= 0;
     const attn_kv_t *k = k_base + ((long long)id * k_page + (long long)slot * k_slot);
     const attn_kv_t *v = v_base + ((long long)id * v_page + (long long)slot * v_slot);
-    const unsigned at = attn_swz<QC>(r, c);
+    const unsigned at = KV8 ? (unsigned)(r * PAIR_CH + c) * 16 : attn_swz<QC>(r, c);
     copy_async<16>(k_dst + at, ok ? k : t.k, ok ? 16 : 0);
-    copy_async<16>(k_dst + K_BYTES + at, ok ? v : t.v, ok ? 16 : 0);
+    copy_async<16>(k_dst + V_OFFSET + at, ok ? v : t.v, ok ? 16 : 0);
   }
 }
 
@@ -86,30 +90,6 @@ CKJIT_INLINE void copy_rows8(unsigned dst, RowAt row, int valid_rows, const attn
     const int r = i / CH, c = i % CH;
     const attn_kv_t *src = r < valid_rows ? row(r) : nullptr;
     copy_async<16>(dst + i * 16, src ? src + c * 16 : mapped, src ? 16 : 0);
-  }
-}
-
-// KV8 with staged ids: copy_paged_pairs for fp8 rows (row-major, 16-byte
-// chunks of 16 elements; K rows as long as V's).
-#define PAGED_PAIRS8 (PAGE > 0 && KV8 && HDIM == HDIM_V && THREADS % (HDIM / 16) == 0)
-CKJIT_INLINE void copy_paged_pairs8(const ckjit_attention_args &a, const attn_tile &t, const int *staged,
-                                    int id0, int n0, unsigned k_dst) {
-  constexpr int CH = HDIM / 16, STEP = THREADS / CH, ITERS = BN * CH / THREADS;
-  const int c = threadIdx.x % CH, r0 = threadIdx.x / CH;
-  const int k_page = (int)a.paging.k_page, v_page = (int)a.paging.v_page;
-  const int k_slot = (int)a.k_stride.s, v_slot = (int)a.v_stride.s;
-  const attn_kv_t *k_base = t.k + c * 16, *v_base = t.v + c * 16;
-#pragma unroll
-  for (int it = 0; it < ITERS; it++) {
-    const int r = r0 + it * STEP, j = n0 + r;
-    const int id = j < t.sk ? staged[j / PAGE_SLOTS - id0] : -1;
-    const int slot = j % PAGE_SLOTS;
-    const bool ok = id >= 0;
-    const attn_kv_t *k = k_base + ((long long)id * k_page + (long long)slot * k_slot);
-    const attn_kv_t *v = v_base + ((long long)id * v_page + (long long)slot * v_slot);
-    const unsigned at = (r * CH + c) * 16;
-    copy_async<16>(k_dst + at, ok ? k : t.k, ok ? 16 : 0);
-    copy_async<16>(k_dst + BN * HDIM + at, ok ? v : t.v, ok ? 16 : 0);
   }
 }
 
@@ -226,9 +206,9 @@ ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) 
     const int n0 = begin + step * BN;
     if constexpr (KV8) {
       const unsigned k_dst = kv_ring + stage * RING_STAGE;
-      if constexpr (PAGED_PAIRS8) {
+      if constexpr (PAGED_PAIRS) {
         if (staged_ready) {
-          copy_paged_pairs8(a, t, staged, id0, n0, k_dst);
+          copy_paged_pairs(a, t, staged, id0, n0, k_dst);
           return;
         }
       }
