@@ -129,6 +129,8 @@ ckjit_status ckjit__attention_pick(const ckjit_runtime *rt, const attention_call
                        forced);
   }
   for (int p = 0; p < ATTENTION_PIPELINE_COUNT; p++) {
+    /* (The decode row's query bound first: most calls skip its spec.) */
+    if (rows[p].decode && c->desc->seqlen_q > CKJIT_ATTENTION_DECODE_ROWS) continue;
     fill_spec((attention_pipeline)p, c, spec);
     if (row_takes(rt, (attention_pipeline)p, c, spec)) return CKJIT_SUCCESS;
   }
