@@ -142,6 +142,8 @@ CKJIT_ABI_STRUCT(ckjit_attention_decode_args, CKJIT_ATTENTION_DECODE_FIELDS, 464
   X(int, splits, 456)                                                          \
   X(int, reserved, 460)
 CKJIT_ABI_STRUCT(ckjit_attention_combine_args, CKJIT_ATTENTION_COMBINE_FIELDS, 464)
+/* attention_combine's block: a warp per row, this many rows. */
+#define CKJIT_ATTENTION_COMBINE_ROWS 4
 
 /* paired: the pairs of query tiles (m, m_blocks - 1 - m) of one (head,
  * entry), the odd middle tile a pair of its own; the host sizes the grid

@@ -28,6 +28,10 @@
   X(int, heads_kv, 276)                                                        \
   X(int, head_dim_qk, 280)                                                     \
   X(int, head_dim_v, 284)
+/* New tokens of one sequence a block copies: the host sizes the grid by it
+ * (x = batch * ceil(max_new / TOKENS)). */
+#define CKJIT_PAGED_APPEND_TOKENS 16
+
 CKJIT_ABI_STRUCT(ckjit_paged_append_args, CKJIT_PAGED_APPEND_FIELDS, 288)
 
 #endif

@@ -15,11 +15,14 @@
 
 typedef DTYPE T;
 
-extern "C" __global__ void __launch_bounds__(128)
+#define ROWS CKJIT_ATTENTION_COMBINE_ROWS
+
+extern "C" __global__ void __launch_bounds__(32 * ROWS)
 ckjit_attention_combine(const CKJIT_GRID_CONSTANT ckjit_attention_combine_args x) {
   const ckjit_attention_args &a = x.p;
   const int lane = threadIdx.x % 32;
-  for (long long r = blockIdx.x * 4ll + threadIdx.x / 32; r < x.rows; r += gridDim.x * 4ll) {
+  for (long long r = blockIdx.x * (long long)ROWS + threadIdx.x / 32; r < x.rows;
+       r += gridDim.x * (long long)ROWS) {
     const int i = (int)(r % a.seqlen_q), h = (int)(r / a.seqlen_q % a.heads_q);
     const int b = (int)(r / a.seqlen_q / a.heads_q);
     long long o_row, lse_row;

@@ -30,7 +30,7 @@ typedef T pool_t;
 #endif
 typedef append_vec<pool_t, VEC> pool_vec_t;
 
-#define TOKENS 16 // new tokens a block copies
+#define TOKENS CKJIT_PAGED_APPEND_TOKENS
 #define BATCHED 4 // pieces loaded before they are stored
 
 // Pieces [0, TOKENS * heads * dim / VEC) of the block's tokens of K (or

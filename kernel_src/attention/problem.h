@@ -49,11 +49,6 @@ struct attn_tile {
   const int *pages;   // PAGE: the entry's page ids (k, v: the pools at head g)
 };
 
-// PAGE: entry b's page ids and key count (attention/paged_table.h).
-CKJIT_INLINE void attn_paged_keys(const ckjit_attention_args &a, int b, const int *&pages, int &sk) {
-  paged_sequence(a.paging, b, pages, sk);
-}
-
 // Tile `t` of attn_tile_count.  Without a mask (tiles of equal work): the
 // query tile fastest, then the head (so the heads that share a K/V head
 // run together), then the batch entry.  With one, tiles differ in work:
@@ -131,7 +126,7 @@ CKJIT_INLINE bool attn_entry(const ckjit_attention_args &a, int b, int h, int m0
   tile.k_tok0 = 0;
   tile.pages = nullptr;
 #if PAGE
-  attn_paged_keys(a, tile.b, tile.pages, tile.sk);
+  paged_sequence(a.paging, tile.b, tile.pages, tile.sk); // (attention/paged_table.h)
 #else
   if (a.cu_seqlens_k) {
     const int k0 = a.cu_seqlens_k[tile.b];

@@ -43,9 +43,6 @@ static int plan(const ckjit_runtime *rt, const attention_call *c, int64_t m_bloc
   return paired;
 }
 
-static ckjit_attention_stride4 stride4(const ckjit_attention_strides *s) {
-  return (ckjit_attention_stride4){.b = s->batch, .h = s->head, .s = s->seq, .d = s->dim};
-}
 
 static ckjit_attention_args arguments(const attention_call *c, int64_t m_blocks, int paired) {
   const ckjit_attention_desc *d = c->desc;
@@ -54,9 +51,12 @@ static ckjit_attention_args arguments(const attention_call *c, int64_t m_blocks,
       .q = d->q, .k = d->k, .v = d->v, .o = d->o, .lse = d->lse,
       .cu_seqlens_q = d->cu_seqlens_q, .cu_seqlens_k = d->cu_seqlens_k,
       .bias = d->bias, .alibi_slopes = d->alibi_slopes,
-      .q_stride = stride4(&d->q_strides), .k_stride = stride4(&d->k_strides),
-      .v_stride = stride4(&d->v_strides), .o_stride = stride4(&d->o_strides),
-      .lse_stride = stride4(&d->lse_strides), .bias_stride = stride4(&d->bias_strides),
+      .q_stride = ckjit__attention_stride4(&d->q_strides),
+      .k_stride = ckjit__attention_stride4(&d->k_strides),
+      .v_stride = ckjit__attention_stride4(&d->v_strides),
+      .o_stride = ckjit__attention_stride4(&d->o_strides),
+      .lse_stride = ckjit__attention_stride4(&d->lse_strides),
+      .bias_stride = ckjit__attention_stride4(&d->bias_strides),
       .alibi_stride_b = d->alibi_stride_batch,
       .m_blocks = m_blocks,
       .batch = (int)d->batch, .heads_q = (int)d->num_heads_q, .heads_kv = (int)d->num_heads_kv,

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "abi/attention_args.h"
+#include "abi/paged_append_args.h"
 #include "ckjit/paged_attention.h"
 #include "runtime/spec.h"
 
@@ -71,6 +72,16 @@ static inline int ckjit__attention_wgmma_warps(int bm) { return 4 * (bm / 64 + 1
  * stages; head dims and shared memory are the spec's questions). */
 int ckjit__attention_wgmma_tile_ok(const attention_tile *t);
 
+/* Head dims every attention family compiles: 64, 96, 128, 192, 256. */
+static inline int ckjit__attention_is_head_dim(int64_t d) {
+  return d == 64 || d == 96 || d == 128 || d == 192 || d == 256;
+}
+
+/* A public stride set as the kernels' (b, h, s, d). */
+static inline ckjit_attention_stride4 ckjit__attention_stride4(const ckjit_attention_strides *s) {
+  return (ckjit_attention_stride4){.b = s->batch, .h = s->head, .s = s->seq, .d = s->dim};
+}
+
 /* Bytes of dynamic shared memory of a spec (the ABI header's formulas). */
 unsigned ckjit__attention_smem(const ckjit_spec *spec);
 
@@ -113,8 +124,19 @@ int ckjit__attention_rows_aligned(const void *p, const ckjit_attention_strides *
  * device; *rows_aligned: whether the tensor-core kernels can read the pools. */
 ckjit_status ckjit__paged_kv_validate_sizes(const char *api, const ckjit_paged_kv *kv);
 ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv, ckjit_dtype dtype,
-                                      int64_t batch, int64_t heads_kv, int64_t hd, int64_t hdv,
-                                      int *rows_aligned);
+                                      int64_t heads_kv, int64_t hd, int64_t hdv, int *rows_aligned);
+
+/* ckjit_paged_attention's checks (paged.c): `d`, the caller's storage, is
+ * made the dense descriptor of the problem (K and V the pools) and `c` the
+ * validated call over it. */
+ckjit_status ckjit__paged_attention_call(const ckjit_paged_attention_desc *pd,
+                                         ckjit_attention_desc *d, attention_call *c);
+
+/* ckjit_paged_kv_append's checks and plan (paged_append.c): *empty when it
+ * writes nothing; else the launch in *p and its argument in *a. */
+struct ckjit_launch_plan;
+ckjit_status ckjit__paged_append_plan(const ckjit_paged_kv_append_desc *d, int *empty,
+                                      struct ckjit_launch_plan *p, ckjit_paged_append_args *a);
 
 /* The kernels' view of a validated cache's tables. */
 ckjit_attention_paging ckjit__paging_args(const ckjit_paged_kv *kv);

@@ -74,14 +74,12 @@ unsigned ckjit__attention_threads(const ckjit_spec *s) {
   return (unsigned)s->value[AT_WARPS] * (pipeline_of(s) == ATTENTION_MFMA ? 64u : 32u);
 }
 
-static int is_head_dim(int d) { return d == 64 || d == 96 || d == 128 || d == 192 || d == 256; }
-
 /* Checks every family shares: head dims, the tensor-core dtypes, the
  * shared-memory budget (sm_90's 227 KiB; AMD's 64 KiB LDS). */
 static ckjit_status check_common(const ckjit_spec *s, const char *family, int tensor_cores,
                                  unsigned smem_max, int takes_kv8) {
   const int32_t *v = s->value;
-  if (!is_head_dim(v[AT_HDIM]) || !is_head_dim(v[AT_HDIM_V]))
+  if (!ckjit__attention_is_head_dim(v[AT_HDIM]) || !ckjit__attention_is_head_dim(v[AT_HDIM_V]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: %s hdim=%d, hdim_v=%d: each must be 64, 96, 128, 192 or 256", family,
                        v[AT_HDIM], v[AT_HDIM_V]);

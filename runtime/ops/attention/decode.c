@@ -107,11 +107,11 @@ ckjit_status ckjit__attention_run_decode(ckjit_runtime *rt, const attention_call
     ckjit__plan_init(&cp, CKJIT_FAMILY_ATTENTION_COMBINE);
     cp.spec.value[CB_DTYPE] = p->spec.value[AT_DTYPE];
     cp.spec.value[CB_HDIM_V] = (int32_t)d->head_dim_v;
-    const int64_t warps = x.rows, cap = 8 * (int64_t)rt->device.multiprocessors;
-    int64_t grid = ckjit__ceil_div(warps, 4);
+    const int64_t cap = 8 * (int64_t)rt->device.multiprocessors; /* then grid-stride */
+    int64_t grid = ckjit__ceil_div(x.rows, CKJIT_ATTENTION_COMBINE_ROWS);
     if (grid > cap) grid = cap;
     cp.grid[0] = (unsigned)grid;
-    cp.block[0] = 128;
+    cp.block[0] = 32 * CKJIT_ATTENTION_COMBINE_ROWS;
     const ckjit_attention_combine_args y = {
         .p = *args, .part_o = x.part_o, .part_lse = x.part_lse, .rows = x.rows, .splits = x.splits};
     st = ckjit__op_run(&cp, &y, &ckjit_abi_by_value, stream);

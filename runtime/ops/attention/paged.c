@@ -66,8 +66,7 @@ ckjit_status ckjit__paged_kv_validate_sizes(const char *api, const ckjit_paged_k
 }
 
 ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv, ckjit_dtype dtype,
-                                      int64_t batch, int64_t heads_kv, int64_t hd, int64_t hdv,
-                                      int *rows_aligned) {
+                                      int64_t heads_kv, int64_t hd, int64_t hdv, int *rows_aligned) {
   const int64_t ps = kv->page_size;
   ckjit_status st = ckjit__paged_kv_validate_sizes(api, kv);
   if (st) return st;
@@ -129,13 +128,13 @@ ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv,
                          api, names[i]);
     given[n] = ptrs[i], given_names[n++] = names[i];
   }
-  (void)batch;
   *rows_aligned = ckjit__attention_rows_aligned(kv->k_pages, &ks, es, kv->num_pages, heads_kv, ps) &&
                   ckjit__attention_rows_aligned(kv->v_pages, &vs, es, kv->num_pages, heads_kv, ps);
   return ckjit__check_pointers(api, n, given, given_names);
 }
 
-ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *pd, void *stream) {
+ckjit_status ckjit__paged_attention_call(const ckjit_paged_attention_desc *pd,
+                                         ckjit_attention_desc *d, attention_call *c) {
   if (!pd) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", API);
   const ckjit_paged_kv *kv = &pd->kv;
   /* (In the paged descriptor's own words; the dense checks below would
@@ -145,40 +144,46 @@ ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *pd, void *s
                        (long long)pd->max_seqlen_q);
   /* The dense descriptor of the same problem: K and V are the pools at
    * their head and slot strides; entries' lengths come from the tables. */
-  ckjit_attention_desc d;
-  ckjit_attention_desc_init(&d);
-  d.dtype = pd->dtype;
-  d.batch = pd->batch;
-  d.num_heads_q = pd->num_heads_q;
-  d.num_heads_kv = pd->num_heads_kv;
-  d.seqlen_q = pd->max_seqlen_q;
-  d.seqlen_k = CKJIT_ATTENTION_UNBOUNDED; /* on the device; no dense check uses it */
-  d.head_dim_qk = pd->head_dim_qk;
-  d.head_dim_v = pd->head_dim_v;
-  d.q = pd->q, d.q_strides = pd->q_strides;
-  d.o = pd->o, d.o_strides = pd->o_strides;
-  d.lse = pd->lse, d.lse_strides = pd->lse_strides;
-  d.cu_seqlens_q = pd->cu_seqlens_q;
-  d.k = kv->k_pages, d.v = kv->v_pages;
-  d.k_strides = (ckjit_attention_strides){.head = kv->k_strides.head, .seq = kv->k_strides.slot,
-                                          .dim = kv->k_strides.dim};
-  d.v_strides = (ckjit_attention_strides){.head = kv->v_strides.head, .seq = kv->v_strides.slot,
-                                          .dim = kv->v_strides.dim};
-  d.softmax_scale = pd->softmax_scale;
-  d.mask = pd->mask;
-  d.window_left = pd->window_left, d.window_right = pd->window_right;
-  d.softcap = pd->softcap;
-  attention_call c;
-  ckjit_status st = ckjit__attention_validate_as(API, &d, kv, &c);
+  ckjit_attention_desc_init(d);
+  d->dtype = pd->dtype;
+  d->batch = pd->batch;
+  d->num_heads_q = pd->num_heads_q;
+  d->num_heads_kv = pd->num_heads_kv;
+  d->seqlen_q = pd->max_seqlen_q;
+  d->seqlen_k = CKJIT_ATTENTION_UNBOUNDED; /* on the device; no dense check uses it */
+  d->head_dim_qk = pd->head_dim_qk;
+  d->head_dim_v = pd->head_dim_v;
+  d->q = pd->q, d->q_strides = pd->q_strides;
+  d->o = pd->o, d->o_strides = pd->o_strides;
+  d->lse = pd->lse, d->lse_strides = pd->lse_strides;
+  d->cu_seqlens_q = pd->cu_seqlens_q;
+  d->k = kv->k_pages, d->v = kv->v_pages;
+  d->k_strides = (ckjit_attention_strides){.head = kv->k_strides.head, .seq = kv->k_strides.slot,
+                                           .dim = kv->k_strides.dim};
+  d->v_strides = (ckjit_attention_strides){.head = kv->v_strides.head, .seq = kv->v_strides.slot,
+                                           .dim = kv->v_strides.dim};
+  d->softmax_scale = pd->softmax_scale;
+  d->mask = pd->mask;
+  d->window_left = pd->window_left, d->window_right = pd->window_right;
+  d->softcap = pd->softcap;
+  ckjit_status st = ckjit__attention_validate_as(API, d, kv, c);
   if (st || (st = ckjit__paged_kv_validate_sizes(API, kv))) return st;
   /* An empty problem reads nothing: its pools and tables are not checked
    * (as ckjit_attention's tensors). */
-  if (c.empty) return CKJIT_SUCCESS;
+  if (c->empty) return CKJIT_SUCCESS;
   int pool_aligned;
-  if ((st = ckjit__paged_kv_validate(API, kv, pd->dtype, pd->batch, pd->num_heads_kv,
-                                     pd->head_dim_qk, pd->head_dim_v, &pool_aligned)))
+  if ((st = ckjit__paged_kv_validate(API, kv, pd->dtype, pd->num_heads_kv, pd->head_dim_qk,
+                                     pd->head_dim_v, &pool_aligned)))
     return st;
-  c.rows_aligned = c.rows_aligned && pool_aligned;
-  c.kv8 = kv->page_dtype == CKJIT_FP8_E4M3;
+  c->rows_aligned = c->rows_aligned && pool_aligned;
+  c->kv8 = kv->page_dtype == CKJIT_FP8_E4M3;
+  return CKJIT_SUCCESS;
+}
+
+ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *pd, void *stream) {
+  ckjit_attention_desc d;
+  attention_call c;
+  const ckjit_status st = ckjit__paged_attention_call(pd, &d, &c);
+  if (st || c.empty) return st;
   return ckjit__attention_run(&c, stream);
 }

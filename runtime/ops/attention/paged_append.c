@@ -71,16 +71,13 @@ void ckjit_paged_kv_append_desc_init(ckjit_paged_kv_append_desc *d) {
   d->batch = d->num_heads_kv = 1;
 }
 
-static ckjit_attention_stride4 stride4(const ckjit_attention_strides *s) {
-  return (ckjit_attention_stride4){.b = s->batch, .h = s->head, .s = s->seq, .d = s->dim};
-}
 static ckjit_attention_stride4 pool4(const ckjit_paged_strides *s) {
   return (ckjit_attention_stride4){.b = s->page, .h = s->head, .s = s->slot, .d = s->dim};
 }
 
-static int is_head_dim(int64_t d) { return d == 64 || d == 96 || d == 128 || d == 192 || d == 256; }
-
-ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *stream) {
+ckjit_status ckjit__paged_append_plan(const ckjit_paged_kv_append_desc *d, int *empty,
+                                      ckjit_launch_plan *plan, ckjit_paged_append_args *args) {
+  *empty = 1;
   if (!d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", API);
   ckjit_status st = ckjit__check_dtype(API, d->dtype);
   if (st) return st;
@@ -91,7 +88,7 @@ ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *st
                        "max_seqlen_new (%lld) in 0 .. 2^30",
                        API, (long long)d->batch, (long long)d->num_heads_kv,
                        (long long)d->max_seqlen_new);
-  if (!is_head_dim(d->head_dim_qk) || !is_head_dim(d->head_dim_v))
+  if (!ckjit__attention_is_head_dim(d->head_dim_qk) || !ckjit__attention_is_head_dim(d->head_dim_v))
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                        "%s: head_dim_qk %lld, head_dim_v %lld: each must be 64, 96, 128, 192 or 256",
                        API, (long long)d->head_dim_qk, (long long)d->head_dim_v);
@@ -109,13 +106,14 @@ ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *st
                                           d->head_dim_qk)) ||
       (st = ckjit__attention_check_tensor(API, "v_new", d->v_new, es, &d->v_new_strides, 1, hk, tokens,
                                           d->head_dim_v)) ||
-      (st = ckjit__paged_kv_validate(API, &d->kv, d->dtype, d->batch, hk, d->head_dim_qk,
+      (st = ckjit__paged_kv_validate(API, &d->kv, d->dtype, hk, d->head_dim_qk,
                                      d->head_dim_v, &pool_aligned)))
     return st;
   const void *ptrs[] = {d->k_new, d->v_new, d->cu_seqlens_new};
   static const char *const names[] = {"k_new", "v_new", "cu_seqlens_new"};
   if ((st = ckjit__check_pointers(API, 3, ptrs, names))) return st;
 
+  *empty = 0;
   ckjit_launch_plan p;
   ckjit__plan_init(&p, CKJIT_FAMILY_PAGED_APPEND);
   const int vec = 16 / (int)es;
@@ -127,16 +125,28 @@ ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *st
   p.spec.value[PA_VEC] = aligned ? vec : 1;
   p.spec.value[PA_THREADS] = 128;
   p.spec.value[PA_KV8] = d->kv.page_dtype == CKJIT_FP8_E4M3;
-  p.grid[0] = ckjit__grid_x(d->batch * ckjit__ceil_div(seq, 16)); /* TOKENS a block (paged_append.cu) */
+  p.grid[0] = ckjit__grid_x(d->batch * ckjit__ceil_div(seq, CKJIT_PAGED_APPEND_TOKENS));
   p.block[0] = 128;
   const ckjit_paged_kv *kv = &d->kv;
   const ckjit_paged_append_args a = {
       .k_new = d->k_new, .v_new = d->v_new, .k_pages = kv->k_pages, .v_pages = kv->v_pages,
       .cu_seqlens_new = d->cu_seqlens_new, .paging = ckjit__paging_args(kv),
-      .k_new_stride = stride4(&d->k_new_strides), .v_new_stride = stride4(&d->v_new_strides),
+      .k_new_stride = ckjit__attention_stride4(&d->k_new_strides),
+      .v_new_stride = ckjit__attention_stride4(&d->v_new_strides),
       .k_pool_stride = pool4(&kv->k_strides), .v_pool_stride = pool4(&kv->v_strides),
       .max_new = seq,
       .batch = (int)d->batch, .heads_kv = (int)hk, .head_dim_qk = (int)d->head_dim_qk,
       .head_dim_v = (int)d->head_dim_v};
+  *plan = p;
+  *args = a;
+  return CKJIT_SUCCESS;
+}
+
+ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *stream) {
+  ckjit_launch_plan p;
+  ckjit_paged_append_args a;
+  int empty;
+  const ckjit_status st = ckjit__paged_append_plan(d, &empty, &p, &a);
+  if (st || empty) return st;
   return ckjit__op_run(&p, &a, &ckjit_abi_by_value, stream);
 }

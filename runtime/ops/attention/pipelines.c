@@ -18,15 +18,16 @@ typedef struct attention_row {
   unsigned units[3];  /* per dtype parameter value (f32, f16, bf16): the CKJIT_MATRIX_* needed, with TAKES */
   int rows_aligned;   /* needs head-dim stride 1, 16-byte rows (validate.c) */
   int decode;         /* only few queries (CKJIT_ATTENTION_DECODE_ROWS), no bias or ALiBi */
+  int fp8_pages;      /* reads fp8 pools (kv8: converts them) */
 } attention_row;
 
 #define TAKES (1u << 31)
 static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
-    [ATTENTION_DECODE] = {"decode", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1, 1},
-    [ATTENTION_WGMMA] = {"wgmma", {0, TAKES | CKJIT_MATRIX_WGMMA, TAKES | CKJIT_MATRIX_WGMMA}, 1, 0},
-    [ATTENTION_MMA] = {"mma", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1, 0},
-    [ATTENTION_MFMA] = {"mfma", {0, TAKES | CKJIT_MATRIX_MFMA_F16, TAKES | CKJIT_MATRIX_MFMA_BF16}, 1, 0},
-    [ATTENTION_SIMT] = {"simt", {TAKES, TAKES, TAKES}, 0, 0},
+    [ATTENTION_DECODE] = {"decode", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1, 1, 1},
+    [ATTENTION_WGMMA] = {"wgmma", {0, TAKES | CKJIT_MATRIX_WGMMA, TAKES | CKJIT_MATRIX_WGMMA}, 1, 0, 0},
+    [ATTENTION_MMA] = {"mma", {0, TAKES | CKJIT_MATRIX_MMA_SYNC, TAKES | CKJIT_MATRIX_MMA_SYNC}, 1, 0, 0},
+    [ATTENTION_MFMA] = {"mfma", {0, TAKES | CKJIT_MATRIX_MFMA_F16, TAKES | CKJIT_MATRIX_MFMA_BF16}, 1, 0, 0},
+    [ATTENTION_SIMT] = {"simt", {TAKES, TAKES, TAKES}, 0, 0, 1},
 };
 
 /* Tiles (bench/NOTES.md has the measurements behind them), per pipeline,
@@ -96,18 +97,22 @@ static void fill_spec(attention_pipeline p, const attention_call *c, ckjit_spec 
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
 }
 
-static int row_takes(const ckjit_runtime *rt, attention_pipeline p, const attention_call *c,
-                     const ckjit_spec *s) {
+/* What the call alone decides (before a spec is filled): the row's layout,
+ * shape and fp8 rules. */
+static int row_takes_call(attention_pipeline p, const attention_call *c) {
   const attention_row *row = &rows[p];
-  const unsigned needs = row->units[s->value[AT_DTYPE]], units = needs & ~TAKES;
   const ckjit_attention_desc *d = c->desc;
   if (row->decode && (d->seqlen_q > CKJIT_ATTENTION_DECODE_ROWS || c->bias != BIAS_NONE ||
                       d->alibi_slopes))
     return 0;
-  /* fp8 pages: the decode and SIMT kernels convert them (the spec checks). */
-  if (c->kv8 && p != ATTENTION_DECODE && p != ATTENTION_SIMT) return 0;
+  return (!c->kv8 || row->fp8_pages) && (!row->rows_aligned || c->rows_aligned);
+}
+
+/* And what the device decides for the row's spec: its matrix units, its
+ * shared memory. */
+static int row_takes_spec(const ckjit_runtime *rt, attention_pipeline p, const ckjit_spec *s) {
+  const unsigned needs = rows[p].units[s->value[AT_DTYPE]], units = needs & ~TAKES;
   return needs && (rt->device.matrix_units & units) == units &&
-         (!row->rows_aligned || c->rows_aligned) &&
          ckjit__attention_smem(s) <= (unsigned)rt->device.max_shared_bytes;
 }
 
@@ -118,7 +123,8 @@ ckjit_status ckjit__attention_pick(const ckjit_runtime *rt, const attention_call
     for (int p = 0; p < ATTENTION_PIPELINE_COUNT; p++) {
       if (strcmp(forced, rows[p].name)) continue;
       fill_spec((attention_pipeline)p, c, spec);
-      if (row_takes(rt, (attention_pipeline)p, c, spec)) return CKJIT_SUCCESS;
+      if (row_takes_call((attention_pipeline)p, c) && row_takes_spec(rt, (attention_pipeline)p, spec))
+        return CKJIT_SUCCESS;
       return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                          "ckjit_attention: CKJIT_ATTENTION_PIPELINE=%s cannot run this call (the "
                          "device's matrix units, the dtype, the layout or shared memory)",
@@ -129,10 +135,9 @@ ckjit_status ckjit__attention_pick(const ckjit_runtime *rt, const attention_call
                        forced);
   }
   for (int p = 0; p < ATTENTION_PIPELINE_COUNT; p++) {
-    /* (The decode row's query bound first: most calls skip its spec.) */
-    if (rows[p].decode && c->desc->seqlen_q > CKJIT_ATTENTION_DECODE_ROWS) continue;
+    if (!row_takes_call((attention_pipeline)p, c)) continue; /* no spec to fill */
     fill_spec((attention_pipeline)p, c, spec);
-    if (row_takes(rt, (attention_pipeline)p, c, spec)) return CKJIT_SUCCESS;
+    if (row_takes_spec(rt, (attention_pipeline)p, spec)) return CKJIT_SUCCESS;
   }
   return ckjit__fail(CKJIT_ERROR_INTERNAL, "ckjit_attention: no pipeline takes the call");
 }

@@ -25,8 +25,6 @@ ckjit_attention_strides ckjit_attention_strides_bhsd(int64_t seq, int64_t heads,
   return (ckjit_attention_strides){.batch = heads * seq * dim, .head = seq * dim, .seq = dim, .dim = 1};
 }
 
-static int is_head_dim(int64_t d) { return d == 64 || d == 96 || d == 128 || d == 192 || d == 256; }
-
 /* One tensor: non-NULL, aligned to its element, strides >= 0, and its
  * largest offset (extents - 1 times the strides) inside the address space.
  * Varlen passes batch 1 and the largest length as `seq`: the packed
@@ -86,7 +84,7 @@ static ckjit_status check_shape(const char *api, const ckjit_attention_desc *d, 
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: seqlen_q (%lld) and seqlen_k (%lld) must be in 0 .. 2^30", api,
                        (long long)d->seqlen_q, (long long)d->seqlen_k);
-  if (!is_head_dim(d->head_dim_qk) || !is_head_dim(d->head_dim_v))
+  if (!ckjit__attention_is_head_dim(d->head_dim_qk) || !ckjit__attention_is_head_dim(d->head_dim_v))
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                        "%s: head_dim_qk %lld, head_dim_v %lld: each must be 64, 96, 128, 192 or 256",
                        api, (long long)d->head_dim_qk, (long long)d->head_dim_v);

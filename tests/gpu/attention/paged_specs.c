@@ -1,6 +1,6 @@
 /* The kernel specs test_paged_gpu requests on an H100, from the library's
- * own choice (ckjit__attention_validate_as and ckjit__paged_kv_validate,
- * then ckjit__attention_pick for the automatic choice and each forced
+ * own choice (ckjit__paged_attention_call and ckjit__paged_append_plan,
+ * the front-ends' own checks, then ckjit__attention_pick for the automatic choice and each forced
  * pipeline of paged_cases.c's table, on a device described by hand: wgmma
  * and mma.sync, 227 KiB of shared memory), for the descriptors the GPU test
  * builds (paged_device.c, at fake addresses): every case, the bad tables'
@@ -19,15 +19,9 @@
  *   test_paged_specs --print [ARCH]  the record lines, sorted (default
  *                                    sm_90), for `ckjit-prewarm --manifest`
  *
- * Three things are restated here from the library, as they are not
- * reachable otherwise: the dense descriptor ckjit_paged_attention derives
- * (paged.c: K and V the pools at their head and slot strides, seqlen_k
- * unbounded; the call's kv8 from kv.page_dtype), ckjit_paged_kv_append's
- * spec (paged_append.c: vec 16 bytes of the new tokens when the pools and
- * the new tokens are 16-byte rows, else 1; the threads parameter's
- * default; kv8 for fp8 pages)
- * and attention_combine's (decode.c: the dtype and head_dim_v), which
- * decode runs when it splits the keys. */
+ * One thing is restated here from the library: attention_combine's spec
+ * (decode.c: the dtype and head_dim_v), which decode runs when it splits
+ * the keys. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +29,9 @@
 #include "paged_gpu.h"
 #include "runtime/backend.h"
 #include "runtime/ops/attention/attention.h"
+#include "runtime/ops/op_frame.h"
 #include "runtime/record.h"
 #include "runtime/runtime.h"
-
-#define API "ckjit_paged_attention"
 
 typedef struct lines {
   char **v;
@@ -99,23 +92,6 @@ static void fake_dev(pg_dev *v, pg_problem *p) {
   }
 }
 
-/* The dense descriptor ckjit_paged_attention derives (paged.c). */
-static void dense_of(const ckjit_paged_attention_desc *pd, ckjit_attention_desc *d) {
-  const ckjit_paged_kv *kv = &pd->kv;
-  ckjit_attention_desc_init(d);
-  d->dtype = pd->dtype, d->batch = pd->batch;
-  d->num_heads_q = pd->num_heads_q, d->num_heads_kv = pd->num_heads_kv;
-  d->seqlen_q = pd->max_seqlen_q, d->seqlen_k = CKJIT_ATTENTION_UNBOUNDED;
-  d->head_dim_qk = pd->head_dim_qk, d->head_dim_v = pd->head_dim_v;
-  d->q = pd->q, d->q_strides = pd->q_strides, d->o = pd->o, d->o_strides = pd->o_strides;
-  d->lse = pd->lse, d->lse_strides = pd->lse_strides, d->cu_seqlens_q = pd->cu_seqlens_q;
-  d->k = kv->k_pages, d->v = kv->v_pages;
-  d->k_strides = (ckjit_attention_strides){.head = kv->k_strides.head, .seq = kv->k_strides.slot, .dim = kv->k_strides.dim};
-  d->v_strides = (ckjit_attention_strides){.head = kv->v_strides.head, .seq = kv->v_strides.slot, .dim = kv->v_strides.dim};
-  d->softmax_scale = pd->softmax_scale, d->mask = pd->mask;
-  d->window_left = pd->window_left, d->window_right = pd->window_right, d->softcap = pd->softcap;
-}
-
 /* The specs of case c on every pipeline into out; returns the problems found. */
 static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned required, const char *arch, lines *out) {
   pg_problem p;
@@ -126,23 +102,19 @@ static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned requir
   }
   pg_dev v;
   fake_dev(&v, &p);
-  int bad = 0, pool_aligned = 0;
+  int bad = 0;
   char what[256];
   ckjit_paged_attention_desc pd;
   ckjit_attention_desc d;
   attention_call call;
   for (int csr = 1; csr >= 0; csr--) { /* both forms validate; the padded call's specs are kept */
     pg_dev_desc(&v, csr, &pd);
-    dense_of(&pd, &d);
-    if (ckjit__attention_validate_as(API, &d, &pd.kv, &call) != CKJIT_SUCCESS ||
-        ckjit__paged_kv_validate(API, &pd.kv, c->dt, p.batch, c->hk, c->d, c->d, &pool_aligned) != CKJIT_SUCCESS) {
+    if (ckjit__paged_attention_call(&pd, &d, &call) != CKJIT_SUCCESS) {
       printf("FAIL [%s] (%s tables): the descriptor is refused: %s\n", c->name, csr ? "CSR" : "padded", ckjit_last_error());
       pg_problem_free(&p);
       return 1;
     }
   }
-  call.rows_aligned = call.rows_aligned && pool_aligned;
-  call.kv8 = pd.kv.page_dtype == CKJIT_FP8_E4M3;
   if (call.kv8 != c->fp8) {
     printf("FAIL [%s]: the descriptor's kv.page_dtype is not the case's\n", c->name);
     bad++;
@@ -175,16 +147,16 @@ static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned requir
   if (c->append) {
     ckjit_paged_kv_append_desc a;
     pg_dev_append_desc(&v, 0, &a);
-    const size_t es = gt_esize(c->dt);
-    const int64_t tokens = a.batch * a.max_seqlen_new;
-    const int aligned = pool_aligned &&
-                        ckjit__attention_rows_aligned(a.k_new, &a.k_new_strides, es, 1, c->hk, tokens) &&
-                        ckjit__attention_rows_aligned(a.v_new, &a.v_new_strides, es, 1, c->hk, tokens);
-    char text[128]; /* threads: the family's default, which the front-end uses */
-    snprintf(text, sizeof text, "paged_append:dtype=%s,page=%lld,vec=%d,kv8=%d", ckjit_dtype_name(c->dt), LL(c->page),
-             aligned ? (int)(16 / es) : 1, c->fp8);
+    ckjit_launch_plan plan;
+    ckjit_paged_append_args args;
+    int empty = 0;
     snprintf(what, sizeof what, "[%s] append", c->name);
-    bad += add_text(text, arch, what, out);
+    if (ckjit__paged_append_plan(&a, &empty, &plan, &args) != CKJIT_SUCCESS || empty) {
+      printf("FAIL %s: the descriptor is refused or empty: %s\n", what, ckjit_last_error());
+      bad++;
+    } else {
+      bad += add_spec(&plan.spec, arch, what, out);
+    }
   }
   pg_problem_free(&p);
   return bad;
