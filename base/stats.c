@@ -27,10 +27,8 @@ void ckjit__stat_add_load_ms(double ms) {
   pthread_mutex_unlock(&ms_lock);
 }
 
-void ckjit_get_stats(ckjit_stats *s) {
-  if (!s) return;
+void ckjit__stats_read(ckjit_stats *s) {
   memset(s, 0, sizeof *s);
-  s->memory_hits = atomic_load(&counters[CKJIT_STAT_MEMORY_HITS]);
   s->disk_hits = atomic_load(&counters[CKJIT_STAT_DISK_HITS]);
   s->disk_misses = atomic_load(&counters[CKJIT_STAT_DISK_MISSES]);
   s->disk_rejects = atomic_load(&counters[CKJIT_STAT_DISK_REJECTS]);
@@ -46,7 +44,7 @@ void ckjit_get_stats(ckjit_stats *s) {
   pthread_mutex_unlock(&ms_lock);
 }
 
-void ckjit_reset_stats(void) {
+void ckjit__stats_reset(void) {
   for (int i = 0; i < CKJIT_STAT_COUNT_; i++) atomic_store(&counters[i], 0);
   pthread_mutex_lock(&ms_lock);
   compile_ms = load_ms = 0;

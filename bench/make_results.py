@@ -52,6 +52,11 @@ written, ratio = copy time / ckjit time); a record whose check is not "ok"
 has no ckjit number; "details" keeps each side's ms, the byte or flop count
 and how torch ran the case; a "vs copy" record keeps its bandwidth
 "definition" (also in its note).
+
+Host time measured on both sides in one process (kind "host_time":
+bench/multi_gpu.py's "two gpu launch host time vs one gpu" and
+bench/python_host_time.py's "python OP host time vs torch") carries
+"value" (ckjit, us) and "peer_value"; ratio = peer / ckjit.
 """
 import argparse
 import datetime
@@ -461,6 +466,28 @@ def build_paged(recs, card):
     return out
 
 
+def build_host_time(recs, card):
+    """Host-time comparisons that measure both sides in one process (kind
+    "host_time": bench/multi_gpu.py, bench/python_host_time.py): "value" is
+    ckjit's microseconds, "peer_value" the peer's; later lines win."""
+    last = {}
+    for r in recs:
+        if r.get('kind') == 'host_time' and r.get('metric'):
+            last[r['metric']] = r
+    out = []
+    for metric, r in last.items():
+        cv = r.get('value')
+        if cv is not None and r.get('check', 'ok') != 'ok':
+            cv = None
+        rec = record(metric, card, cv, r.get('peer_value'), r.get('peer_name'), r.get('unit', 'us'))
+        if isinstance(r.get('details'), dict):
+            rec['details'] = r['details']
+        if r.get('note'):
+            rec['note'] = str(r['note'])[:1200]
+        out.append(rec)
+    return out
+
+
 def build(ck, peers, card):
     """The comparison records of this run, in a stable order."""
     out = []
@@ -501,6 +528,7 @@ def build(ck, peers, card):
     # Paged attention: ckjit_paged_attention vs copy, cuDNN and dense ckjit_attention;
     # ckjit_paged_kv_append vs copy.
     out += build_paged(ck + peers, card)
+    out += build_host_time(ck + peers, card)
 
     # Launch host time: ckjit vs the raw driver, CuPy and Triton.
     lk = find(ck, kind='launch', impl='ckjit')

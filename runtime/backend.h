@@ -52,6 +52,8 @@ typedef struct ckjit_device_scope {
   int previous;    /* HIP: the caller's device, restored when != -1 */
 } ckjit_device_scope;
 
+/* One opened GPU: its properties and the backend's functions.  Every GPU
+ * of a process gets its own; the functions are the vendor's. */
 typedef struct ckjit_device {
   ckjit_backend vendor;
   int ordinal;
@@ -61,32 +63,40 @@ typedef struct ckjit_device {
   long long l2_bytes;     /* last-level cache size (0: unknown) */
   int max_shared_bytes;   /* shared memory (LDS) one block may use, dynamic included */
   unsigned matrix_units;  /* CKJIT_MATRIX_* the GPU has (the GEMM pipelines' choice) */
+  int device_count;       /* devices of this vendor the process sees */
+  /* The context ckjit's kernels for this GPU are loaded into: CUDA, the
+   * device's primary context (retained while open); HIP, the ordinal + 1.
+   * Streams are matched to GPUs by it (stream_context). */
+  void *context;
+  void *scratch_pool;     /* backend-owned stream-ordered pool (CUDA), or NULL */
   /* Makes the device current on the calling thread for one ckjit call and
    * records in `scope` what `leave` must restore: ckjit never leaves the
-   * caller's current context (CUDA) or device (HIP) changed.  With `stream`
-   * (its address; NULL when the call involves no stream) and check_device
-   * set, first runs check_stream. */
-  ckjit_status (*enter)(const struct ckjit_device *d, void *const *stream,
-                        struct ckjit_device_scope *scope);
+   * caller's current context (CUDA) or device (HIP) changed. */
+  ckjit_status (*enter)(const struct ckjit_device *d, struct ckjit_device_scope *scope);
   void (*leave)(const struct ckjit_device *d, const struct ckjit_device_scope *scope);
+  /* The context that owns `stream` (compare with ckjit_device.context).
+   * The default stream (NULL, and CUDA's legacy and per-thread handles) is
+   * the calling thread's current context's; *context = NULL when none is
+   * current (CUDA) or the owner cannot be asked (HIP before ROCm 6). */
+  ckjit_status (*stream_context)(void *stream, void **context);
+  /* The ordinal of the device a context from stream_context runs on, and
+   * whether it is that device's primary context (slow: error and first-use
+   * paths only). */
+  ckjit_status (*context_device)(void *context, int *ordinal, int *primary);
   /* CKJIT_ERROR_INVALID_ARGUMENT, naming both devices, when `ptr` is memory
    * the driver knows to live on another device (managed and host memory are
    * accepted); CKJIT_SUCCESS when it cannot tell.  NULL when the driver has
    * no query for it. */
   ckjit_status (*check_pointer)(const struct ckjit_device *d, const char *api, const char *name,
                                 const void *ptr);
-  /* CKJIT_ERROR_INVALID_ARGUMENT, naming both devices, when `stream` does
-   * not belong to this device's context.  The default stream (NULL) is the
-   * current context's, or this device's when none is current. */
-  ckjit_status (*check_stream)(const struct ckjit_device *d, void *stream);
-  int device_count;       /* devices of this vendor the process sees */
-  int check_device;       /* streams and operands are checked on every call
-                             (CKJIT_DEVICE_CHECKS; set by the runtime) */
+  /* "CUDA device 1 (NVIDIA H100 80GB HBM3)", for messages. */
+  void (*describe)(int ordinal, char *out, size_t len);
   ckjit_status (*module_load)(const struct ckjit_device *d, const void *code, size_t size,
                               void **module);
   void (*module_unload)(const struct ckjit_device *d, void *module);
   ckjit_status (*get_function)(const struct ckjit_device *d, void *module, const char *name,
                                void **function);
+  /* The calls below run with the device entered (see enter). */
   ckjit_status (*launch)(void *function, const unsigned grid[3], const unsigned block[3],
                          unsigned shared_bytes, void *stream, void **args);
   ckjit_status (*mem_alloc)(void **ptr, size_t bytes);
@@ -94,7 +104,7 @@ typedef struct ckjit_device {
   /* Stream-ordered scratch memory (cuMemAllocAsync / hipMallocAsync): the
    * allocation and the free are queued on `stream`, so kernels that use it
    * need no synchronization and can be captured into graphs. */
-  ckjit_status (*mem_alloc_async)(void **ptr, size_t bytes, void *stream);
+  ckjit_status (*mem_alloc_async)(struct ckjit_device *d, void **ptr, size_t bytes, void *stream);
   ckjit_status (*mem_free_async)(void *ptr, void *stream);
   ckjit_status (*mem_copy)(void *dst, const void *src, size_t bytes, ckjit_copy_kind kind);
   ckjit_status (*mem_set)(void *ptr, int value, size_t bytes);
@@ -109,7 +119,7 @@ typedef struct ckjit_device {
                                     const unsigned long long *dims,
                                     const unsigned long long *strides, const unsigned *box);
   /* Releases what open took (ckjit_shutdown). */
-  void (*close)(const struct ckjit_device *d);
+  void (*close)(struct ckjit_device *d);
 } ckjit_device;
 
 /* Opens device `ordinal` of `vendor`.  CKJIT_ERROR_BACKEND_UNAVAILABLE when

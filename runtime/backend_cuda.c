@@ -63,9 +63,6 @@ static struct {
   CUresult (*error_string)(CUresult, const char **);
 } cu;
 
-static CUcontext cuda_context; /* the device's primary context, retained while open */
-static CUdevice cuda_device;
-
 enum {
   CUDA_ERROR_OUT_OF_MEMORY = 2,
   CUDA_ERROR_NO_DEVICE = 100,
@@ -80,89 +77,59 @@ static ckjit_status cuda_fail(ckjit_status st, CUresult r, const char *what) {
   return ckjit__fail(st, "%s failed: %s (%d): %s", what, name ? name : "?", r, text ? text : "");
 }
 
-/* "device 1 (NVIDIA H100 80GB HBM3)" for the messages below. */
-static void describe_device(CUdevice dev, char *out, size_t len) {
+/* "CUDA device 1 (NVIDIA H100 80GB HBM3)" for messages.  A CUdevice is
+ * its ordinal in every driver so far; cuDeviceGet is the documented
+ * mapping, and the ordinal is what users pass. */
+static void cuda_describe(int ordinal, char *out, size_t len) {
   char name[128] = "";
-  if (cu.device_name(name, (int)sizeof name, dev)) name[0] = '\0';
-  /* A CUdevice is its ordinal in every driver so far; cuDeviceGet is the
-   * documented mapping, and the ordinal is what users pass. */
-  snprintf(out, len, "CUDA device %d%s%s%s", (int)dev, name[0] ? " (" : "", name, name[0] ? ")" : "");
-}
-
-/* The device a foreign context runs on: made current for the one query,
- * then popped (error path only). */
-static int context_device(CUcontext ctx, CUdevice *dev) {
-  CUcontext popped;
-  if (cu.ctx_push(ctx)) return -1;
-  CUresult r = cu.ctx_get_device(dev);
-  cu.ctx_pop(&popped);
-  return r ? -1 : 0;
-}
-
-static ckjit_status foreign_stream(const ckjit_device *d, const void *stream, CUcontext ctx) {
-  char ours[200], theirs[200];
-  describe_device(cuda_device, ours, sizeof ours);
   CUdevice dev;
-  if (context_device(ctx, &dev))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "stream %p belongs to a CUDA context that cannot be queried, not to ckjit's "
-                       "%s", stream, ours);
-  describe_device(dev, theirs, sizeof theirs);
-  if (dev == cuda_device)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "stream %p belongs to another CUDA context of %s than the device's primary "
-                       "context, which ckjit's kernels are loaded into",
-                       stream, ours);
-  return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                     "stream %p%s belongs to %s, but ckjit runs on %s (CKJIT_DEVICE / "
-                     "ckjit_options.device = %d); one process serves one device for now",
-                     stream, stream ? "" : " (the default stream of the current context)", theirs,
-                     ours, d->ordinal);
+  if (cu.device_get(&dev, ordinal) || cu.device_name(name, (int)sizeof name, dev)) name[0] = '\0';
+  snprintf(out, len, "CUDA device %d%s%s%s", ordinal, name[0] ? " (" : "", name, name[0] ? ")" : "");
 }
 
-/* The stream's owner against ckjit's context, `current` being the caller's
- * current context (NULL, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2)
- * name its default stream; with no context current, ckjit's). */
-static ckjit_status stream_owner_check(const ckjit_device *d, void *stream, CUcontext current) {
+/* NULL, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) name the current
+ * context's default stream. */
+static ckjit_status cuda_stream_context(void *stream, void **context) {
   CUcontext owner = NULL;
-  if ((uintptr_t)stream <= 2) {
-    owner = current ? current : cuda_context;
-  } else {
-    CUresult r = cu.stream_get_ctx(stream, &owner);
-    if (r == 400 /* CUDA_ERROR_INVALID_HANDLE */)
-      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "stream %p is not a CUDA stream", stream);
-    if (r) return cuda_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "cuStreamGetCtx");
-  }
-  return owner == cuda_context ? CKJIT_SUCCESS : foreign_stream(d, stream, owner);
+  CUresult r = (uintptr_t)stream <= 2 ? cu.ctx_get_current(&owner) : cu.stream_get_ctx(stream, &owner);
+  if (r == 400 /* CUDA_ERROR_INVALID_HANDLE */ || r == 201 /* INVALID_CONTEXT */)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "stream %p is not a CUDA stream of a live "
+                       "context", stream);
+  if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, (uintptr_t)stream <= 2 ? "cuCtxGetCurrent" : "cuStreamGetCtx");
+  *context = owner;
+  return CKJIT_SUCCESS;
 }
 
-static ckjit_status cuda_check_stream(const ckjit_device *d, void *stream) {
-  CUcontext current = NULL;
-  CUresult r = cu.ctx_get_current(&current);
-  return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxGetCurrent") : stream_owner_check(d, stream, current);
+/* The context is made current for the one query, then popped. */
+static ckjit_status cuda_context_device(void *context, int *ordinal, int *primary) {
+  CUcontext popped, prim = NULL;
+  CUdevice dev;
+  CUresult r = cu.ctx_push((CUcontext)context);
+  if (r) return cuda_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "cuCtxPushCurrent (a stream's context)");
+  r = cu.ctx_get_device(&dev);
+  cu.ctx_pop(&popped);
+  if (r) return cuda_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "cuCtxGetDevice (a stream's context)");
+  *ordinal = (int)dev;
+  /* Retaining an inactive primary context creates it, and the release then
+   * destroys it again: it cannot have been the stream's. */
+  *primary = !cu.primary_retain(&prim, dev) && prim == (CUcontext)context;
+  if (prim) cu.primary_release(dev);
+  return CKJIT_SUCCESS;
 }
 
 /* Push and pop rather than cuCtxSetCurrent: the caller (PyTorch, a CUDA
  * runtime program, another library) owns its thread's current context, and
  * switching it under them sends their next calls to the wrong GPU.  When the
- * caller's context is ckjit's already (the usual case: both use the
- * device's primary context) this costs one cuCtxGetCurrent; another
- * stream's owner is asked (cuStreamGetCtx) only where d->check_device says
- * so. */
-static ckjit_status cuda_enter(const ckjit_device *d, void *const *stream, ckjit_device_scope *scope) {
+ * caller's context is the device's already (the usual case: both use the
+ * device's primary context) this costs one cuCtxGetCurrent. */
+static ckjit_status cuda_enter(const ckjit_device *d, ckjit_device_scope *scope) {
   scope->pushed = 0;
   scope->previous = -1;
   CUcontext current = NULL;
   CUresult r = cu.ctx_get_current(&current);
   if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxGetCurrent");
-  /* The default stream's owner is known without asking the driver: always
-   * checked (after a push it would silently mean ckjit's own). */
-  ckjit_status st;
-  if (stream && ((uintptr_t)*stream <= 2 || d->check_device) &&
-      (st = stream_owner_check(d, *stream, current)))
-    return st;
-  if (current == cuda_context) return CKJIT_SUCCESS;
-  if ((r = cu.ctx_push(cuda_context))) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxPushCurrent");
+  if (current == (CUcontext)d->context) return CKJIT_SUCCESS;
+  if ((r = cu.ctx_push((CUcontext)d->context))) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuCtxPushCurrent");
   scope->pushed = 1;
   return CKJIT_SUCCESS;
 }
@@ -185,14 +152,11 @@ static ckjit_status cuda_check_pointer(const ckjit_device *d, const char *api, c
       ordinal < 0 || ordinal == d->ordinal)
     return CKJIT_SUCCESS;
   char ours[200], theirs[200];
-  CUdevice other;
-  if (cu.device_get(&other, ordinal)) other = (CUdevice)ordinal;
-  describe_device(cuda_device, ours, sizeof ours);
-  describe_device(other, theirs, sizeof theirs);
+  cuda_describe(d->ordinal, ours, sizeof ours);
+  cuda_describe(ordinal, theirs, sizeof theirs);
   return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                     "%s: %s (%p) is memory of %s, but ckjit runs on %s (CKJIT_DEVICE / "
-                     "ckjit_options.device = %d); one process serves one device for now",
-                     api, name, ptr, theirs, ours, d->ordinal);
+                     "%s: %s (%p) is memory of %s, but the call runs on %s, the device of its "
+                     "stream", api, name, ptr, theirs, ours);
 }
 
 /* Scratch memory comes from ckjit's own stream-ordered pool, which keeps
@@ -200,7 +164,6 @@ static ckjit_status cuda_check_pointer(const ckjit_device *d, const char *api, c
  * every synchronization, and a multi-pass op then pays tens of microseconds
  * to map it again on each call.  Created on first use; the application's
  * own default pool is left alone. */
-static void *cuda_pool;
 static pthread_mutex_t cuda_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* CUmemPoolProps (cuda.h), 88 bytes; only the leading fields are set. */
@@ -211,39 +174,39 @@ typedef struct cuda_pool_props {
 } cuda_pool_props;
 _Static_assert(sizeof(cuda_pool_props) == 88, "CUmemPoolProps is 88 bytes");
 
-static void *cuda_scratch_pool(void) {
+static void *cuda_scratch_pool(ckjit_device *d) {
   pthread_mutex_lock(&cuda_pool_lock);
-  if (!cuda_pool && cu.pool_create && cu.mem_alloc_from_pool_async) {
+  if (!d->scratch_pool && cu.pool_create && cu.mem_alloc_from_pool_async) {
     cuda_pool_props props;
     memset(&props, 0, sizeof props);
     props.alloc_type = 1;    /* CU_MEM_ALLOCATION_TYPE_PINNED */
     props.location_type = 1; /* CU_MEM_LOCATION_TYPE_DEVICE */
-    props.location_id = (int)cuda_device;
+    props.location_id = d->ordinal;
     void *pool = NULL;
     if (cu.pool_create(&pool, &props) == 0) {
       unsigned long long keep = ~0ull;
       cu.pool_set_attribute(pool, 4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */, &keep);
-      cuda_pool = pool;
+      d->scratch_pool = pool;
     }
   }
-  void *pool = cuda_pool;
+  void *pool = d->scratch_pool;
   pthread_mutex_unlock(&cuda_pool_lock);
   return pool;
 }
 
-static void cuda_close(const ckjit_device *d) {
-  (void)d;
-  if (cuda_pool && cu.pool_destroy) cu.pool_destroy(cuda_pool);
-  cuda_pool = NULL;
-  if (cu.primary_release) cu.primary_release(cuda_device);
-  cuda_context = NULL;
+static void cuda_close(ckjit_device *d) {
+  if (d->scratch_pool && cu.pool_destroy) cu.pool_destroy(d->scratch_pool);
+  d->scratch_pool = NULL;
+  CUdevice dev;
+  if (d->context && cu.primary_release && !cu.device_get(&dev, d->ordinal)) cu.primary_release(dev);
+  d->context = NULL;
 }
 
 static ckjit_status cuda_module_load(const ckjit_device *d, const void *code, size_t size,
                                      void **module) {
   (void)size;
   ckjit_device_scope scope;
-  ckjit_status st = cuda_enter(d, NULL, &scope);
+  ckjit_status st = cuda_enter(d, &scope);
   if (st) return st;
   CUresult r = cu.module_load_data(module, code);
   cuda_leave(d, &scope);
@@ -255,7 +218,7 @@ static ckjit_status cuda_module_load(const ckjit_device *d, const void *code, si
 
 static void cuda_module_unload(const ckjit_device *d, void *module) {
   ckjit_device_scope scope;
-  if (cuda_enter(d, NULL, &scope)) return;
+  if (cuda_enter(d, &scope)) return;
   cu.module_unload(module);
   cuda_leave(d, &scope);
 }
@@ -306,11 +269,11 @@ static ckjit_status cuda_mem_free(void *ptr) {
   return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemFree") : CKJIT_SUCCESS;
 }
 
-static ckjit_status cuda_mem_alloc_async(void **ptr, size_t bytes, void *stream) {
+static ckjit_status cuda_mem_alloc_async(ckjit_device *d, void **ptr, size_t bytes, void *stream) {
   if (!cu.mem_alloc_async)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "this CUDA driver lacks cuMemAllocAsync (needs 11.2+)");
   CUdeviceptr p = 0;
-  void *pool = cuda_scratch_pool();
+  void *pool = cuda_scratch_pool(d);
   CUresult r = pool ? cu.mem_alloc_from_pool_async(&p, bytes, pool, stream)
                     : cu.mem_alloc_async(&p, bytes, stream);
   if (r) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuMemAllocAsync");
@@ -347,7 +310,13 @@ static ckjit_status cuda_synchronize(void *stream) {
   return r ? cuda_fail(CKJIT_ERROR_DEVICE, r, "synchronize") : CKJIT_SUCCESS;
 }
 
-ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
+/* The driver's symbols, loaded by the first open that succeeds; later
+ * opens (each GPU of the process is opened on first use) leave them alone,
+ * so launches on other threads never see them written. */
+static int cuda_loaded;
+
+static ckjit_status cuda_load(void) {
+  if (cuda_loaded) return CKJIT_SUCCESS;
   static const char *const names[] = {"libcuda.so.1", "libcuda.so", NULL};
   char path[64];
   void *h = ckjit__library_open_first(names, path, sizeof path);
@@ -403,6 +372,15 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   CUresult r = cu.init(0);
   if (r) return cuda_fail(r == CUDA_ERROR_NO_DEVICE ? CKJIT_ERROR_NO_DEVICE : CKJIT_ERROR_DEVICE, r,
                           "cuInit");
+  cuda_loaded = 1;
+  return CKJIT_SUCCESS;
+}
+
+/* Opens are serialized by the runtime (its init and open locks). */
+ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
+  ckjit_status st = cuda_load();
+  if (st) return st;
+  CUresult r;
   int count = 0;
   if ((r = cu.device_count(&count))) return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDeviceGetCount");
   if (count == 0) return ckjit__fail(CKJIT_ERROR_NO_DEVICE, "CUDA driver reports no device");
@@ -418,10 +396,11 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   cu.device_attribute(&l2, 38, dev);    /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE */
   int optin = 0;
   cu.device_attribute(&optin, 97, dev); /* ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
-  if ((r = cu.primary_retain(&cuda_context, dev)))
+  CUcontext context;
+  if ((r = cu.primary_retain(&context, dev)))
     return cuda_fail(CKJIT_ERROR_DEVICE, r, "cuDevicePrimaryCtxRetain");
-  cuda_device = dev;
   memset(out, 0, sizeof *out);
+  out->context = context;
   out->vendor = CKJIT_BACKEND_CUDA;
   out->ordinal = ordinal;
   snprintf(out->arch, sizeof out->arch, "sm_%d%d", major, minor);
@@ -433,8 +412,10 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
                       (major == 9 && minor == 0 ? CKJIT_MATRIX_WGMMA : 0u);
   out->enter = cuda_enter;
   out->leave = cuda_leave;
+  out->stream_context = cuda_stream_context;
+  out->context_device = cuda_context_device;
   out->check_pointer = cuda_check_pointer;
-  out->check_stream = cuda_check_stream;
+  out->describe = cuda_describe;
   out->device_count = count;
   out->module_load = cuda_module_load;
   out->module_unload = cuda_module_unload;

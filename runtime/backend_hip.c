@@ -207,34 +207,43 @@ static ckjit_status hip_fail(ckjit_status st, hip_error r, const char *what) {
                      hip.error_string ? hip.error_string(r) : "");
 }
 
-static ckjit_status foreign_device(const ckjit_device *d, const char *what, const void *p, int other) {
-  return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                     "%s %p belongs to HIP device %d, but ckjit runs on HIP device %d (%s; "
-                     "CKJIT_DEVICE / ckjit_options.device); one process serves one device for now",
-                     what, p, other, d->ordinal, d->name);
+static void hip_describe(int ordinal, char *out, size_t len) {
+  snprintf(out, len, "HIP device %d", ordinal);
 }
 
-static ckjit_status hip_check_stream(const ckjit_device *d, void *stream) {
+/* A HIP "context" is its device: ordinal + 1, so that NULL stays "none". */
+static void *device_context(int ordinal) { return (void *)(uintptr_t)(ordinal + 1); }
+
+/* The default stream is the current device's.  Without hipStreamGetDevice
+ * (before ROCm 6) a stream's device cannot be asked: HIP then runs work on
+ * the current device, and so does ckjit. */
+static ckjit_status hip_stream_context(void *stream, void **context) {
   int owner = -1;
-  if ((uintptr_t)stream <= 2 || !hip.stream_get_device) return CKJIT_SUCCESS;
-  hip_error r = hip.stream_get_device(stream, &owner);
-  if (r) return hip_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "hipStreamGetDevice");
-  return owner == d->ordinal ? CKJIT_SUCCESS : foreign_device(d, "stream", stream, owner);
+  hip_error r;
+  if ((uintptr_t)stream > 2 && hip.stream_get_device) {
+    if ((r = hip.stream_get_device(stream, &owner)))
+      return hip_fail(CKJIT_ERROR_INVALID_ARGUMENT, r, "hipStreamGetDevice");
+  } else if ((r = hip.get_device(&owner))) {
+    return hip_fail(CKJIT_ERROR_DEVICE, r, "hipGetDevice");
+  }
+  *context = device_context(owner);
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status hip_context_device(void *context, int *ordinal, int *primary) {
+  *ordinal = (int)((uintptr_t)context - 1);
+  *primary = 1;
+  return CKJIT_SUCCESS;
 }
 
 /* The HIP twin of cuda_enter: the caller's current device is switched for
  * the call only and switched back in hip_leave. */
-static ckjit_status hip_enter(const ckjit_device *d, void *const *stream, ckjit_device_scope *scope) {
+static ckjit_status hip_enter(const ckjit_device *d, ckjit_device_scope *scope) {
   scope->pushed = 0;
   scope->previous = -1;
   int current = -1;
   hip_error r = hip.get_device(&current);
   if (r) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipGetDevice");
-  /* The default stream is the current device's: known without a query. */
-  if (stream && (uintptr_t)*stream <= 2 && current != d->ordinal)
-    return foreign_device(d, "the default stream", *stream, current);
-  ckjit_status st;
-  if (stream && d->check_device && (st = hip_check_stream(d, *stream))) return st;
   if (current == d->ordinal) return CKJIT_SUCCESS;
   if ((r = hip.set_device(d->ordinal))) return hip_fail(CKJIT_ERROR_DEVICE, r, "hipSetDevice");
   scope->previous = current;
@@ -253,18 +262,18 @@ static ckjit_status hip_check_pointer(const ckjit_device *d, const char *api, co
       managed || hip.pointer_get_attribute(&ordinal, 9 /* ..._DEVICE_ORDINAL */, ptr) ||
       ordinal < 0 || ordinal == d->ordinal)
     return CKJIT_SUCCESS;
-  char what[160];
-  snprintf(what, sizeof what, "%s: %s", api, name);
-  return foreign_device(d, what, ptr, ordinal);
+  return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                     "%s: %s (%p) is memory of HIP device %d, but the call runs on HIP device %d "
+                     "(%s), the device of its stream", api, name, ptr, ordinal, d->ordinal, d->name);
 }
 
-static void hip_close(const ckjit_device *d) { (void)d; }
+static void hip_close(ckjit_device *d) { (void)d; }
 
 static ckjit_status hip_module_load(const ckjit_device *d, const void *code, size_t size,
                                     void **module) {
   (void)size;
   ckjit_device_scope scope;
-  ckjit_status st = hip_enter(d, NULL, &scope);
+  ckjit_status st = hip_enter(d, &scope);
   if (st) return st;
   hip_error r = hip.module_load_data(module, code);
   hip_leave(d, &scope);
@@ -273,7 +282,7 @@ static ckjit_status hip_module_load(const ckjit_device *d, const void *code, siz
 
 static void hip_module_unload(const ckjit_device *d, void *module) {
   ckjit_device_scope scope;
-  if (hip_enter(d, NULL, &scope)) return;
+  if (hip_enter(d, &scope)) return;
   hip.module_unload(module);
   hip_leave(d, &scope);
 }
@@ -302,7 +311,8 @@ static ckjit_status hip_mem_free(void *ptr) {
   return r ? hip_fail(CKJIT_ERROR_DEVICE, r, "hipFree") : CKJIT_SUCCESS;
 }
 
-static ckjit_status hip_mem_alloc_async(void **ptr, size_t bytes, void *stream) {
+static ckjit_status hip_mem_alloc_async(ckjit_device *d, void **ptr, size_t bytes, void *stream) {
+  (void)d;
   if (!hip.malloc_async)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "this HIP runtime lacks hipMallocAsync (needs ROCm "
                        "5.3+), which split reductions use for scratch memory");
@@ -351,36 +361,43 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   if (!h)
     return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE,
                        "HIP runtime (libamdhip64.so) not found: no AMD GPU stack on this host");
+  /* The symbols are loaded by the first open that succeeds; later opens
+   * (each GPU is opened on first use) leave them alone, so launches on
+   * other threads never see them written. */
+  static int hip_loaded;
+  if (!hip_loaded) {
 #define SYM(field, name)                                                                     \
-  if (!(*(void **)&hip.field = dlsym(h, name)))                                              \
-    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "HIP runtime lacks %s", name);
-  SYM(init, "hipInit");
-  SYM(device_count, "hipGetDeviceCount");
-  SYM(set_device, "hipSetDevice");
-  SYM(get_device, "hipGetDevice");
-  SYM(device_attribute, "hipDeviceGetAttribute");
-  SYM(module_load_data, "hipModuleLoadData");
-  SYM(module_unload, "hipModuleUnload");
-  SYM(module_get_function, "hipModuleGetFunction");
-  SYM(launch, "hipModuleLaunchKernel");
-  SYM(malloc_, "hipMalloc");
-  SYM(free_, "hipFree");
-  SYM(memcpy_, "hipMemcpy");
-  SYM(memset_, "hipMemset");
-  SYM(device_synchronize, "hipDeviceSynchronize");
-  SYM(stream_synchronize, "hipStreamSynchronize");
-  SYM(error_name, "hipGetErrorName");
-  SYM(error_string, "hipGetErrorString");
+    if (!(*(void **)&hip.field = dlsym(h, name)))                                              \
+      return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "HIP runtime lacks %s", name);
+    SYM(init, "hipInit");
+    SYM(device_count, "hipGetDeviceCount");
+    SYM(set_device, "hipSetDevice");
+    SYM(get_device, "hipGetDevice");
+    SYM(device_attribute, "hipDeviceGetAttribute");
+    SYM(module_load_data, "hipModuleLoadData");
+    SYM(module_unload, "hipModuleUnload");
+    SYM(module_get_function, "hipModuleGetFunction");
+    SYM(launch, "hipModuleLaunchKernel");
+    SYM(malloc_, "hipMalloc");
+    SYM(free_, "hipFree");
+    SYM(memcpy_, "hipMemcpy");
+    SYM(memset_, "hipMemset");
+    SYM(device_synchronize, "hipDeviceSynchronize");
+    SYM(stream_synchronize, "hipStreamSynchronize");
+    SYM(error_name, "hipGetErrorName");
+    SYM(error_string, "hipGetErrorString");
 #undef SYM
-  /* Optional: only the split (multi-block-per-row) reductions need them. */
-  *(void **)&hip.stream_get_device = dlsym(h, "hipStreamGetDevice");
-  *(void **)&hip.pointer_get_attribute = dlsym(h, "hipPointerGetAttribute");
-  *(void **)&hip.malloc_async = dlsym(h, "hipMallocAsync");
-  *(void **)&hip.free_async = dlsym(h, "hipFreeAsync");
-  if (!hip.free_async) hip.malloc_async = NULL;
-  if (!(*(void **)&hip.device_properties = dlsym(h, "hipGetDevicePropertiesR0600")) &&
-      !(*(void **)&hip.device_properties = dlsym(h, "hipGetDeviceProperties")))
-    return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "HIP runtime lacks hipGetDeviceProperties");
+    /* Optional: only the split (multi-block-per-row) reductions need them. */
+    *(void **)&hip.stream_get_device = dlsym(h, "hipStreamGetDevice");
+    *(void **)&hip.pointer_get_attribute = dlsym(h, "hipPointerGetAttribute");
+    *(void **)&hip.malloc_async = dlsym(h, "hipMallocAsync");
+    *(void **)&hip.free_async = dlsym(h, "hipFreeAsync");
+    if (!hip.free_async) hip.malloc_async = NULL;
+    if (!(*(void **)&hip.device_properties = dlsym(h, "hipGetDevicePropertiesR0600")) &&
+        !(*(void **)&hip.device_properties = dlsym(h, "hipGetDeviceProperties")))
+      return ckjit__fail(CKJIT_ERROR_BACKEND_UNAVAILABLE, "HIP runtime lacks hipGetDeviceProperties");
+    hip_loaded = 1;
+  }
   hip_error r = hip.init(0);
   int count = 0;
   if (r || hip.device_count(&count) || count == 0)
@@ -392,7 +409,8 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   memset(out, 0, sizeof *out);
   out->vendor = CKJIT_BACKEND_HIP;
   out->ordinal = ordinal;
-  static unsigned char props[16384]; /* far larger than any hipDeviceProp_t */
+  /* Far larger than any hipDeviceProp_t; the caller serializes opens. */
+  static unsigned char props[16384];
   memset(props, 0, sizeof props);
   if ((r = hip.device_properties(props, ordinal)))
     return hip_fail(CKJIT_ERROR_DEVICE, r, "hipGetDeviceProperties");
@@ -410,8 +428,11 @@ ckjit_status ckjit__hip_device_open(int ordinal, ckjit_device *out) {
   out->matrix_units = (gfx908 || later ? CKJIT_MATRIX_MFMA_F16 : 0u) | (later ? CKJIT_MATRIX_MFMA_BF16 : 0u);
   out->enter = hip_enter;
   out->leave = hip_leave;
+  out->context = device_context(ordinal);
+  out->stream_context = hip_stream_context;
+  out->context_device = hip_context_device;
   out->check_pointer = hip.pointer_get_attribute ? hip_check_pointer : NULL;
-  out->check_stream = hip_check_stream;
+  out->describe = hip_describe;
   out->device_count = count;
   out->module_load = hip_module_load;
   out->module_unload = hip_module_unload;

@@ -3,10 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUCKETS 1024 /* power of two; chains stay short for any realistic spec count */
+#define BUCKETS CKJIT_KERNEL_BUCKETS
 
-static ckjit_kernel *_Atomic buckets[BUCKETS];
-static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
+void ckjit__memcache_init(ckjit_kernel_table *t) {
+  for (int i = 0; i < BUCKETS; i++) atomic_init(&t->buckets[i], NULL);
+  pthread_mutex_init(&t->insert_lock, NULL);
+}
 
 static ckjit_kernel *scan(ckjit_kernel *k, const ckjit_spec *spec, uint64_t hash) {
   for (; k; k = atomic_load_explicit(&k->next, memory_order_acquire))
@@ -14,15 +16,16 @@ static ckjit_kernel *scan(ckjit_kernel *k, const ckjit_spec *spec, uint64_t hash
   return NULL;
 }
 
-ckjit_kernel *ckjit__memcache_find(const ckjit_spec *spec, uint64_t hash) {
-  return scan(atomic_load_explicit(&buckets[hash & (BUCKETS - 1)], memory_order_acquire), spec,
+ckjit_kernel *ckjit__memcache_find(ckjit_kernel_table *t, const ckjit_spec *spec, uint64_t hash) {
+  return scan(atomic_load_explicit(&t->buckets[hash & (BUCKETS - 1)], memory_order_acquire), spec,
               hash);
 }
 
-ckjit_kernel *ckjit__memcache_insert(const ckjit_spec *spec, uint64_t hash, int *created) {
+ckjit_kernel *ckjit__memcache_insert(ckjit_kernel_table *t, const ckjit_spec *spec, uint64_t hash,
+                                     int *created) {
   *created = 0;
-  ckjit_kernel *_Atomic *bucket = &buckets[hash & (BUCKETS - 1)];
-  pthread_mutex_lock(&insert_lock);
+  ckjit_kernel *_Atomic *bucket = &t->buckets[hash & (BUCKETS - 1)];
+  pthread_mutex_lock(&t->insert_lock);
   ckjit_kernel *k = scan(atomic_load_explicit(bucket, memory_order_acquire), spec, hash);
   if (!k && (k = calloc(1, sizeof *k))) {
     k->spec = *spec;
@@ -36,7 +39,7 @@ ckjit_kernel *ckjit__memcache_insert(const ckjit_spec *spec, uint64_t hash, int 
     atomic_store_explicit(bucket, k, memory_order_release);
     *created = 1;
   }
-  pthread_mutex_unlock(&insert_lock);
+  pthread_mutex_unlock(&t->insert_lock);
   return k;
 }
 
@@ -57,13 +60,13 @@ int ckjit__memcache_wait(ckjit_kernel *k) {
   return state;
 }
 
-void ckjit__memcache_clear(void (*unload)(ckjit_kernel *k)) {
-  pthread_mutex_lock(&insert_lock);
+void ckjit__memcache_clear(ckjit_kernel_table *t, void (*unload)(ckjit_kernel *k, void *ctx), void *ctx) {
+  pthread_mutex_lock(&t->insert_lock);
   for (int i = 0; i < BUCKETS; i++) {
-    ckjit_kernel *k = atomic_exchange(&buckets[i], NULL);
+    ckjit_kernel *k = atomic_exchange(&t->buckets[i], NULL);
     while (k) {
       ckjit_kernel *next = atomic_load(&k->next);
-      if (unload && atomic_load(&k->state) == CKJIT_ENTRY_READY) unload(k);
+      if (unload && atomic_load(&k->state) == CKJIT_ENTRY_READY) unload(k, ctx);
       pthread_mutex_destroy(&k->mutex);
       pthread_cond_destroy(&k->cond);
       free(k->error_message);
@@ -71,5 +74,5 @@ void ckjit__memcache_clear(void (*unload)(ckjit_kernel *k)) {
       k = next;
     }
   }
-  pthread_mutex_unlock(&insert_lock);
+  pthread_mutex_unlock(&t->insert_lock);
 }

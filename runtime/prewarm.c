@@ -185,9 +185,9 @@ ckjit_status ckjit_get_function(const char *spec_text, void **function) {
   ckjit_spec spec;
   ckjit_status st = ckjit__spec_parse(spec_text, &spec);
   if (st) return st;
-  ckjit_runtime *rt;
+  ckjit_gpu *gpu; /* the current context's (the default stream's) */
   ckjit_kernel *k;
-  if ((st = ckjit__kernel_get(&spec, &rt, &k))) return st;
+  if ((st = ckjit__stream_gpu(NULL, &gpu)) || (st = ckjit__kernel_get(gpu, &spec, &k))) return st;
   *function = k->function;
   return CKJIT_SUCCESS;
 }

@@ -1,5 +1,5 @@
-/* Lazy, thread-safe initialization from options and environment, device
- * discovery, ckjit_init / ckjit_shutdown and ckjit_get_device_info. */
+/* Lazy, thread-safe initialization from options and environment, the
+ * GPUs (each opened on first use), ckjit_init and ckjit_shutdown. */
 #include "../base/buffer.h"
 #include "runtime.h"
 
@@ -18,6 +18,7 @@
 static ckjit_runtime runtime;
 static _Atomic int initialized; /* acquire-read on the hot path */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER; /* opening a GPU after init */
 
 void ckjit_options_init(ckjit_options *opts) {
   if (!opts) return;
@@ -33,15 +34,15 @@ static int env_flag(const char *name) {
   return v && *v && strcmp(v, "0") && strcmp(v, "false") && strcmp(v, "no") && strcmp(v, "off");
 }
 
-static ckjit_status open_device(ckjit_runtime *rt, ckjit_backend want, int ordinal) {
+static ckjit_status open_device(ckjit_backend want, int ordinal, ckjit_device *out) {
   ckjit_status st = CKJIT_ERROR_NO_DEVICE;
   if (want != CKJIT_BACKEND_HIP) {
-    st = ckjit__cuda_device_open(ordinal, &rt->device);
+    st = ckjit__cuda_device_open(ordinal, out);
     if (st == CKJIT_SUCCESS || want == CKJIT_BACKEND_CUDA) return st;
   }
   char cuda_reason[256];
   ckjit__copy_str(cuda_reason, sizeof cuda_reason, ckjit__error_latest());
-  st = ckjit__hip_device_open(ordinal, &rt->device);
+  st = ckjit__hip_device_open(ordinal, out);
   if (st && want == CKJIT_BACKEND_AUTO) {
     char hip_reason[256];
     ckjit__copy_str(hip_reason, sizeof hip_reason, ckjit__error_latest());
@@ -49,6 +50,23 @@ static ckjit_status open_device(ckjit_runtime *rt, ckjit_backend want, int ordin
                        "no GPU found (CUDA: %s; HIP: %s)", cuda_reason, hip_reason);
   }
   return st;
+}
+
+/* Wraps an opened device as a GPU of the runtime and publishes it. */
+static ckjit_status add_gpu(ckjit_runtime *rt, const ckjit_device *device, ckjit_gpu **out) {
+  ckjit_gpu *gpu = aligned_alloc(alignof(ckjit_gpu), sizeof *gpu);
+  if (!gpu) return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "out of memory opening a GPU");
+  memset(gpu, 0, sizeof *gpu);
+  gpu->device = *device;
+  ckjit__copy_str(gpu->arch, sizeof gpu->arch, rt->arch_forced ? rt->arch : device->arch);
+  ckjit__memcache_init(&gpu->kernels);
+  atomic_init(&gpu->memory_hits, 0);
+  if (rt->arch_forced && !ckjit__arch_compatible(rt->arch, device->arch))
+    CKJIT_WARN("CKJIT_ARCH=%s differs from %s's arch %s: kernels can be compiled but not launched "
+               "there", rt->arch, device->name, device->arch);
+  atomic_store_explicit(&rt->gpus[device->ordinal], gpu, memory_order_release);
+  *out = gpu;
+  return CKJIT_SUCCESS;
 }
 
 static ckjit_status initialize(const ckjit_options *opts) {
@@ -84,7 +102,12 @@ static ckjit_status initialize(const ckjit_options *opts) {
   if (arch && *arch && ckjit__arch_vendor(arch) == CKJIT_BACKEND_AUTO)
     return ckjit__arch_validate(arch, 0, 0); /* sets the message */
 
-  ckjit_status st = open_device(rt, want, ordinal);
+  if (ordinal >= CKJIT_MAX_DEVICES)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "device %d: ckjit serves devices 0 to %d",
+                       ordinal, CKJIT_MAX_DEVICES - 1);
+  rt->default_ordinal = ordinal;
+  ckjit_device device;
+  ckjit_status st = open_device(want, ordinal, &device);
   rt->has_device = st == CKJIT_SUCCESS;
   if (!rt->has_device) {
     if (st == CKJIT_ERROR_INVALID_ARGUMENT) return st;
@@ -94,14 +117,19 @@ static ckjit_status initialize(const ckjit_options *opts) {
   }
 
   char canonical_arch[CKJIT_ARCH_MAX]; /* records and device info show the one spelling */
-  if (arch && *arch)
+  rt->arch_forced = arch && *arch;
+  if (rt->arch_forced)
     ckjit__copy_str(rt->arch, sizeof rt->arch, ckjit__arch_canonical(arch, canonical_arch));
-  else if (rt->has_device) ckjit__copy_str(rt->arch, sizeof rt->arch, rt->device.arch);
+  else if (rt->has_device) ckjit__copy_str(rt->arch, sizeof rt->arch, device.arch);
   rt->backend = rt->arch[0] ? ckjit__arch_vendor(rt->arch) : want;
-  if (rt->has_device && rt->arch[0] && !ckjit__arch_compatible(rt->arch, rt->device.arch))
-    CKJIT_WARN("CKJIT_ARCH=%s differs from the device's arch %s: kernels can be compiled but not "
-               "launched",
-               rt->arch, rt->device.arch);
+  if (rt->has_device) {
+    rt->device_count = device.device_count < CKJIT_MAX_DEVICES ? device.device_count : CKJIT_MAX_DEVICES;
+    ckjit_gpu *gpu;
+    if ((st = add_gpu(rt, &device, &gpu))) {
+      device.close(&device);
+      return st;
+    }
+  }
 
   /* Identify the compiler now (file lookups, no loading) so that the first
    * op call, served from the disk cache, does not pay for it. */
@@ -130,18 +158,18 @@ static ckjit_status initialize(const ckjit_options *opts) {
   }
   if ((env = getenv("CKJIT_DUMP_DIR")) && *env)
     ckjit__copy_str(rt->dump_dir, sizeof rt->dump_dir, env);
-  /* Streams and operands of another GPU than ckjit's: a cuStreamGetCtx per
-   * launch and a driver query per operand, so by default only where another
-   * GPU exists for them to be on.  With one GPU a stream of another context
-   * still fails in the driver, and the launch failure is explained then
-   * (ckjit__kernel_launch). */
-  int check = rt->has_device && rt->device.device_count > 1;
-  if ((env = getenv("CKJIT_DEVICE_CHECKS")) && *env && strcmp(env, "auto")) {
-    if (!strcmp(env, "0")) check = 0;
-    else if (!strcmp(env, "1")) check = rt->has_device;
-    else CKJIT_WARN("CKJIT_DEVICE_CHECKS=%s: expected 0, 1 or auto; using auto", env);
+  /* An op runs on its stream's GPU.  With one GPU every stream is its (a
+   * stream of another context fails in the driver, and the launch failure
+   * is explained then: ckjit__kernel_launch), so only the default stream's
+   * context is looked at; with more, each stream's owner is asked
+   * (cuStreamGetCtx).  Operands' devices are asked only on request: one
+   * driver query per pointer per call (bench/NOTES.md has its cost). */
+  if ((env = getenv("CKJIT_DEVICE_CHECKS")) && *env) {
+    if (!strcmp(env, "1")) rt->check_pointers = 1;
+    else if (strcmp(env, "0"))
+      CKJIT_WARN("CKJIT_DEVICE_CHECKS=%s: expected 0 or 1; using 0", env);
   }
-  rt->device.check_device = check;
+  rt->ask_streams = rt->device_count > 1 || rt->check_pointers;
   return CKJIT_SUCCESS;
 }
 
@@ -185,6 +213,10 @@ ckjit_status ckjit__runtime_get(ckjit_runtime **out) {
   return CKJIT_SUCCESS;
 }
 
+ckjit_runtime *ckjit__runtime_if_ready(void) {
+  return atomic_load_explicit(&initialized, memory_order_acquire) ? &runtime : NULL;
+}
+
 ckjit_status ckjit__runtime_device(ckjit_runtime **out) {
   ckjit_status st = ckjit__runtime_get(out);
   if (st) return st;
@@ -194,43 +226,62 @@ ckjit_status ckjit__runtime_device(ckjit_runtime **out) {
   return CKJIT_SUCCESS;
 }
 
-static void unload_kernel(ckjit_kernel *k) {
-  if (k->module) runtime.device.module_unload(&runtime.device, k->module);
+ckjit_status ckjit__runtime_gpu(ckjit_runtime *rt, int ordinal, ckjit_gpu **out) {
+  if (ordinal < 0 || ordinal >= rt->device_count)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "device %d requested but only %d present",
+                       ordinal, rt->device_count);
+  if ((*out = atomic_load_explicit(&rt->gpus[ordinal], memory_order_acquire))) return CKJIT_SUCCESS;
+  pthread_mutex_lock(&open_lock);
+  ckjit_status st = CKJIT_SUCCESS;
+  if (!(*out = atomic_load_explicit(&rt->gpus[ordinal], memory_order_acquire))) {
+    ckjit_device device;
+    const ckjit_gpu *first = atomic_load(&rt->gpus[rt->default_ordinal]);
+    if (!(st = open_device(first->device.vendor, ordinal, &device)) &&
+        (st = add_gpu(rt, &device, out)))
+      device.close(&device);
+  }
+  pthread_mutex_unlock(&open_lock);
+  return st;
+}
+
+ckjit_status ckjit__runtime_gpu_of_context(ckjit_runtime *rt, void *context, const void *stream,
+                                           ckjit_gpu **out) {
+  const ckjit_device *any = &atomic_load(&rt->gpus[rt->default_ordinal])->device;
+  int ordinal = -1, primary = 0;
+  ckjit_status st = any->context_device(context, &ordinal, &primary);
+  if (st) return st;
+  if (!primary) {
+    char which[200];
+    any->describe(ordinal, which, sizeof which);
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "stream %p%s belongs to a context of %s that is not its primary context; "
+                       "ckjit loads its kernels into each device's primary context (the one the "
+                       "CUDA runtime, PyTorch and CuPy use)",
+                       stream, (uintptr_t)stream <= 2 ? " (the default stream of the current context)" : "",
+                       which);
+  }
+  return ckjit__runtime_gpu(rt, ordinal, out);
+}
+
+static void unload_kernel(ckjit_kernel *k, void *gpu) {
+  const ckjit_device *d = &((ckjit_gpu *)gpu)->device;
+  if (k->module) d->module_unload(d, k->module);
 }
 
 void ckjit_shutdown(void) {
   pthread_mutex_lock(&init_lock);
   if (atomic_load(&initialized)) {
-    ckjit__memcache_clear(runtime.has_device ? unload_kernel : NULL);
+    for (int i = 0; i < CKJIT_MAX_DEVICES; i++) {
+      ckjit_gpu *gpu = atomic_exchange(&runtime.gpus[i], NULL);
+      if (!gpu) continue;
+      ckjit__memcache_clear(&gpu->kernels, unload_kernel, gpu);
+      pthread_mutex_destroy(&gpu->kernels.insert_lock);
+      gpu->device.close(&gpu->device);
+      free(gpu);
+    }
     ckjit__code_cache_clear();
-    if (runtime.has_device) runtime.device.close(&runtime.device);
     atomic_store(&initialized, 0);
     memset(&runtime, 0, sizeof runtime);
   }
   pthread_mutex_unlock(&init_lock);
-}
-
-ckjit_status ckjit_get_device_info(ckjit_device_info *info) {
-  if (!info) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "ckjit_get_device_info: info is NULL");
-  memset(info, 0, sizeof *info);
-  ckjit_runtime *rt;
-  ckjit_status st = ckjit__runtime_get(&rt);
-  if (st) return st;
-  info->backend = rt->backend;
-  info->has_device = rt->has_device;
-  info->device = rt->has_device ? rt->device.ordinal : -1;
-  ckjit__copy_str(info->arch, sizeof info->arch, rt->arch);
-  if (rt->has_device) {
-    ckjit__copy_str(info->device_arch, sizeof info->device_arch, rt->device.arch);
-    ckjit__copy_str(info->name, sizeof info->name, rt->device.name);
-    info->multiprocessors = rt->device.multiprocessors;
-  }
-  const ckjit_compiler *c;
-  int quiet = ckjit__error_quiet(1); /* no compiler: an empty field, not a failure */
-  if (rt->backend != CKJIT_BACKEND_AUTO && ckjit__compiler_get(rt->backend, &c) == CKJIT_SUCCESS)
-    ckjit__copy_str(info->compiler, sizeof info->compiler, c->fingerprint);
-  ckjit__error_quiet(quiet);
-  if (rt->disk_enabled && rt->disk.usable)
-    ckjit__copy_str(info->cache_dir, sizeof info->cache_dir, rt->disk.dir);
-  return CKJIT_SUCCESS;
 }

@@ -30,7 +30,8 @@
 #        rows" measures only the row-wise ops, "gemm peers" with
 #        PEERS_ARGS="--only gemm" only the GEMMs, "attention" alone the
 #        attention records (its peers are in the same step) and "paged" alone the
-#        paged-attention records (likewise), keeping the other records of
+#        paged-attention records (likewise), "multigpu python" (not in the
+#        default list) the two-GPU and Python host times, keeping the other records of
 #        bench/results.json; without gemm in the list and with no PEERS_ARGS,
 #        peers.py skips its gemm section)
 set -uo pipefail
@@ -350,6 +351,32 @@ else
   FAILED=1
 fi
 
+# Host time with several GPUs (bench/multi_gpu.py; two GPUs, else it says
+# why and records nothing) and of the Python package's calls against torch's
+# own ops (bench/python_host_time.py).  Not in the default list: run
+# GPU_CHECK_BENCHES="multigpu python" on a two-GPU machine.
+if want multigpu && ((BUILT == 0)) && [ -x "$BUILD/bench/bench_multi_gpu" ]; then
+  : > "$LOGS/bench-multigpu.jsonl"
+  step multigpu 150 40 "$LOGS/bench-multigpu.log" "$LOGS/bench-multigpu.log" -- \
+    env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/multi_gpu.py \
+    --bin "$BUILD/bench/bench_multi_gpu" --out "$LOGS/bench-multigpu.jsonl"
+  cat "$LOGS/bench-multigpu.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  summary_add multigpu "$(tail -n 1 "$LOGS/bench-multigpu.log")"
+elif want multigpu; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' multigpu SKIPPED - "no $BUILD/bench/bench_multi_gpu")")
+fi
+if want python && ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
+  : > "$LOGS/bench-python.jsonl"
+  step python 120 40 "$LOGS/bench-python.log" "$LOGS/bench-python.log" -- \
+    env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" \
+    CKJIT_LIBRARY="$ROOT/$BUILD/libckjit.so" PYTHONPATH="$ROOT/python" \
+    python3 bench/python_host_time.py --json "$LOGS/bench-python.jsonl"
+  cat "$LOGS/bench-python.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  summary_add python "$(grep -c '^{' "$LOGS/bench-python.jsonl") records"
+elif want python; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' python SKIPPED - "no $BUILD/libckjit.so")")
+fi
+
 # Host-side tool numbers (CPU only): prewarm scaling over this host's cores
 # and verify of 1,000 entries, tagged with the host instead of the card.
 if ((BUILT == 0)) && want tools; then
@@ -402,6 +429,8 @@ want rows && ran+="; $ROWS_BIN ${rows_args[*]:-}"
 want gemm && ran+="; $GEMM_BIN ${gemm_args[*]:-}"
 want attention && ran+="; python3 bench/attention_torch.py ${attn_args[*]:-}"
 want paged && ran+="; python3 bench/paged_torch.py ${paged_args[*]:-}"
+want multigpu && ran+="; python3 bench/multi_gpu.py"
+want python && ran+="; python3 bench/python_host_time.py"
 want peers && ran+="; python3 bench/peers.py ${peers_args[*]:-}"
 ran="${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"}${ran}"
 step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \

@@ -7,16 +7,22 @@
  * `void *`: a CUdeviceptr/CUstream on NVIDIA, a hip pointer/hipStream_t on
  * AMD; a NULL stream is the default stream.  Ops need no set-up call.
  *
- * Devices: a process's ckjit serves one GPU, CKJIT_DEVICE /
- * ckjit_options.device (default 0).  A call never changes the calling
- * thread's current CUDA context (HIP: current device); it pushes its own for
- * the call and pops it.  A stream of another device or another context, and
- * the default stream while another device's context is current, give
- * CKJIT_ERROR_INVALID_ARGUMENT naming both devices, before anything runs; so
- * does an operand in another device's memory.  These checks run when the
- * process sees more than one GPU (CKJIT_DEVICE_CHECKS); with one, a stream
- * of another context is refused by the driver's launch and then named. The
- * NULL stream with no context current is ckjit's device's default stream.
+ * Devices: every GPU of the process.  An op runs on the device that owns
+ * its stream: the stream's context on CUDA (cuStreamGetCtx), its device on
+ * HIP.  The default stream (NULL) is the calling thread's current context's
+ * (HIP: current device's), or, when no context is current, the default
+ * device's: CKJIT_DEVICE / ckjit_options.device (default 0).  Each device
+ * is opened on first use and gets its own loaded kernels; kernels are
+ * compiled for each device's arch (CKJIT_ARCH overrides it for all).
+ * Threads driving different GPUs share nothing mutable on the hot path.
+ * ckjit loads its kernels into each device's primary context, the one the
+ * CUDA runtime, PyTorch and CuPy use: a stream of another context (made
+ * with cuCtxCreate) gets CKJIT_ERROR_INVALID_ARGUMENT.  A call never
+ * changes the calling thread's current context (HIP: current device); it
+ * pushes the stream's device's for the call and pops it.  With
+ * CKJIT_DEVICE_CHECKS=1 an operand in another device's memory than the
+ * stream's gets CKJIT_ERROR_INVALID_ARGUMENT naming both devices (one
+ * driver query per pointer per call, so off by default).
  */
 #ifndef CKJIT_CKJIT_H
 #define CKJIT_CKJIT_H
@@ -125,7 +131,7 @@ CKJIT_API void ckjit_shutdown(void);
 typedef struct ckjit_device_info {
   ckjit_backend backend; /* backend in use (AUTO when no GPU and none forced) */
   int has_device;        /* 1 when a GPU is present and usable */
-  int device;            /* ordinal in use */
+  int device;            /* its ordinal (-1 without a GPU) */
   char arch[64];         /* arch kernels are compiled for ("sm_90", "gfx90a:sramecc+:xnack-") */
   char device_arch[64];  /* the present device's own arch ("" without a GPU) */
   char name[128];        /* device name ("" without a GPU) */
@@ -134,7 +140,13 @@ typedef struct ckjit_device_info {
   char cache_dir[512];   /* writable disk cache directory ("" when disabled) */
 } ckjit_device_info;
 
+/* The default device (CKJIT_DEVICE / ckjit_options.device). */
 CKJIT_API ckjit_status ckjit_get_device_info(ckjit_device_info *info);
+/* Device `device` (an ordinal; -1: the default device), opened if it was
+ * not yet.  CKJIT_ERROR_INVALID_ARGUMENT for an ordinal past the count. */
+CKJIT_API ckjit_status ckjit_get_device_info_for(int device, ckjit_device_info *info);
+/* GPUs of the backend's vendor the process sees (0 without one). */
+CKJIT_API ckjit_status ckjit_get_device_count(int *count);
 
 /* ---- device memory helpers ---------------------------------------------- */
 typedef enum ckjit_copy_kind {
@@ -143,14 +155,17 @@ typedef enum ckjit_copy_kind {
   CKJIT_DEVICE_TO_DEVICE = 3
 } ckjit_copy_kind;
 
+/* The helpers work on the current device: the calling thread's current
+ * context's (HIP: current device), or the default device when none is
+ * current. */
 CKJIT_API ckjit_status ckjit_malloc(void **ptr, size_t bytes);
 CKJIT_API ckjit_status ckjit_free(void *ptr); /* NULL is a no-op */
 /* Synchronous copy (waits for the copy, not for other streams' work). */
 CKJIT_API ckjit_status ckjit_memcpy(void *dst, const void *src, size_t bytes,
                                     ckjit_copy_kind kind);
 CKJIT_API ckjit_status ckjit_memset(void *ptr, int value, size_t bytes);
-/* Waits for `stream`; NULL waits for ckjit's whole device.  Memory helpers
- * work on ckjit's device whatever context is current. */
+/* Waits for `stream` (on its device); NULL waits for the whole current
+ * device. */
 CKJIT_API ckjit_status ckjit_synchronize(void *stream);
 
 /* ---- statistics ---------------------------------------------------------- */

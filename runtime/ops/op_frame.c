@@ -12,13 +12,12 @@ void ckjit__plan_init(ckjit_launch_plan *plan, ckjit_family_id family) {
   for (int i = 0; i < 3; i++) plan->grid[i] = plan->block[i] = 1;
 }
 
-ckjit_status ckjit__op_run(const ckjit_launch_plan *plan, const void *args,
+ckjit_status ckjit__op_run(ckjit_gpu *gpu, const ckjit_launch_plan *plan, const void *args,
                            const ckjit_abi_params *params, void *stream) {
-  ckjit_runtime *rt;
   ckjit_kernel *k;
-  ckjit_status st = ckjit__kernel_get(&plan->spec, &rt, &k);
+  ckjit_status st = ckjit__kernel_get(gpu, &plan->spec, &k);
   if (st) return st;
-  return ckjit__kernel_launch(rt, k, plan->grid, plan->block, plan->shared_bytes, stream, args,
+  return ckjit__kernel_launch(gpu, k, plan->grid, plan->block, plan->shared_bytes, stream, args,
                               params);
 }
 

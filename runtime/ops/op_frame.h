@@ -5,7 +5,9 @@
  *   plan       the tile policy: the spec (which kernel) and the launch shape
  *              (grid, block, shared memory), in a ckjit_launch_plan;
  *   arguments  the family's kernel-argument struct (kernel_src/abi/);
- *   run        ckjit__op_run: the kernel table, then one launch.
+ *   run        ckjit__op_run on the stream's GPU (ckjit__stream_gpu, which
+ *              families that plan by the device's properties call before
+ *              planning): the GPU's kernel table, then one launch.
  *
  * A family lives in runtime/ops/<family>/: <family>_family.c describes its
  * kernels (parameters, spec checks, the default set that ckjit-prewarm
@@ -29,10 +31,10 @@ typedef struct ckjit_launch_plan {
 /* An empty plan of `family`: all parameters 0, grid and block 1 x 1 x 1. */
 void ckjit__plan_init(ckjit_launch_plan *plan, ckjit_family_id family);
 
-/* Gets (compiling on first use) the kernel of plan->spec and launches it on
- * `stream` with `args`, the family's kernel-argument struct S, and
- * `params`, its S_params (kernel_src/abi/abi.h). */
-ckjit_status ckjit__op_run(const ckjit_launch_plan *plan, const void *args,
+/* Gets (compiling on first use) the kernel of plan->spec on `gpu` and
+ * launches it on `stream` with `args`, the family's kernel-argument struct
+ * S, and `params`, its S_params (kernel_src/abi/abi.h). */
+ckjit_status ckjit__op_run(ckjit_gpu *gpu, const ckjit_launch_plan *plan, const void *args,
                            const ckjit_abi_params *params, void *stream);
 
 /* ---- launch shape ----------------------------------------------------------- */
@@ -69,7 +71,7 @@ ckjit_status ckjit__check_dtype(const char *api, ckjit_dtype dtype);
 ckjit_status ckjit__check_matrix(const char *api, const char *name, const void *ptr, int64_t rows,
                                  int64_t cols, int64_t ld, size_t elem_size);
 
-/* And ckjit__check_pointers (runtime/dispatch.h): operands must be memory of
- * ckjit's device. */
+/* And ckjit__check_pointers (runtime/dispatch.h): with CKJIT_DEVICE_CHECKS=1,
+ * operands must be memory of the stream's device. */
 
 #endif

@@ -27,10 +27,10 @@ static int pairs_fill_the_rounds(int64_t pairs, int64_t sms) {
  * and paged tiles (key counts differ between entries), and masked pairs that fill the rounds badly, get one block per
  * tile, heaviest first, handed out by the hardware as SMs free up.
  * Returns whether the walk is over pairs (ckjit_attention_args.paired). */
-static int plan(const ckjit_runtime *rt, const attention_call *c, int64_t m_blocks,
+static int plan(const ckjit_gpu *gpu, const attention_call *c, int64_t m_blocks,
                 ckjit_launch_plan *p) {
   const ckjit_attention_desc *d = c->desc;
-  const int64_t sms = rt->device.multiprocessors, heads = d->num_heads_q * d->batch;
+  const int64_t sms = gpu->device.multiprocessors, heads = d->num_heads_q * d->batch;
   const int64_t pairs = CKJIT_ATTENTION_PAIRS(m_blocks) * heads;
   int persistent = p->spec.family == CKJIT_FAMILY_ATTENTION_WGMMA && !d->cu_seqlens_q && !c->paged;
   if (c->mask != MASK_NONE) persistent = persistent && pairs_fill_the_rounds(pairs, sms);
@@ -71,34 +71,34 @@ static ckjit_attention_args arguments(const attention_call *c, int64_t m_blocks,
 }
 
 ckjit_status ckjit__attention_run(const attention_call *c, void *stream) {
-  ckjit_runtime *rt;
+  ckjit_gpu *gpu;
   ckjit_status st;
-  if ((st = ckjit__runtime_device(&rt))) return st;
+  if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
   ckjit_launch_plan p;
   ckjit__plan_init(&p, CKJIT_FAMILY_ATTENTION_SIMT);
-  if ((st = ckjit__attention_pick(rt, c, &p.spec))) return st;
-  ckjit__attention_tune(rt, c, &p.spec, stream); /* CKJIT_TUNE: a measured wgmma tile */
+  if ((st = ckjit__attention_pick(gpu, c, &p.spec))) return st;
+  ckjit__attention_tune(gpu, c, &p.spec, stream); /* CKJIT_TUNE: a measured wgmma tile */
   /* Query tiles per (head, entry): the grid's and the kernel's walk. */
   const int64_t m_blocks = ckjit__ceil_div(c->desc->seqlen_q, p.spec.value[AT_BM]);
   if (p.spec.family == CKJIT_FAMILY_ATTENTION_DECODE) {
     const ckjit_attention_args args = arguments(c, m_blocks, 0);
-    return ckjit__attention_run_decode(rt, c, &p, &args, stream);
+    return ckjit__attention_run_decode(gpu, c, &p, &args, stream);
   }
-  const int paired = plan(rt, c, m_blocks, &p);
+  const int paired = plan(gpu, c, m_blocks, &p);
   if (p.spec.family == CKJIT_FAMILY_ATTENTION_WGMMA) {
     ckjit_attention_tma_args x;
     memset(&x, 0, sizeof x);
     x.p = arguments(c, m_blocks, paired);
-    x.p.tma = ckjit__attention_encode_maps(rt, c, &p.spec, &x);
-    return ckjit__op_run(&p, &x, &ckjit_abi_by_value, stream);
+    x.p.tma = ckjit__attention_encode_maps(gpu, c, &p.spec, &x);
+    return ckjit__op_run(gpu, &p, &x, &ckjit_abi_by_value, stream);
   }
   const ckjit_attention_args args = arguments(c, m_blocks, paired);
-  return ckjit__op_run(&p, &args, &ckjit_abi_by_value, stream);
+  return ckjit__op_run(gpu, &p, &args, &ckjit_abi_by_value, stream);
 }
 
 ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *stream) {
   attention_call c;
-  ckjit_status st = ckjit__attention_validate(desc, &c);
+  ckjit_status st = ckjit__attention_validate(desc, stream, &c);
   if (st || c.empty) return st;
   return ckjit__attention_run(&c, stream);
 }

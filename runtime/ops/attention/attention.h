@@ -103,11 +103,13 @@ typedef struct attention_call {
 } attention_call;
 
 /* Checks `desc` into `call`; a bad argument gets a status and a message. */
-ckjit_status ckjit__attention_validate(const ckjit_attention_desc *desc, attention_call *call);
+ckjit_status ckjit__attention_validate(const ckjit_attention_desc *desc, void *stream,
+                                       attention_call *call);
 /* The same checks under `api`'s name; with `paged`, desc's k and v are the
  * pools (checked by the caller) and the K lengths are on the device. */
 ckjit_status ckjit__attention_validate_as(const char *api, const ckjit_attention_desc *desc,
-                                          const ckjit_paged_kv *paged, attention_call *call);
+                                          const ckjit_paged_kv *paged, void *stream,
+                                          attention_call *call);
 /* One tensor of `batch` x `heads` x `seq` x `dim` elements of `es` bytes:
  * non-NULL, aligned, non-negative strides, inside the address space. */
 ckjit_status ckjit__attention_check_tensor(const char *api, const char *name, const void *p,
@@ -124,18 +126,19 @@ int ckjit__attention_rows_aligned(const void *p, const ckjit_attention_strides *
  * device; *rows_aligned: whether the tensor-core kernels can read the pools. */
 ckjit_status ckjit__paged_kv_validate_sizes(const char *api, const ckjit_paged_kv *kv);
 ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv, ckjit_dtype dtype,
-                                      int64_t heads_kv, int64_t hd, int64_t hdv, int *rows_aligned);
+                                      int64_t heads_kv, int64_t hd, int64_t hdv, void *stream,
+                                      int *rows_aligned);
 
 /* ckjit_paged_attention's checks (paged.c): `d`, the caller's storage, is
  * made the dense descriptor of the problem (K and V the pools) and `c` the
  * validated call over it. */
-ckjit_status ckjit__paged_attention_call(const ckjit_paged_attention_desc *pd,
+ckjit_status ckjit__paged_attention_call(const ckjit_paged_attention_desc *pd, void *stream,
                                          ckjit_attention_desc *d, attention_call *c);
 
 /* ckjit_paged_kv_append's checks and plan (paged_append.c): *empty when it
  * writes nothing; else the launch in *p and its argument in *a. */
 struct ckjit_launch_plan;
-ckjit_status ckjit__paged_append_plan(const ckjit_paged_kv_append_desc *d, int *empty,
+ckjit_status ckjit__paged_append_plan(const ckjit_paged_kv_append_desc *d, void *stream, int *empty,
                                       struct ckjit_launch_plan *p, ckjit_paged_append_args *a);
 
 /* The kernels' view of a validated cache's tables. */
@@ -144,9 +147,9 @@ ckjit_attention_paging ckjit__paging_args(const ckjit_paged_kv *kv);
 /* Runs a validated, non-empty call (attention.c): pick, tune, plan, launch. */
 ckjit_status ckjit__attention_run(const attention_call *call, void *stream);
 
-struct ckjit_runtime;
+struct ckjit_gpu;
 /* The spec of the first pipeline that runs `call` on the device. */
-ckjit_status ckjit__attention_pick(const struct ckjit_runtime *rt, const attention_call *call,
+ckjit_status ckjit__attention_pick(const struct ckjit_gpu *gpu, const attention_call *call,
                                    ckjit_spec *spec);
 
 /* CKJIT_TUNE (tune.c): attention_wgmma's tile from the record of measured
@@ -154,7 +157,7 @@ ckjit_status ckjit__attention_pick(const struct ckjit_runtime *rt, const attenti
  * (each candidate run on the call's stream and buffers, the stream
  * synchronized: not under graph capture).  Other families' specs, and
  * the spec when nothing is known, stay as picked. */
-void ckjit__attention_tune(struct ckjit_runtime *rt, const attention_call *call, ckjit_spec *spec,
+void ckjit__attention_tune(struct ckjit_gpu *gpu, const attention_call *call, ckjit_spec *spec,
                            void *stream);
 /* Its pieces, for the unit tests.  The shape class of `call` on `arch`
  * (0 when it would not fit `len` or a record line):
@@ -175,7 +178,7 @@ void ckjit__attention_tune_store(const char *dir, const char *cls, const attenti
 /* attention_wgmma's tensor maps for `call` (tma.c): 1 when Q's, K's and
  * V's were made (a dense problem whose strides TMA takes, on a driver that
  * makes them), else 0 and the kernel copies with cp.async. */
-int ckjit__attention_encode_maps(const struct ckjit_runtime *rt, const attention_call *call,
+int ckjit__attention_encode_maps(const struct ckjit_gpu *gpu, const attention_call *call,
                                  const ckjit_spec *spec, ckjit_attention_tma_args *x);
 
 /* attention_decode: the block's query rows (heads x queries of one K/V
@@ -184,7 +187,7 @@ int ckjit__attention_encode_maps(const struct ckjit_runtime *rt, const attention
 /* Launches attention_decode for `call` (decode.c): the split-KV plan, the
  * partials' scratch and attention_combine when the keys are split. */
 struct ckjit_launch_plan;
-ckjit_status ckjit__attention_run_decode(struct ckjit_runtime *rt, const attention_call *call,
+ckjit_status ckjit__attention_run_decode(struct ckjit_gpu *gpu, const attention_call *call,
                                          struct ckjit_launch_plan *plan,
                                          const ckjit_attention_args *args, void *stream);
 

@@ -52,20 +52,20 @@ const ckjit_family ckjit__family_attention_combine = {
  * at most 64 parts.  `keys`: a bound of the entries' key counts when the
  * host knows one (dense: seqlen_k; paged padded form: the table's
  * capacity), else 2^30. */
-static int64_t split_count(const ckjit_runtime *rt, const ckjit_launch_plan *p, int64_t blocks,
+static int64_t split_count(const ckjit_gpu *gpu, const ckjit_launch_plan *p, int64_t blocks,
                            int64_t keys) {
   const int64_t smem = (int64_t)p->shared_bytes + 1024;
-  int64_t resident = ((int64_t)rt->device.max_shared_bytes + 1024) / smem;
+  int64_t resident = ((int64_t)gpu->device.max_shared_bytes + 1024) / smem;
   if (resident < 1) resident = 1;
   if (resident > 4) resident = 4;
-  const int64_t want = ckjit__ceil_div(4 * resident * rt->device.multiprocessors, blocks);
+  const int64_t want = ckjit__ceil_div(4 * resident * gpu->device.multiprocessors, blocks);
   const int64_t most = ckjit__ceil_div(ckjit__ceil_div(keys, p->spec.value[AT_BN]), 4);
   int64_t splits = want < most ? want : most;
   if (splits > 64) splits = 64;
   return splits < 1 ? 1 : splits;
 }
 
-ckjit_status ckjit__attention_run_decode(ckjit_runtime *rt, const attention_call *c,
+ckjit_status ckjit__attention_run_decode(ckjit_gpu *gpu, const attention_call *c,
                                          ckjit_launch_plan *p, const ckjit_attention_args *args,
                                          void *stream) {
   const ckjit_attention_desc *d = c->desc;
@@ -84,7 +84,7 @@ ckjit_status ckjit__attention_run_decode(ckjit_runtime *rt, const attention_call
   if (keys > ((int64_t)1 << 30)) keys = (int64_t)1 << 30;
   p->block[0] = ckjit__attention_threads(&p->spec);
   p->shared_bytes = ckjit__attention_smem(&p->spec);
-  const int64_t splits = split_count(rt, p, blocks, keys);
+  const int64_t splits = split_count(gpu, p, blocks, keys);
   p->grid[0] = (unsigned)blocks;
   p->grid[1] = (unsigned)splits;
   ckjit_attention_decode_args x;
@@ -93,29 +93,29 @@ ckjit_status ckjit__attention_run_decode(ckjit_runtime *rt, const attention_call
   x.splits = (int)splits;
   x.row_blocks = (int)row_blocks;
   x.rows = d->batch * d->num_heads_q * d->seqlen_q;
-  if (splits == 1) return ckjit__op_run(p, &x, &ckjit_abi_by_value, stream);
+  if (splits == 1) return ckjit__op_run(gpu, p, &x, &ckjit_abi_by_value, stream);
 
   const size_t bytes = (size_t)splits * (size_t)x.rows * (size_t)(d->head_dim_v + 1) * sizeof(float);
   void *scratch;
-  ckjit_status st = ckjit__scratch_alloc(rt, bytes, stream, &scratch);
+  ckjit_status st = ckjit__scratch_alloc(gpu, bytes, stream, &scratch);
   if (st) return st;
   x.part_o = scratch;
   x.part_lse = x.part_o + (size_t)splits * (size_t)x.rows * (size_t)d->head_dim_v;
-  st = ckjit__op_run(p, &x, &ckjit_abi_by_value, stream);
+  st = ckjit__op_run(gpu, p, &x, &ckjit_abi_by_value, stream);
   if (!st) {
     ckjit_launch_plan cp;
     ckjit__plan_init(&cp, CKJIT_FAMILY_ATTENTION_COMBINE);
     cp.spec.value[CB_DTYPE] = p->spec.value[AT_DTYPE];
     cp.spec.value[CB_HDIM_V] = (int32_t)d->head_dim_v;
-    const int64_t cap = 8 * (int64_t)rt->device.multiprocessors; /* then grid-stride */
+    const int64_t cap = 8 * (int64_t)gpu->device.multiprocessors; /* then grid-stride */
     int64_t grid = ckjit__ceil_div(x.rows, CKJIT_ATTENTION_COMBINE_ROWS);
     if (grid > cap) grid = cap;
     cp.grid[0] = (unsigned)grid;
     cp.block[0] = 32 * CKJIT_ATTENTION_COMBINE_ROWS;
     const ckjit_attention_combine_args y = {
         .p = *args, .part_o = x.part_o, .part_lse = x.part_lse, .rows = x.rows, .splits = x.splits};
-    st = ckjit__op_run(&cp, &y, &ckjit_abi_by_value, stream);
+    st = ckjit__op_run(gpu, &cp, &y, &ckjit_abi_by_value, stream);
   }
-  const ckjit_status freed = ckjit__scratch_free(rt, scratch, stream);
+  const ckjit_status freed = ckjit__scratch_free(gpu, scratch, stream);
   return st ? st : freed;
 }

@@ -66,7 +66,8 @@ ckjit_status ckjit__paged_kv_validate_sizes(const char *api, const ckjit_paged_k
 }
 
 ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv, ckjit_dtype dtype,
-                                      int64_t heads_kv, int64_t hd, int64_t hdv, int *rows_aligned) {
+                                      int64_t heads_kv, int64_t hd, int64_t hdv, void *stream,
+                                      int *rows_aligned) {
   const int64_t ps = kv->page_size;
   ckjit_status st = ckjit__paged_kv_validate_sizes(api, kv);
   if (st) return st;
@@ -130,10 +131,10 @@ ckjit_status ckjit__paged_kv_validate(const char *api, const ckjit_paged_kv *kv,
   }
   *rows_aligned = ckjit__attention_rows_aligned(kv->k_pages, &ks, es, kv->num_pages, heads_kv, ps) &&
                   ckjit__attention_rows_aligned(kv->v_pages, &vs, es, kv->num_pages, heads_kv, ps);
-  return ckjit__check_pointers(api, n, given, given_names);
+  return ckjit__check_pointers(stream, api, n, given, given_names);
 }
 
-ckjit_status ckjit__paged_attention_call(const ckjit_paged_attention_desc *pd,
+ckjit_status ckjit__paged_attention_call(const ckjit_paged_attention_desc *pd, void *stream,
                                          ckjit_attention_desc *d, attention_call *c) {
   if (!pd) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", API);
   const ckjit_paged_kv *kv = &pd->kv;
@@ -166,14 +167,14 @@ ckjit_status ckjit__paged_attention_call(const ckjit_paged_attention_desc *pd,
   d->mask = pd->mask;
   d->window_left = pd->window_left, d->window_right = pd->window_right;
   d->softcap = pd->softcap;
-  ckjit_status st = ckjit__attention_validate_as(API, d, kv, c);
+  ckjit_status st = ckjit__attention_validate_as(API, d, kv, stream, c);
   if (st || (st = ckjit__paged_kv_validate_sizes(API, kv))) return st;
   /* An empty problem reads nothing: its pools and tables are not checked
    * (as ckjit_attention's tensors). */
   if (c->empty) return CKJIT_SUCCESS;
   int pool_aligned;
   if ((st = ckjit__paged_kv_validate(API, kv, pd->dtype, pd->num_heads_kv, pd->head_dim_qk,
-                                     pd->head_dim_v, &pool_aligned)))
+                                     pd->head_dim_v, stream, &pool_aligned)))
     return st;
   c->rows_aligned = c->rows_aligned && pool_aligned;
   c->kv8 = kv->page_dtype == CKJIT_FP8_E4M3;
@@ -183,7 +184,7 @@ ckjit_status ckjit__paged_attention_call(const ckjit_paged_attention_desc *pd,
 ckjit_status ckjit_paged_attention(const ckjit_paged_attention_desc *pd, void *stream) {
   ckjit_attention_desc d;
   attention_call c;
-  const ckjit_status st = ckjit__paged_attention_call(pd, &d, &c);
+  const ckjit_status st = ckjit__paged_attention_call(pd, stream, &d, &c);
   if (st || c.empty) return st;
   return ckjit__attention_run(&c, stream);
 }

@@ -75,7 +75,7 @@ static ckjit_attention_stride4 pool4(const ckjit_paged_strides *s) {
   return (ckjit_attention_stride4){.b = s->page, .h = s->head, .s = s->slot, .d = s->dim};
 }
 
-ckjit_status ckjit__paged_append_plan(const ckjit_paged_kv_append_desc *d, int *empty,
+ckjit_status ckjit__paged_append_plan(const ckjit_paged_kv_append_desc *d, void *stream, int *empty,
                                       ckjit_launch_plan *plan, ckjit_paged_append_args *args) {
   *empty = 1;
   if (!d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", API);
@@ -107,11 +107,11 @@ ckjit_status ckjit__paged_append_plan(const ckjit_paged_kv_append_desc *d, int *
       (st = ckjit__attention_check_tensor(API, "v_new", d->v_new, es, &d->v_new_strides, 1, hk, tokens,
                                           d->head_dim_v)) ||
       (st = ckjit__paged_kv_validate(API, &d->kv, d->dtype, hk, d->head_dim_qk,
-                                     d->head_dim_v, &pool_aligned)))
+                                     d->head_dim_v, stream, &pool_aligned)))
     return st;
   const void *ptrs[] = {d->k_new, d->v_new, d->cu_seqlens_new};
   static const char *const names[] = {"k_new", "v_new", "cu_seqlens_new"};
-  if ((st = ckjit__check_pointers(API, 3, ptrs, names))) return st;
+  if ((st = ckjit__check_pointers(stream, API, 3, ptrs, names))) return st;
 
   *empty = 0;
   ckjit_launch_plan p;
@@ -146,7 +146,8 @@ ckjit_status ckjit_paged_kv_append(const ckjit_paged_kv_append_desc *d, void *st
   ckjit_launch_plan p;
   ckjit_paged_append_args a;
   int empty;
-  const ckjit_status st = ckjit__paged_append_plan(d, &empty, &p, &a);
-  if (st || empty) return st;
-  return ckjit__op_run(&p, &a, &ckjit_abi_by_value, stream);
+  ckjit_gpu *gpu;
+  ckjit_status st = ckjit__paged_append_plan(d, stream, &empty, &p, &a);
+  if (st || empty || (st = ckjit__stream_gpu(stream, &gpu))) return st;
+  return ckjit__op_run(gpu, &p, &a, &ckjit_abi_by_value, stream);
 }

@@ -110,20 +110,20 @@ static int row_takes_call(attention_pipeline p, const attention_call *c) {
 
 /* And what the device decides for the row's spec: its matrix units, its
  * shared memory. */
-static int row_takes_spec(const ckjit_runtime *rt, attention_pipeline p, const ckjit_spec *s) {
+static int row_takes_spec(const ckjit_gpu *gpu, attention_pipeline p, const ckjit_spec *s) {
   const unsigned needs = rows[p].units[s->value[AT_DTYPE]], units = needs & ~TAKES;
-  return needs && (rt->device.matrix_units & units) == units &&
-         ckjit__attention_smem(s) <= (unsigned)rt->device.max_shared_bytes;
+  return needs && (gpu->device.matrix_units & units) == units &&
+         ckjit__attention_smem(s) <= (unsigned)gpu->device.max_shared_bytes;
 }
 
-ckjit_status ckjit__attention_pick(const ckjit_runtime *rt, const attention_call *c,
+ckjit_status ckjit__attention_pick(const ckjit_gpu *gpu, const attention_call *c,
                                    ckjit_spec *spec) {
   const char *forced = getenv("CKJIT_ATTENTION_PIPELINE");
   if (forced && *forced) {
     for (int p = 0; p < ATTENTION_PIPELINE_COUNT; p++) {
       if (strcmp(forced, rows[p].name)) continue;
       fill_spec((attention_pipeline)p, c, spec);
-      if (row_takes_call((attention_pipeline)p, c) && row_takes_spec(rt, (attention_pipeline)p, spec))
+      if (row_takes_call((attention_pipeline)p, c) && row_takes_spec(gpu, (attention_pipeline)p, spec))
         return CKJIT_SUCCESS;
       return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                          "ckjit_attention: CKJIT_ATTENTION_PIPELINE=%s cannot run this call (the "
@@ -137,7 +137,7 @@ ckjit_status ckjit__attention_pick(const ckjit_runtime *rt, const attention_call
   for (int p = 0; p < ATTENTION_PIPELINE_COUNT; p++) {
     if (!row_takes_call((attention_pipeline)p, c)) continue; /* no spec to fill */
     fill_spec((attention_pipeline)p, c, spec);
-    if (row_takes_spec(rt, (attention_pipeline)p, spec)) return CKJIT_SUCCESS;
+    if (row_takes_spec(gpu, (attention_pipeline)p, spec)) return CKJIT_SUCCESS;
   }
   return ckjit__fail(CKJIT_ERROR_INTERNAL, "ckjit_attention: no pipeline takes the call");
 }

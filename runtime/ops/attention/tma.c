@@ -21,7 +21,7 @@ static int stride_ok(int64_t elements, size_t es, int used) {
  * so the map claims 2^31 - 1; the kernel reads through it only whole tiles
  * inside a sequence (a sequence's partial last tile goes through cp.async),
  * so no row past the packed tensor is ever read. */
-static int encode(const ckjit_runtime *rt, ckjit_tensor_map *map, const ckjit_attention_desc *d,
+static int encode(const ckjit_gpu *gpu, ckjit_tensor_map *map, const ckjit_attention_desc *d,
                   const void *ptr, const ckjit_attention_strides *st, int64_t heads, int64_t seq,
                   int64_t dim, unsigned rows) {
   const size_t es = ckjit_dtype_size(d->dtype);
@@ -39,12 +39,12 @@ static int encode(const ckjit_runtime *rt, ckjit_tensor_map *map, const ckjit_at
                                       (unsigned long long)heads, (unsigned long long)batch};
   const unsigned long long strides[3] = {s_seq, s_head, s_batch};
   const unsigned box[4] = {64, rows, 1, 1};
-  return rt->device.tensor_map_encode(map, d->dtype, 4, ptr, dims, strides, box) == CKJIT_SUCCESS;
+  return gpu->device.tensor_map_encode(map, d->dtype, 4, ptr, dims, strides, box) == CKJIT_SUCCESS;
 }
 
 /* A paged pool: head dim, slot, head, page; boxes of min(page, bn) slots
  * of one page (the kernel issues one per page of a key step). */
-static int encode_pool(const ckjit_runtime *rt, ckjit_tensor_map *map, ckjit_dtype dtype,
+static int encode_pool(const ckjit_gpu *gpu, ckjit_tensor_map *map, ckjit_dtype dtype,
                        const void *pool, const ckjit_paged_strides *st, const ckjit_paged_kv *kv,
                        int64_t heads, int64_t dim, unsigned bn) {
   const size_t es = ckjit_dtype_size(dtype);
@@ -59,30 +59,30 @@ static int encode_pool(const ckjit_runtime *rt, ckjit_tensor_map *map, ckjit_dty
                                          heads > 1 ? (uint64_t)st->head * es : 16,
                                          kv->num_pages > 1 ? (uint64_t)st->page * es : 16};
   const unsigned box[4] = {64, page < bn ? (unsigned)page : bn, 1, 1};
-  return rt->device.tensor_map_encode(map, dtype, 4, pool, dims, strides, box) == CKJIT_SUCCESS;
+  return gpu->device.tensor_map_encode(map, dtype, 4, pool, dims, strides, box) == CKJIT_SUCCESS;
 }
 
-int ckjit__attention_encode_maps(const ckjit_runtime *rt, const attention_call *c,
+int ckjit__attention_encode_maps(const ckjit_gpu *gpu, const attention_call *c,
                                  const ckjit_spec *spec, ckjit_attention_tma_args *x) {
   const ckjit_attention_desc *d = c->desc;
-  if (!rt->device.tensor_map_encode || d->seqlen_k == 0) return 0;
+  if (!gpu->device.tensor_map_encode || d->seqlen_k == 0) return 0;
   const unsigned bm = (unsigned)spec->value[AT_BM], bn = (unsigned)spec->value[AT_BN];
   /* A refused map is not an error: the cp.async copies take the call. */
   const int quiet = ckjit__error_quiet(1);
   const ckjit_paged_kv *kv = c->paged;
-  int ok = encode(rt, &x->q_map, d, d->q, &d->q_strides, d->num_heads_q, d->seqlen_q,
+  int ok = encode(gpu, &x->q_map, d, d->q, &d->q_strides, d->num_heads_q, d->seqlen_q,
                   d->head_dim_qk, bm);
   if (kv)
     ok = ok &&
-         encode_pool(rt, &x->k_map, d->dtype, kv->k_pages, &kv->k_strides, kv, d->num_heads_kv,
+         encode_pool(gpu, &x->k_map, d->dtype, kv->k_pages, &kv->k_strides, kv, d->num_heads_kv,
                      d->head_dim_qk, bn) &&
-         encode_pool(rt, &x->v_map, d->dtype, kv->v_pages, &kv->v_strides, kv, d->num_heads_kv,
+         encode_pool(gpu, &x->v_map, d->dtype, kv->v_pages, &kv->v_strides, kv, d->num_heads_kv,
                      d->head_dim_v, bn);
   else
     ok = ok &&
-         encode(rt, &x->k_map, d, d->k, &d->k_strides, d->num_heads_kv, d->seqlen_k,
+         encode(gpu, &x->k_map, d, d->k, &d->k_strides, d->num_heads_kv, d->seqlen_k,
                 d->head_dim_qk, bn) &&
-         encode(rt, &x->v_map, d, d->v, &d->v_strides, d->num_heads_kv, d->seqlen_k,
+         encode(gpu, &x->v_map, d, d->v, &d->v_strides, d->num_heads_kv, d->seqlen_k,
                 d->head_dim_v, bn);
   ckjit__error_quiet(quiet);
   return ok;

@@ -174,7 +174,7 @@ static int measure(const attention_call *call, const attention_tile *cand, int n
 
 enum { MAX_CANDIDATES = 8 };
 
-void ckjit__attention_tune(ckjit_runtime *rt, const attention_call *call, ckjit_spec *spec,
+void ckjit__attention_tune(ckjit_gpu *gpu, const attention_call *call, ckjit_spec *spec,
                            void *stream) {
   /* Paged tiles keep the policy's key step: whole pages through TMA. */
   if (spec->family != (uint32_t)CKJIT_FAMILY_ATTENTION_WGMMA || call->paged) return;
@@ -184,18 +184,19 @@ void ckjit__attention_tune(ckjit_runtime *rt, const attention_call *call, ckjit_
   }
   const int mode = ckjit__tune_mode_cached();
   if (mode < 0) return;
+  const ckjit_runtime *rt = ckjit__runtime_if_ready(); /* initialized: the call found its GPU */
   const char *dir = rt->disk_enabled && rt->disk.usable ? rt->disk.dir : NULL;
   /* Without recorded winners and without tuning, the call costs no more. */
   if (mode == 0 && !ckjit__tune_any(&record, dir)) return;
   char cls[TUNE_CLASS_LEN];
-  if (!ckjit__attention_tune_class(rt->device.arch, call, cls, sizeof cls)) return;
+  if (!ckjit__attention_tune_class(gpu->device.arch, call, cls, sizeof cls)) return;
   attention_tile won;
   const int found = ckjit__attention_tune_lookup(dir, cls, &won);
   /* The candidates (a spec check each) only where a winner is to be
    * checked or measured: not for every call of a class without one. */
   if (!found && mode <= 0) return;
   attention_tile cand[MAX_CANDIDATES];
-  const int n = ckjit__attention_tune_candidates(spec, rt->device.max_shared_bytes, cand,
+  const int n = ckjit__attention_tune_candidates(spec, gpu->device.max_shared_bytes, cand,
                                                  MAX_CANDIDATES);
   if (found) {
     /* Only a tile this call can run (an older or edited record, another

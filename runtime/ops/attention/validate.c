@@ -143,7 +143,8 @@ static ckjit_status check_options(const char *api, const ckjit_attention_desc *d
  * ckjit_paged_attention, the one paged.c derived (K and V the pools,
  * checked there). */
 ckjit_status ckjit__attention_validate_as(const char *api, const ckjit_attention_desc *d,
-                                          const ckjit_paged_kv *paged, attention_call *c) {
+                                          const ckjit_paged_kv *paged, void *stream,
+                                          attention_call *c) {
   memset(c, 0, sizeof *c);
   c->desc = d;
   c->paged = paged;
@@ -181,10 +182,11 @@ ckjit_status ckjit__attention_validate_as(const char *api, const ckjit_attention
   int n = 0;
   for (int i = 0; i < 9; i++)
     if (ptrs[i] && (i < 2 || sk > 0 || i >= 4)) given[n] = ptrs[i], given_names[n++] = names[i];
-  return ckjit__check_pointers(api, n, given, given_names);
+  return ckjit__check_pointers(stream, api, n, given, given_names);
 }
 
-ckjit_status ckjit__attention_validate(const ckjit_attention_desc *d, attention_call *c) {
+ckjit_status ckjit__attention_validate(const ckjit_attention_desc *d, void *stream,
+                                       attention_call *c) {
   if (!d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "ckjit_attention: desc is NULL");
-  return ckjit__attention_validate_as("ckjit_attention", d, NULL, c);
+  return ckjit__attention_validate_as("ckjit_attention", d, NULL, stream, c);
 }

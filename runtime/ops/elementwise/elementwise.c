@@ -18,6 +18,7 @@ typedef struct elementwise_call {
   void *y;
   int64_t ld_a, ld_b, ld_y;
   const ckjit_epilogue *epilogue;
+  void *stream;
 } elementwise_call;
 
 static int is_binary(const elementwise_call *c) { return c->op >= CKJIT_EW_BINARY_FIRST; }
@@ -34,7 +35,7 @@ static ckjit_status validate(const elementwise_call *c) {
   if ((st = ckjit__check_matrix(c->api, "y", c->y, c->rows, c->cols, c->ld_y, es))) return st;
   const void *const operands[] = {c->a, c->b, c->y};
   static const char *const operand_names[] = {"x", "b", "y"};
-  return ckjit__check_pointers(c->api, 3, operands, operand_names);
+  return ckjit__check_pointers(c->stream, c->api, 3, operands, operand_names);
 }
 
 /* Reshapes the call where that is free: a unary op reads a as b, and
@@ -83,14 +84,15 @@ ckjit_status ckjit__elementwise(const char *api, int ew_op, ckjit_dtype dtype, i
                                 const ckjit_epilogue *epilogue, void *stream) {
   elementwise_call c = {.api = api, .op = ew_op, .dtype = dtype, .rows = rows, .cols = cols,
                         .a = a, .b = b, .y = y, .ld_a = ld_a, .ld_b = ld_b, .ld_y = ld_y,
-                        .epilogue = epilogue};
+                        .epilogue = epilogue, .stream = stream};
+  ckjit_gpu *gpu;
   ckjit_status st = validate(&c);
-  if (st) return st;
+  if (st || (st = ckjit__stream_gpu(stream, &gpu))) return st;
   normalize(&c);
   ckjit_launch_plan p;
   plan(&c, &p);
   const ckjit_elementwise_args args = arguments(&c);
-  return ckjit__op_run(&p, &args, &ckjit_elementwise_args_params, stream);
+  return ckjit__op_run(gpu, &p, &args, &ckjit_elementwise_args_params, stream);
 }
 
 ckjit_status ckjit_unary(ckjit_unary_op op, ckjit_dtype dtype, int64_t rows, int64_t cols,

@@ -7,6 +7,7 @@
 
 #include "abi/gemm_args.h"
 #include "base/error.h"
+#include "runtime/dispatch.h"
 #include "plan.h"
 #include "run.h"
 #include "tma.h"
@@ -38,7 +39,7 @@ static int grouped_stores_ok(const ckjit_gemm_desc *descs, int count) {
  * refused a tensor map (quietly: the caller runs the rest, from the first
  * problem of the launch the refusal fell in, so every problem runs exactly
  * once). */
-static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs, int count,
+static ckjit_status grouped_tma(ckjit_gpu *gpu, const ckjit_gemm_desc *descs, int count,
                                 const gemm_plan *pl, ckjit_spec *spec, int stores, void *stream,
                                 int *done) {
   /* The kernel argument itself: 4 KiB, over 5 KB with D's maps. */
@@ -52,7 +53,7 @@ static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs,
   long long *n = stores ? &x.stores.count : &x.loads.count;
   const void *args = stores ? (const void *)&x.stores : (const void *)&x.loads;
   spec->value[GW_TMA] = stores ? 2 : 1;
-  const int64_t sms = ckjit__gemm_sm_count(rt);
+  const int64_t sms = ckjit__gemm_sm_count(gpu);
   ckjit_status st = CKJIT_SUCCESS;
   for (int i = 0; i < count && !st;) {
     const int first = i;
@@ -62,7 +63,7 @@ static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs,
       if (descs[i].m == 0 || descs[i].n == 0) continue;
       const int j = (int)(*n)++;
       const int quiet = ckjit__error_quiet(1);
-      const int made = ckjit__gemm_encode_maps(rt, &descs[i], pl, &map_a[j], &map_b[j],
+      const int made = ckjit__gemm_encode_maps(gpu, &descs[i], pl, &map_a[j], &map_b[j],
                                                stores ? &x.stores.d[j] : NULL);
       ckjit__error_quiet(quiet);
       if (made != (stores ? 2 : 1)) {
@@ -73,7 +74,7 @@ static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs,
       g[j].tile_begin = tiles;
       tiles += g[j].tiles_m * g[j].tiles_n;
     }
-    if (*n) st = ckjit__gemm_launch(spec, tiles < sms ? tiles : sms, args, stream);
+    if (*n) st = ckjit__gemm_launch(gpu, spec, tiles < sms ? tiles : sms, args, stream);
   }
   *done = count;
   return st;
@@ -81,7 +82,7 @@ static ckjit_status grouped_tma(ckjit_runtime *rt, const ckjit_gemm_desc *descs,
 
 ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *stream) {
   const char *api = "ckjit_gemm_grouped";
-  ckjit_status st = ckjit__gemm_check_grouped(api, descs, count);
+  ckjit_status st = ckjit__gemm_check_grouped(api, descs, count, stream);
   if (st) return st;
   const ckjit_gemm_desc *g0 = &descs[0];
   int64_t max_m = 0, max_n = 0, max_k = 0;
@@ -91,8 +92,8 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
     if (descs[i].k > max_k) max_k = descs[i].k;
   }
   if (max_m == 0 || max_n == 0) return CKJIT_SUCCESS;
-  ckjit_runtime *rt;
-  if ((st = ckjit__runtime_device(&rt))) return st;
+  ckjit_gpu *gpu;
+  if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
   /* One tile for all, from the largest extents and the narrowest alignment. */
   int vec_a = 8, vec_b = 8, unused;
   for (int i = 0; i < count; i++) {
@@ -101,7 +102,7 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
     if (va < vec_a) vec_a = va;
     if (vb < vec_b) vec_b = vb;
   }
-  const gemm_shape shape = {.rt = rt, .g = g0, .m = max_m, .n = max_n, .k = max_k, .batch = 1,
+  const gemm_shape shape = {.gpu = gpu, .g = g0, .m = max_m, .n = max_n, .k = max_k, .batch = 1,
                             .vec_a = vec_a, .vec_b = vec_b, .single = 0};
   gemm_plan pl;
   ckjit__gemm_plan(&shape, 0, &pl, &unused);
@@ -115,16 +116,16 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
   ckjit__gemm_spec(&pl, &kind, 0, 1, &spec);
   int tma = pl.pipe == PIPE_WGMMA;
   for (int i = 0; i < count && tma; i++)
-    tma = descs[i].m == 0 || descs[i].n == 0 || ckjit__gemm_tma_ok(rt, &descs[i]);
+    tma = descs[i].m == 0 || descs[i].n == 0 || ckjit__gemm_tma_ok(gpu, &descs[i]);
   int done = 0;
   if (tma && grouped_stores_ok(descs, count)) {
     /* D through TMA stores; a refused map sends the rest to loads only. */
-    st = grouped_tma(rt, descs, count, &pl, &spec, 1, stream, &done);
+    st = grouped_tma(gpu, descs, count, &pl, &spec, 1, stream, &done);
     if (st || done == count) return st;
   }
   if (tma) {
     int rest = 0;
-    st = grouped_tma(rt, descs + done, count - done, &pl, &spec, 0, stream, &rest);
+    st = grouped_tma(gpu, descs + done, count - done, &pl, &spec, 0, stream, &rest);
     done += rest;
     if (st || done == count) return st;
     spec.value[GW_TMA] = 0; /* the rest on the cp.async pipeline: the same spec without TMA */
@@ -141,7 +142,7 @@ ckjit_status ckjit_gemm_grouped(const ckjit_gemm_desc *descs, int count, void *s
       p->tile_begin = tiles;
       tiles += p->tiles_m * p->tiles_n;
     }
-    if (gs.count) st = ckjit__gemm_launch(&spec, tiles, &gs, stream);
+    if (gs.count) st = ckjit__gemm_launch(gpu, &spec, tiles, &gs, stream);
   }
   return st;
 }

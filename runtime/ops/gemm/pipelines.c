@@ -49,7 +49,7 @@ static int wgmma_tf32_fits(const gemm_shape *q) {
   const ckjit_gemm_desc *g = q->g;
   const int a_fit = g->a_order == CKJIT_COL_MAJOR || q->vec_a == 4;
   const int b_fit = g->b_order == CKJIT_ROW_MAJOR || q->vec_b == 4;
-  return ckjit__gemm_tma_ok(q->rt, g) && a_fit && b_fit;
+  return ckjit__gemm_tma_ok(q->gpu, g) && a_fit && b_fit;
 }
 
 static int plan_wgmma_tf32(const gemm_shape *q, gemm_plan *pl, int *auto_splits) {
@@ -62,7 +62,7 @@ static int plan_wgmma_tf32(const gemm_shape *q, gemm_plan *pl, int *auto_splits)
  * TMA.  Otherwise the cp.async pipeline serves what TMA cannot. */
 static int plan_wgmma_16bit(const gemm_shape *q, gemm_plan *pl, int *auto_splits) {
   const int stream_k =
-      q->single && q->g->split_k == CKJIT_GEMM_STREAM_K && ckjit__gemm_tma_ok(q->rt, q->g);
+      q->single && q->g->split_k == CKJIT_GEMM_STREAM_K && ckjit__gemm_tma_ok(q->gpu, q->g);
   if (!ckjit__gemm_plan_wgmma(q, stream_k, pl, auto_splits)) return 0;
   pl->vec_a = q->vec_a, pl->vec_b = q->vec_b;
   return 1;
@@ -154,7 +154,7 @@ static const gemm_pipeline pipelines[PIPELINE_COUNT] = {
 static int takes(const gemm_pipeline *row, const gemm_shape *q) {
   const ckjit_gemm_desc *g = q->g;
   const unsigned needs = row->needs[dtype(g->ab_dtype)], units = needs & ~TAKES;
-  return needs && (q->rt->device.matrix_units & units) == units && (!row->tf32 || g->allow_tf32) &&
+  return needs && (q->gpu->device.matrix_units & units) == units && (!row->tf32 || g->allow_tf32) &&
          (!row->single || q->single) && q->vec_a >= row->min_vec && q->vec_b >= row->min_vec &&
          (!row->fits || row->fits(q));
 }

@@ -23,7 +23,7 @@ typedef struct gemm_plan {
 
 /* What the pipeline table decides from: the call and its shape. */
 typedef struct gemm_shape {
-  ckjit_runtime *rt;
+  ckjit_gpu *gpu;
   const ckjit_gemm_desc *g; /* dtypes, orders, split_k, allow_tf32 (grouped: problem 0's) */
   int64_t m, n, k, batch;   /* grouped: the largest extents, batch 1 */
   int vec_a, vec_b;         /* the widest copies A's and B's alignment allows (grouped: the narrowest) */
@@ -60,7 +60,7 @@ void ckjit__gemm_fill_epilogue(int32_t *v, const ckjit_gemm_desc *g, int bias);
 /* ---- tile policies (policy.c) ---------------------------------------------------- */
 
 /* The device's multiprocessors (1 when it reports none). */
-int ckjit__gemm_sm_count(const ckjit_runtime *rt);
+int ckjit__gemm_sm_count(const ckjit_gpu *gpu);
 
 /* Split-K factor of `tiles` tiles on `sms` multiprocessors, K steps of bk. */
 int ckjit__gemm_auto_split(int64_t m, int64_t n, int64_t k, int64_t tiles, int bk, int sms);

@@ -7,8 +7,8 @@
 #include "plan.h"
 #include "tma.h"
 
-int ckjit__gemm_sm_count(const ckjit_runtime *rt) {
-  return rt->device.multiprocessors > 0 ? rt->device.multiprocessors : 1;
+int ckjit__gemm_sm_count(const ckjit_gpu *gpu) {
+  return gpu->device.multiprocessors > 0 ? gpu->device.multiprocessors : 1;
 }
 
 /* Split-K factor: when the tiles cannot fill the multiprocessors, enough
@@ -51,7 +51,7 @@ static int idle_third(int64_t tiles, int sms) { return 3 * tiles < 2 * (int64_t)
 
 /* MFMA: 128 x 128 x 32 tiles of four wave64s. */
 int ckjit__gemm_plan_mfma(const gemm_shape *q, gemm_plan *pl, int *auto_splits) {
-  const int sms = ckjit__gemm_sm_count(q->rt);
+  const int sms = ckjit__gemm_sm_count(q->gpu);
   pl->tile = (gemm_block_tile){128, 128, 32, 0, 0, 0, 0};
   *auto_splits = ckjit__gemm_auto_split(
       q->m, q->n, q->k, ckjit__ceil_div(q->m, 128) * ckjit__ceil_div(q->n, 128) * q->batch, 32, sms);
@@ -67,13 +67,13 @@ int ckjit__gemm_plan_mfma(const gemm_shape *q, gemm_plan *pl, int *auto_splits) 
  * 0 (plan unchanged) for m <= 64 without Stream-K. */
 int ckjit__gemm_plan_wgmma(const gemm_shape *q, int stream_k, gemm_plan *pl, int *auto_splits) {
   const int64_t m = q->m, n = q->n, k = q->k, batch = q->batch;
-  const int sms = ckjit__gemm_sm_count(q->rt), bk = 128 / (int)ckjit_dtype_size(q->g->ab_dtype);
+  const int sms = ckjit__gemm_sm_count(q->gpu), bk = 128 / (int)ckjit_dtype_size(q->g->ab_dtype);
   if (m <= 64 && !stream_k) return 0;
   const int64_t rows = ckjit__ceil_div(m, 128) * batch;
   int bm = 128, bn = n > 128 && rows * ckjit__ceil_div(n, 256) >= sms ? 256 : 128;
   if (bn == 128 && n > 64 && idle_third(rows * ckjit__ceil_div(n, 128), sms) && !stream_k) bn = 64;
   if (bn == 64 && idle_third(rows * ckjit__ceil_div(n, 64), sms) && ckjit__ceil_div(m, 64) * batch > rows &&
-      q->single && ckjit__gemm_tma_ok(q->rt, q->g))
+      q->single && ckjit__gemm_tma_ok(q->gpu, q->g))
     bm = 64;
   const int64_t tiles = ckjit__ceil_div(m, bm) * batch * ckjit__ceil_div(n, bn);
   pl->tile = (gemm_block_tile){bm, bn, bk, 0, 0, ckjit__gemm_wgmma_stages(bm, bn), 0};
@@ -96,7 +96,7 @@ void ckjit__gemm_use_128_rows(gemm_plan *pl) {
  * SMs idle, 64 x 128 for m <= 64; copies up to 16 bytes. */
 int ckjit__gemm_plan_tf32(const gemm_shape *q, gemm_plan *pl, int *auto_splits) {
   const int64_t m = q->m, n = q->n, k = q->k, batch = q->batch;
-  const int sms = ckjit__gemm_sm_count(q->rt);
+  const int sms = ckjit__gemm_sm_count(q->gpu);
   const int64_t big = ckjit__ceil_div(m, 256) * ckjit__ceil_div(n, 128) * batch;
   pl->tile = ckjit__gemm_tf32_tiles[m <= 64 ? TF32_SMALL : big < sms ? TF32_MID : TF32_LARGE];
   pl->vec_a = q->vec_a > 4 ? 4 : q->vec_a, pl->vec_b = q->vec_b > 4 ? 4 : q->vec_b;
@@ -111,7 +111,7 @@ int ckjit__gemm_plan_tf32(const gemm_shape *q, gemm_plan *pl, int *auto_splits) 
  * under 8 bytes (their per-element loads cost registers). */
 int ckjit__gemm_plan_mma(const gemm_shape *q, gemm_plan *pl, int *auto_splits) {
   const int64_t m = q->m, n = q->n, k = q->k, batch = q->batch;
-  const int sms = ckjit__gemm_sm_count(q->rt), max_smem = q->rt->device.max_shared_bytes;
+  const int sms = ckjit__gemm_sm_count(q->gpu), max_smem = q->gpu->device.max_shared_bytes;
   pl->vec_a = q->vec_a, pl->vec_b = q->vec_b;
   gemm_block_tile *t = &pl->tile;
   *t = ckjit__gemm_block_tiles[q->vec_a < 4 || q->vec_b < 4 ? MMA_NARROW
@@ -135,7 +135,7 @@ int ckjit__gemm_plan_mma(const gemm_shape *q, gemm_plan *pl, int *auto_splits) {
  * as wide as A's and B's alignment allows (up to 4 elements). */
 int ckjit__gemm_plan_simt(const gemm_shape *q, gemm_plan *pl, int *auto_splits) {
   const int64_t m = q->m, n = q->n, k = q->k, batch = q->batch;
-  const int sms = ckjit__gemm_sm_count(q->rt);
+  const int sms = ckjit__gemm_sm_count(q->gpu);
   const int64_t big = ckjit__ceil_div(m, 128) * ckjit__ceil_div(n, 128) * batch;
   const int b = big >= sms ? 128 : 64;
   pl->tile = (gemm_block_tile){b, b, 8, 0, 0, 0, 0};

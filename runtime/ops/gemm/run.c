@@ -29,23 +29,22 @@ void ckjit__gemm_problem_of(const ckjit_gemm_desc *g, const gemm_plan *pl, ckjit
   p->alpha = g->alpha, p->beta = g->beta;
 }
 
-ckjit_status ckjit__gemm_launch(const ckjit_spec *spec, int64_t blocks, const void *args,
+ckjit_status ckjit__gemm_launch(ckjit_gpu *gpu, const ckjit_spec *spec, int64_t blocks, const void *args,
                                 void *stream) {
-  ckjit_runtime *r;
   ckjit_kernel *k;
-  ckjit_status st = ckjit__kernel_get(spec, &r, &k);
+  ckjit_status st = ckjit__kernel_get(gpu, spec, &k);
   if (st) return st;
   unsigned threads, smem;
   ckjit__gemm_launch_shape(spec, &threads, &smem);
-  if ((int)smem > r->device.max_shared_bytes)
+  if ((int)smem > gpu->device.max_shared_bytes)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                        "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d", smem,
-                       r->device.max_shared_bytes);
+                       gpu->device.max_shared_bytes);
   if (blocks > (int64_t)CKJIT_GRID_X_MAX)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "ckjit_gemm: %lld tiles are too many for one launch",
                        (long long)blocks);
   unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {threads, 1, 1};
-  return ckjit__kernel_launch(r, k, grid, block, smem, stream, args, &ckjit_abi_by_value);
+  return ckjit__kernel_launch(gpu, k, grid, block, smem, stream, args, &ckjit_abi_by_value);
 }
 
 void ckjit__gemm_operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) {
@@ -58,9 +57,9 @@ void ckjit__gemm_operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) 
 }
 
 /* The pipeline table's plan of one problem `g`, without the rows in `skip`. */
-static void plan_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, unsigned skip, gemm_plan *pl,
+static void plan_one(ckjit_gpu *gpu, const ckjit_gemm_desc *g, unsigned skip, gemm_plan *pl,
                      int *auto_splits) {
-  gemm_shape q = {.rt = rt, .g = g, .m = g->m, .n = g->n, .k = g->k, .batch = g->batch, .single = 1};
+  gemm_shape q = {.gpu = gpu, .g = g, .m = g->m, .n = g->n, .k = g->k, .batch = g->batch, .single = 1};
   ckjit__gemm_operand_vecs(g, &q.vec_a, &q.vec_b);
   ckjit__gemm_plan(&q, skip, pl, auto_splits);
 }
@@ -68,20 +67,20 @@ static void plan_one(ckjit_runtime *rt, const ckjit_gemm_desc *g, unsigned skip,
 /* `g` (f32, allow_tf32) where the tf32 wgmma pipeline cannot take it after
  * all (no tensor map, no scratch for a transpose): the plan of the table's
  * next row, tf32 mma.sync. */
-static ckjit_status run_without_wgmma_tf32(ckjit_runtime *rt, const ckjit_gemm_desc *g, void *stream) {
+static ckjit_status run_without_wgmma_tf32(ckjit_gpu *gpu, const ckjit_gemm_desc *g, void *stream) {
   gemm_plan pl;
   int splits;
-  plan_one(rt, g, 1u << PIPELINE_WGMMA_TF32, &pl, &splits);
-  return ckjit__gemm_run_plan(rt, g, &pl, g->split_k == 0 ? splits : g->split_k, stream);
+  plan_one(gpu, g, 1u << PIPELINE_WGMMA_TF32, &pl, &splits);
+  return ckjit__gemm_run_plan(gpu, g, &pl, g->split_k == 0 ? splits : g->split_k, stream);
 }
 
-ckjit_status ckjit__gemm_run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *plan,
+ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *plan,
                                   int want, void *stream) {
   gemm_plan pl = *plan;
   ckjit_status st;
   ckjit_gemm_problem p;
   ckjit_spec spec;
-  const int64_t sms = ckjit__gemm_sm_count(rt);
+  const int64_t sms = ckjit__gemm_sm_count(gpu);
   /* wgmma reads its operands (and, unsplit, writes D) through TMA
    * descriptors when it can; 0 also when the driver refused: the cp.async
    * pipeline then. */
@@ -91,13 +90,13 @@ ckjit_status ckjit__gemm_run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, c
   /* A refusal is not the call's error (the cp.async pipeline serves it):
    * logged at debug level, not left in ckjit_last_error(). */
   const int quiet = ckjit__error_quiet(1);
-  const int tma = pl.pipe == PIPE_WGMMA && ckjit__gemm_tma_ok(rt, g)
-                      ? ckjit__gemm_encode_maps(rt, g, &pl, &x.a, &x.b,
+  const int tma = pl.pipe == PIPE_WGMMA && ckjit__gemm_tma_ok(gpu, g)
+                      ? ckjit__gemm_encode_maps(gpu, g, &pl, &x.a, &x.b,
                                                 want <= 1 && pl.tile.bm == 128 ? &x.d : NULL)
                       : 0;
   ckjit__error_quiet(quiet);
   if (pl.pipe == PIPE_WGMMA && !tma && g->ab_dtype == CKJIT_F32)
-    return run_without_wgmma_tf32(rt, g, stream); /* tf32 wgmma reads only through TMA */
+    return run_without_wgmma_tf32(gpu, g, stream); /* tf32 wgmma reads only through TMA */
   if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && !tma) ckjit__gemm_use_128_rows(&pl);
   ckjit__gemm_problem_of(g, &pl, &p);
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
@@ -114,38 +113,38 @@ ckjit_status ckjit__gemm_run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, c
   if (tma && grid > sms) grid = sms;
   void *scratch = NULL;
   if (bytes) {
-    if ((st = ckjit__scratch_alloc(rt, bytes, stream, &scratch))) {
+    if ((st = ckjit__scratch_alloc(gpu, bytes, stream, &scratch))) {
       /* No stream-ordered allocation here (HIP before 5.3): the same
        * result without splitting. */
-      if (st == CKJIT_ERROR_UNSUPPORTED) return ckjit__gemm_run_plan(rt, g, plan, 1, stream);
+      if (st == CKJIT_ERROR_UNSUPPORTED) return ckjit__gemm_run_plan(gpu, g, plan, 1, stream);
       return st;
     }
     p.partials = scratch, p.k_slice = k_slice, p.splits = splits;
   }
   x.p = p;
-  st = tma ? ckjit__gemm_launch(&spec, grid, &x, stream)
-           : ckjit__gemm_launch(&spec, grid, &p, stream);
+  st = tma ? ckjit__gemm_launch(gpu, &spec, grid, &x, stream)
+           : ckjit__gemm_launch(gpu, &spec, grid, &p, stream);
   if (!st && bytes)
-    st = ckjit__gemm_launch_reduce(rt, g, &pl, &p, want == CKJIT_GEMM_STREAM_K ? &x.sk : NULL, stream);
-  ckjit_status fst = scratch ? ckjit__scratch_free(rt, scratch, stream) : CKJIT_SUCCESS;
+    st = ckjit__gemm_launch_reduce(gpu, g, &pl, &p, want == CKJIT_GEMM_STREAM_K ? &x.sk : NULL, stream);
+  ckjit_status fst = scratch ? ckjit__scratch_free(gpu, scratch, stream) : CKJIT_SUCCESS;
   return st ? st : fst;
 }
 
 /* tf32 on wgmma, which reads K-major operands only: a column-major A or
  * a row-major B is first transposed into scratch, in rows of k rounded up
  * to 4 elements (16-byte aligned for TMA).  Without scratch, mma.sync. */
-static ckjit_status run_wgmma_tf32(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+static ckjit_status run_wgmma_tf32(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
                                    int want, void *stream) {
   const int ta = g->a_order == CKJIT_COL_MAJOR, tb = g->b_order == CKJIT_ROW_MAJOR;
   const int64_t ld = (g->k + 3) / 4 * 4, per_a = g->m * ld, per_b = g->n * ld;
   const size_t a_bytes = ta ? (size_t)(g->batch * per_a) * 4 : 0;
   const size_t b_bytes = tb ? (size_t)(g->batch * per_b) * 4 : 0;
-  if (!a_bytes && !b_bytes) return ckjit__gemm_run_plan(rt, g, pl, want, stream);
+  if (!a_bytes && !b_bytes) return ckjit__gemm_run_plan(gpu, g, pl, want, stream);
   void *scratch = NULL;
   const int quiet = ckjit__error_quiet(1);
-  ckjit_status st = ckjit__scratch_alloc(rt, a_bytes + b_bytes, stream, &scratch);
+  ckjit_status st = ckjit__scratch_alloc(gpu, a_bytes + b_bytes, stream, &scratch);
   ckjit__error_quiet(quiet);
-  if (st) return run_without_wgmma_tf32(rt, g, stream);
+  if (st) return run_without_wgmma_tf32(gpu, g, stream);
   ckjit_gemm_desc t = *g;
   if (ta) { /* A: k x m rows of lda -> m x k */
     st = ckjit_transpose(CKJIT_F32, g->batch, g->k, g->m, g->a, g->lda, g->stride_a, scratch, ld, per_a,
@@ -157,23 +156,23 @@ static ckjit_status run_wgmma_tf32(ckjit_runtime *rt, const ckjit_gemm_desc *g, 
     st = ckjit_transpose(CKJIT_F32, g->batch, g->k, g->n, g->b, g->ldb, g->stride_b, bt, ld, per_b, stream);
     t.b = bt, t.ldb = ld, t.stride_b = per_b, t.b_order = CKJIT_COL_MAJOR;
   }
-  if (!st) st = ckjit__gemm_run_plan(rt, &t, pl, want, stream);
-  const ckjit_status fst = ckjit__scratch_free(rt, scratch, stream);
+  if (!st) st = ckjit__gemm_run_plan(gpu, &t, pl, want, stream);
+  const ckjit_status fst = ckjit__scratch_free(gpu, scratch, stream);
   return st ? st : fst;
 }
 
 ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
-  ckjit_status st = ckjit__gemm_check_desc("ckjit_gemm", desc);
+  ckjit_status st = ckjit__gemm_check_desc("ckjit_gemm", desc, stream);
   if (st) return st;
   if (desc->m == 0 || desc->n == 0) return CKJIT_SUCCESS;
-  ckjit_runtime *rt;
-  if ((st = ckjit__runtime_device(&rt))) return st;
+  ckjit_gpu *gpu;
+  if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
   gemm_plan pl;
   int auto_splits = 1;
-  plan_one(rt, desc, 0, &pl, &auto_splits);
-  ckjit__gemm_tune(rt, desc, &pl, &auto_splits, stream);
+  plan_one(gpu, desc, 0, &pl, &auto_splits);
+  ckjit__gemm_tune(gpu, desc, &pl, &auto_splits, stream);
   const int want = desc->split_k == 0 ? auto_splits : desc->split_k;
   if (pl.pipe == PIPE_WGMMA && desc->ab_dtype == CKJIT_F32) /* the wgmma-tf32 row's plan */
-    return run_wgmma_tf32(rt, desc, &pl, want, stream);
-  return ckjit__gemm_run_plan(rt, desc, &pl, want, stream);
+    return run_wgmma_tf32(gpu, desc, &pl, want, stream);
+  return ckjit__gemm_run_plan(gpu, desc, &pl, want, stream);
 }

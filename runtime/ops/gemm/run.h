@@ -21,13 +21,13 @@ void ckjit__gemm_problem_of(const ckjit_gemm_desc *g, const gemm_plan *pl, ckjit
 /* Launches `spec` on `blocks` blocks with `args`, its argument struct
  * (abi/gemm_args.h; every GEMM kernel takes its one struct by value);
  * refuses a tile the GPU's shared memory cannot hold. */
-ckjit_status ckjit__gemm_launch(const ckjit_spec *spec, int64_t blocks, const void *args,
+ckjit_status ckjit__gemm_launch(ckjit_gpu *gpu, const ckjit_spec *spec, int64_t blocks, const void *args,
                                 void *stream);
 
 /* Runs `g` with plan `plan` and `want` split-K slices (CKJIT_GEMM_STREAM_K:
  * Stream-K, where the pipeline reads through TMA; otherwise the automatic
  * split). */
-ckjit_status ckjit__gemm_run_plan(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *plan,
+ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *plan,
                                   int want, void *stream);
 
 /* ---- split_k.c ------------------------------------------------------------------ */
@@ -45,7 +45,7 @@ int64_t ckjit__gemm_split_grid(const ckjit_gemm_desc *g, const gemm_plan *pl, in
 
 /* The second kernel: the fixed-order sum of the partials with the
  * epilogue; Stream-K's form when `sk` is given. */
-ckjit_status ckjit__gemm_launch_reduce(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+ckjit_status ckjit__gemm_launch_reduce(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
                                        const ckjit_gemm_problem *p, const ckjit_streamk *sk,
                                        void *stream);
 

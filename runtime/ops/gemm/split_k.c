@@ -34,7 +34,7 @@ int64_t ckjit__gemm_split_grid(const ckjit_gemm_desc *g, const gemm_plan *pl, in
   return grid;
 }
 
-ckjit_status ckjit__gemm_launch_reduce(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+ckjit_status ckjit__gemm_launch_reduce(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
                                        const ckjit_gemm_problem *p, const ckjit_streamk *sk,
                                        void *stream) {
   ckjit_spec red;
@@ -45,12 +45,12 @@ ckjit_status ckjit__gemm_launch_reduce(ckjit_runtime *rt, const ckjit_gemm_desc 
   if (sk) { /* 8 blocks of 16 rows per Stream-K tile */
     red.value[GR_VEC] = 4, red.value[GR_BN] = pl->tile.bn;
     const ckjit_gemm_reduce_sk_args x = {*p, *sk};
-    return ckjit__gemm_launch(&red, sk->sk_tiles * 8, &x, stream);
+    return ckjit__gemm_launch(gpu, &red, sk->sk_tiles * 8, &x, stream);
   }
   red.value[GR_VEC] = g->n % 4 == 0 ? 4 : g->n % 2 == 0 ? 2 : 1;
   const int64_t vecs = g->batch * g->m * (g->n / red.value[GR_VEC]);
   int64_t blocks = ckjit__ceil_div(vecs, 256);
-  const int64_t cap = 8 * (int64_t)ckjit__gemm_sm_count(rt);
+  const int64_t cap = 8 * (int64_t)ckjit__gemm_sm_count(gpu);
   if (blocks > cap) blocks = cap;
-  return ckjit__gemm_launch(&red, blocks, p, stream);
+  return ckjit__gemm_launch(gpu, &red, blocks, p, stream);
 }

@@ -8,7 +8,7 @@
 /* Whether A and B of `g` can be read through TMA descriptors: a driver that
  * makes them, no broadcast batch (a zero stride), k > 0, and extents whose
  * box coordinates fit 32 bits.  (16-byte alignment is the plan's vec 8.) */
-int ckjit__gemm_tma_ok(const ckjit_runtime *rt, const ckjit_gemm_desc *g);
+int ckjit__gemm_tma_ok(const ckjit_gpu *gpu, const ckjit_gemm_desc *g);
 
 /* TMA descriptors for the wgmma pipeline, 3-D (the batch is the outer
  * dimension), in the boxes its stages take: 128 bytes of K (64 16-bit or
@@ -18,7 +18,7 @@ int ckjit__gemm_tma_ok(const ckjit_runtime *rt, const ckjit_gemm_desc *g);
  * ckjit__gemm_tma_ok.  Returns the tma parameter: 1 (A and B) or 2 (A, B
  * and D: D's rows and batch entries 16-byte aligned), or 0 when the driver
  * refused A's or B's descriptor (with its status and message). */
-int ckjit__gemm_encode_maps(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+int ckjit__gemm_encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
                             ckjit_tensor_map *map_a, ckjit_tensor_map *map_b,
                             ckjit_tensor_map *map_d);
 

@@ -19,9 +19,9 @@ static int ceil_log2(int64_t x) {
 
 /* Shape class: arch, dtypes, orders, batched or not, alignment class, and
  * m, n, k rounded up to powers of two. */
-static void class_of(const ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *pl,
+static void class_of(const ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
                      char *out, size_t len) {
-  snprintf(out, len, "%s/%s/%s/%c%c/m%dn%dk%d/b%d/v%d%d", rt->device.arch,
+  snprintf(out, len, "%s/%s/%s/%c%c/m%dn%dk%d/b%d/v%d%d", gpu->device.arch,
            ckjit_dtype_name(g->ab_dtype), ckjit_dtype_name(g->out_dtype),
            g->a_order == CKJIT_ROW_MAJOR ? 'r' : 'c', g->b_order == CKJIT_ROW_MAJOR ? 'r' : 'c',
            ceil_log2(g->m), ceil_log2(g->n), ceil_log2(g->k), g->batch > 1, pl->vec_a, pl->vec_b);
@@ -60,7 +60,7 @@ static double now_s(void) {
  * must beat the best so far by 3% to replace it: timing noise must not
  * record a slower choice.  Returns 1 with the winner in *best. */
 enum { TRIAL_RUNS = 5 };
-static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan *base, int auto_splits,
+static int measure(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *base, int auto_splits,
                    void *stream, gemm_choice *best) {
   gemm_choice cand[16];
   int n = 0;
@@ -95,7 +95,7 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
   const size_t es = ckjit_dtype_size(g->out_dtype);
   const size_t bytes = (size_t)g->batch * (size_t)g->m * (size_t)g->n * es;
   void *scratch;
-  if (ckjit__scratch_alloc(rt, bytes, stream, &scratch)) return 0;
+  if (ckjit__scratch_alloc(gpu, bytes, stream, &scratch)) return 0;
   ckjit_gemm_desc t = *g;
   t.d = scratch, t.ldd = g->n, t.stride_d = g->m * g->n;
   double best_s = 0;
@@ -103,35 +103,36 @@ static int measure(ckjit_runtime *rt, const ckjit_gemm_desc *g, const gemm_plan 
     gemm_plan pl = *base;
     int want = auto_splits;
     apply_choice(&cand[i], &pl, &want);
-    if (ckjit__gemm_run_plan(rt, &t, &pl, want, stream) || ckjit_synchronize(stream)) continue;
+    if (ckjit__gemm_run_plan(gpu, &t, &pl, want, stream) || ckjit_synchronize(stream)) continue;
     double s = 1e30;
     int ok = 1;
     for (int r = 0; r < 3 && ok; r++) {
       const double t0 = now_s();
       for (int k = 0; k < TRIAL_RUNS && ok; k++)
-        ok = ckjit__gemm_run_plan(rt, &t, &pl, want, stream) == CKJIT_SUCCESS;
+        ok = ckjit__gemm_run_plan(gpu, &t, &pl, want, stream) == CKJIT_SUCCESS;
       ok = ok && ckjit_synchronize(stream) == CKJIT_SUCCESS;
       const double dt = (now_s() - t0) / TRIAL_RUNS;
       if (ok && dt < s) s = dt;
     }
     if (ok && (best_s == 0 || s < 0.97 * best_s)) best_s = s, *best = cand[i];
   }
-  ckjit__scratch_free(rt, scratch, stream);
+  ckjit__scratch_free(gpu, scratch, stream);
   ckjit_synchronize(stream);
   return best_s > 0;
 }
 
-void ckjit__gemm_tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int *splits,
+void ckjit__gemm_tune(ckjit_gpu *gpu, const ckjit_gemm_desc *g, gemm_plan *pl, int *splits,
                       void *stream) {
   const int mode = ckjit__tune_mode_cached(); /* CKJIT_TUNE, read on the first call */
   if (mode < 0 || g->split_k != 0 || pl->pipe == PIPE_SIMT || pl->pipe == PIPE_MFMA ||
       g->ab_dtype == CKJIT_F32)
     return;
+  const ckjit_runtime *rt = ckjit__runtime_if_ready(); /* initialized: the call found its GPU */
   const char *dir = rt->disk_enabled && rt->disk.usable ? rt->disk.dir : NULL;
   /* Without recorded winners and without tuning, the call costs no more. */
   if (mode == 0 && !ckjit__gemm_tune_any(dir)) return;
   char cls[128];
-  class_of(rt, g, pl, cls, sizeof cls);
+  class_of(gpu, g, pl, cls, sizeof cls);
   gemm_choice c;
   if (ckjit__gemm_tune_lookup(dir, cls, &c)) {
     apply_choice(&c, pl, splits);
@@ -141,7 +142,7 @@ void ckjit__gemm_tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl
   /* A candidate that fails (or no scratch for the timing) is not the
    * call's error: the call itself runs after. */
   const int quiet = ckjit__error_quiet(1);
-  const int measured = measure(rt, g, pl, *splits, stream, &c);
+  const int measured = measure(gpu, g, pl, *splits, stream, &c);
   ckjit__error_quiet(quiet);
   if (measured) {
     ckjit__gemm_tune_store(rt->disk_enabled && rt->disk.writable ? dir : NULL, cls, &c);

@@ -34,7 +34,7 @@ void ckjit__gemm_tune_store(const char *dir, const char *cls, const gemm_choice 
 /* The recorded winner for g's shape class into *pl and *splits, measuring
  * it first under CKJIT_TUNE=1.  Leaves the plan alone for explicit
  * split_k, SIMT, MFMA, tf32 (either pipeline), or when nothing is known. */
-void ckjit__gemm_tune(ckjit_runtime *rt, const ckjit_gemm_desc *g, gemm_plan *pl, int *splits,
+void ckjit__gemm_tune(ckjit_gpu *gpu, const ckjit_gemm_desc *g, gemm_plan *pl, int *splits,
                       void *stream);
 
 #endif

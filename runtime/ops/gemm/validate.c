@@ -41,7 +41,7 @@ static ckjit_status check_operand(const char *api, const char *name, const void 
   return ckjit__check_matrix(api, name, (const void *)((uintptr_t)ptr + (uint64_t)last), rows, cols, ld, es);
 }
 
-ckjit_status ckjit__gemm_check_desc(const char *api, const ckjit_gemm_desc *g) {
+ckjit_status ckjit__gemm_check_desc(const char *api, const ckjit_gemm_desc *g, void *stream) {
   if (!g) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", api);
   if (g->m < 0 || g->n < 0 || g->k < 0)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: m, n, k = %lld, %lld, %lld; must be >= 0",
@@ -97,17 +97,18 @@ ckjit_status ckjit__gemm_check_desc(const char *api, const ckjit_gemm_desc *g) {
     return st;
   const void *const operands[] = {g->a, g->b, g->c, g->d, g->bias, g->d0, g->d1};
   static const char *const operand_names[] = {"a", "b", "c", "d", "bias", "d0", "d1"};
-  return ckjit__check_pointers(api, 7, operands, operand_names);
+  return ckjit__check_pointers(stream, api, 7, operands, operand_names);
 }
 
-ckjit_status ckjit__gemm_check_grouped(const char *api, const ckjit_gemm_desc *descs, int count) {
+ckjit_status ckjit__gemm_check_grouped(const char *api, const ckjit_gemm_desc *descs, int count,
+                                       void *stream) {
   if (!descs) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: descs is NULL", api);
   if (count < 1)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: count is %d; must be >= 1", api, count);
   const ckjit_gemm_desc *g0 = &descs[0];
   for (int i = 0; i < count; i++) {
     const ckjit_gemm_desc *g = &descs[i];
-    ckjit_status st = ckjit__gemm_check_desc(api, g);
+    ckjit_status st = ckjit__gemm_check_desc(api, g, stream);
     if (st) {
       ckjit__error_append(" (problem %d)", i);
       return st;

@@ -21,6 +21,7 @@ typedef struct reduce_call {
   const void *x;
   int dim;
   void *y;
+  void *stream;
 } reduce_call;
 
 /* ---- validate ---------------------------------------------------------------- */
@@ -94,7 +95,7 @@ static ckjit_status validate(const reduce_call *c) {
                        "do not fit y_dtype i32 (use i64)", api, dim, (long long)xl->shape[dim]);
   const void *const operands[] = {c->x, c->y};
   static const char *const operand_names[] = {"x", "y"};
-  return ckjit__check_pointers(api, 2, operands, operand_names);
+  return ckjit__check_pointers(c->stream, api, 2, operands, operand_names);
 }
 
 /* The problem of a valid call: kept dims in y's (row-major) order, size-1
@@ -205,22 +206,22 @@ static ckjit_reduce_args combine_arguments(const reduce_call *c, const reduce_pr
 
 /* ---- run ---------------------------------------------------------------------- */
 
-static ckjit_status reduce_run(const reduce_call *c, void *stream) {
+static ckjit_status reduce_run(const reduce_call *c) {
+  void *stream = c->stream;
+  ckjit_gpu *gpu;
   ckjit_status st = validate(c);
-  if (st) return st;
+  if (st || (st = ckjit__stream_gpu(stream, &gpu))) return st;
   reduce_problem pb;
   problem_of(c, &pb);
-  ckjit_runtime *rt;
-  if ((st = ckjit__runtime_device(&rt))) return st;
   reduce_policy pol;
-  ckjit__reduce_policy(&pb, c->x, ckjit_dtype_size(c->dtype), rt->device.multiprocessors, &pol);
+  ckjit__reduce_policy(&pb, c->x, ckjit_dtype_size(c->dtype), gpu->device.multiprocessors, &pol);
   ckjit_launch_plan pass1, combine;
   plan(c, &pb, &pol, &pass1, &combine);
 
   /* Both kernels before any allocation or launch. */
   ckjit_kernel *k1, *k2 = NULL;
-  if ((st = ckjit__kernel_get(&pass1.spec, &rt, &k1))) return st;
-  if (pol.nsplit > 1 && (st = ckjit__kernel_get(&combine.spec, &rt, &k2))) return st;
+  if ((st = ckjit__kernel_get(gpu, &pass1.spec, &k1))) return st;
+  if (pol.nsplit > 1 && (st = ckjit__kernel_get(gpu, &combine.spec, &k2))) return st;
 
   void *scratch = NULL;
   float *pval = NULL;
@@ -228,23 +229,23 @@ static ckjit_status reduce_run(const reduce_call *c, void *stream) {
   const int arg = reduce_is_arg_op(c->op);
   if (pol.nsplit > 1) {
     size_t n = (size_t)pb.n_out * (size_t)pol.nsplit, vbytes = (n * sizeof(float) + 15) & ~(size_t)15;
-    if ((st = ckjit__scratch_alloc(rt, vbytes + (arg ? n * sizeof(long long) : 0), stream, &scratch)))
+    if ((st = ckjit__scratch_alloc(gpu, vbytes + (arg ? n * sizeof(long long) : 0), stream, &scratch)))
       return st;
     pval = scratch;
     pidx = arg ? (long long *)((char *)scratch + vbytes) : NULL;
   }
 
   const ckjit_reduce_args args = arguments(c, &pb, &pol, pval, pidx);
-  st = ckjit__kernel_launch(rt, k1, pass1.grid, pass1.block, pass1.shared_bytes, stream, &args,
+  st = ckjit__kernel_launch(gpu, k1, pass1.grid, pass1.block, pass1.shared_bytes, stream, &args,
                             &ckjit_reduce_args_params);
   if (pol.nsplit > 1) {
     if (st == CKJIT_SUCCESS) {
       const ckjit_reduce_args cargs = combine_arguments(c, &pb, &pol, pval, pidx);
-      st = ckjit__kernel_launch(rt, k2, combine.grid, combine.block, combine.shared_bytes, stream,
+      st = ckjit__kernel_launch(gpu, k2, combine.grid, combine.block, combine.shared_bytes, stream,
                                 &cargs, &ckjit_reduce_args_params);
     }
     /* Stream-ordered: freed after the kernels that use it. */
-    ckjit_status fst = ckjit__scratch_free(rt, scratch, stream);
+    ckjit_status fst = ckjit__scratch_free(gpu, scratch, stream);
     if (st == CKJIT_SUCCESS) st = fst;
   }
   return st;
@@ -255,8 +256,8 @@ static ckjit_status reduce_run(const reduce_call *c, void *stream) {
 ckjit_status ckjit_reduce(ckjit_reduce_op op, ckjit_dtype dtype, const ckjit_tensor_layout *x_layout,
                           const void *x, int dim, ckjit_dtype y_dtype, void *y, void *stream) {
   const reduce_call c = {.api = "ckjit_reduce", .op = op, .dtype = dtype, .y_dtype = y_dtype,
-                         .x_layout = x_layout, .x = x, .dim = dim, .y = y};
-  return reduce_run(&c, stream);
+                         .x_layout = x_layout, .x = x, .dim = dim, .y = y, .stream = stream};
+  return reduce_run(&c);
 }
 
 ckjit_status ckjit_reduce_rows(ckjit_reduce_op op, ckjit_dtype dtype, int64_t rows, int64_t cols,
@@ -274,6 +275,6 @@ ckjit_status ckjit_reduce_rows(ckjit_reduce_op op, ckjit_dtype dtype, int64_t ro
   xl.strides[0] = ld_x;
   xl.strides[1] = 1;
   const reduce_call c = {.api = api, .op = op, .dtype = dtype, .y_dtype = y_dtype,
-                         .x_layout = &xl, .x = x, .dim = 1, .y = y};
-  return reduce_run(&c, stream);
+                         .x_layout = &xl, .x = x, .dim = 1, .y = y, .stream = stream};
+  return reduce_run(&c);
 }

@@ -106,7 +106,7 @@ static ckjit_status validate_pointers(const rownorm_call *c) {
   static const char *const operand_names[] = {"x",        "residual", "sum_out", "weight",
                                               "bias",     "smooth_scale", "y",   "mean_out",
                                               "rstd_out", "row_scale", "valid_cols"};
-  return ckjit__check_pointers(c->api, 11, operands, operand_names);
+  return ckjit__check_pointers(c->stream, c->api, 11, operands, operand_names);
 }
 
 /* ---- plan ---------------------------------------------------------------------- */
@@ -183,17 +183,17 @@ static ckjit_rownorm_args arguments(const rownorm_call *c, const ckjit_rownorm_p
 
 /* ---- run ------------------------------------------------------------------------- */
 
-static ckjit_status run_pass(const rownorm_call *c, const ckjit_rownorm_policy *pol, int vec,
-                             int pass, float *partials) {
+static ckjit_status run_pass(ckjit_gpu *gpu, const rownorm_call *c, const ckjit_rownorm_policy *pol,
+                             int vec, int pass, float *partials) {
   ckjit_launch_plan p;
   plan(c, pol, vec, pass, &p);
   const ckjit_rownorm_args args = arguments(c, pol, pass, partials);
-  return ckjit__op_run(&p, &args, &ckjit_rownorm_args_params, c->stream);
+  return ckjit__op_run(gpu, &p, &args, &ckjit_rownorm_args_params, c->stream);
 }
 
 /* The split passes, batch_rows rows at a time, with the chunks' partials
  * in stream-ordered scratch memory. */
-static ckjit_status run_split(const rownorm_call *c, ckjit_runtime *rt,
+static ckjit_status run_split(ckjit_gpu *gpu, const rownorm_call *c,
                               const ckjit_rownorm_policy *pol, int vec) {
   const size_t es = ckjit_dtype_size(c->dtype);
   const int64_t batch = pol->batch_rows;
@@ -201,7 +201,7 @@ static ckjit_status run_split(const rownorm_call *c, ckjit_runtime *rt,
   size_t per_chunk = c->op == OP_RMSNORM_QUANT ? 3 : 2;
   size_t bytes = (size_t)batch * (size_t)pol->n_chunks * per_chunk * sizeof(float);
   void *scratch;
-  ckjit_status st = ckjit__scratch_alloc(rt, bytes, c->stream, &scratch);
+  ckjit_status st = ckjit__scratch_alloc(gpu, bytes, c->stream, &scratch);
   if (st) return st;
   for (int64_t r0 = 0; r0 < c->rows && !st; r0 += batch) {
     rownorm_call b = *c;
@@ -214,11 +214,11 @@ static ckjit_status run_split(const rownorm_call *c, ckjit_runtime *rt,
     if (c->rstd_out) b.rstd_out = c->rstd_out + r0;
     if (c->row_scale) b.row_scale = c->row_scale + r0;
     if (c->valid_cols) b.valid_cols = c->valid_cols + r0;
-    st = run_pass(&b, pol, vec, PASS_STATS, scratch);
-    if (!st && c->op == OP_RMSNORM_QUANT) st = run_pass(&b, pol, vec, PASS_AMAX, scratch);
-    if (!st) st = run_pass(&b, pol, vec, PASS_APPLY, scratch);
+    st = run_pass(gpu, &b, pol, vec, PASS_STATS, scratch);
+    if (!st && c->op == OP_RMSNORM_QUANT) st = run_pass(gpu, &b, pol, vec, PASS_AMAX, scratch);
+    if (!st) st = run_pass(gpu, &b, pol, vec, PASS_APPLY, scratch);
   }
-  ckjit_status fst = ckjit__scratch_free(rt, scratch, c->stream);
+  ckjit_status fst = ckjit__scratch_free(gpu, scratch, c->stream);
   return st ? st : fst;
 }
 
@@ -227,15 +227,15 @@ static ckjit_status rownorm(const rownorm_call *c) {
   ckjit_status st = validate_pointers(c);
   if (st) return st;
   const int vec = pick_vec(c);
-  ckjit_runtime *rt;
-  if ((st = ckjit__runtime_device(&rt))) return st;
+  ckjit_gpu *gpu;
+  if ((st = ckjit__stream_gpu(c->stream, &gpu))) return st;
   const ckjit_rownorm_shape shape = {
       .op = c->op, .rows = c->rows, .cols = c->cols, .vec = vec,
       .elem_size = ckjit_dtype_size(c->dtype), .reread_operands = c->res && !c->sum_out ? 2 : 1};
   ckjit_rownorm_policy pol;
-  ckjit__rownorm_policy(&shape, rt->device.multiprocessors, rt->device.l2_bytes, &pol);
-  if (!pol.split) return run_pass(c, &pol, vec, PASS_FUSED, NULL);
-  return run_split(c, rt, &pol, vec);
+  ckjit__rownorm_policy(&shape, gpu->device.multiprocessors, gpu->device.l2_bytes, &pol);
+  if (!pol.split) return run_pass(gpu, c, &pol, vec, PASS_FUSED, NULL);
+  return run_split(gpu, c, &pol, vec);
 }
 
 /* ---- front-ends -------------------------------------------------------------------- */

@@ -19,6 +19,7 @@ typedef struct topk_call {
   float *weights;
   ckjit_dtype index_dtype;
   void *indices;
+  void *stream;
 } topk_call;
 
 static ckjit_status validate(const topk_call *c) {
@@ -50,7 +51,7 @@ static ckjit_status validate(const topk_call *c) {
                        "%s: x, weights and indices must be aligned to their element size", c->api);
   const void *const operands[] = {c->x, c->weights, c->indices};
   static const char *const operand_names[] = {"x", "weights", "indices"};
-  return ckjit__check_pointers(c->api, 3, operands, operand_names);
+  return ckjit__check_pointers(c->stream, c->api, 3, operands, operand_names);
 }
 
 /* Tile policy: the experts' power-of-two class, topk_policy_lanes lanes per
@@ -94,11 +95,12 @@ ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int64_t exper
   const topk_call c = {.api = "ckjit_topk_softmax", .dtype = dtype, .tokens = tokens,
                        .experts = experts, .x = x, .ld_x = ld_x, .k = k,
                        .renormalize = renormalize, .weights = weights,
-                       .index_dtype = index_dtype, .indices = indices};
+                       .index_dtype = index_dtype, .indices = indices, .stream = stream};
+  ckjit_gpu *gpu;
   ckjit_status st = validate(&c);
-  if (st) return st;
+  if (st || (st = ckjit__stream_gpu(stream, &gpu))) return st;
   ckjit_launch_plan p;
   plan(&c, &p);
   const ckjit_topk_softmax_args args = arguments(&c);
-  return ckjit__op_run(&p, &args, &ckjit_topk_softmax_args_params, stream);
+  return ckjit__op_run(gpu, &p, &args, &ckjit_topk_softmax_args_params, stream);
 }

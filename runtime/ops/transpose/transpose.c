@@ -15,6 +15,7 @@ typedef struct transpose_call {
   const void *in;
   void *out;
   int64_t ld_in, batch_stride_in, ld_out, batch_stride_out;
+  void *stream;
 } transpose_call;
 
 static ckjit_status validate(const transpose_call *c) {
@@ -40,7 +41,7 @@ static ckjit_status validate(const transpose_call *c) {
   }
   const void *const operands[] = {c->in, c->out};
   static const char *const operand_names[] = {"in", "out"};
-  return ckjit__check_pointers(c->api, 2, operands, operand_names);
+  return ckjit__check_pointers(c->stream, c->api, 2, operands, operand_names);
 }
 
 /* Tile policy: 64 x 64 tiles, 256 threads, the widest vector (at most 8
@@ -84,11 +85,12 @@ ckjit_status ckjit_transpose(ckjit_dtype dtype, int64_t batch, int64_t rows, int
   const transpose_call c = {.api = "ckjit_transpose", .dtype = dtype, .batch = batch,
                             .rows = rows, .cols = cols, .in = in, .out = out, .ld_in = ld_in,
                             .batch_stride_in = batch_stride_in, .ld_out = ld_out,
-                            .batch_stride_out = batch_stride_out};
+                            .batch_stride_out = batch_stride_out, .stream = stream};
+  ckjit_gpu *gpu;
   ckjit_status st = validate(&c);
-  if (st) return st;
+  if (st || (st = ckjit__stream_gpu(stream, &gpu))) return st;
   ckjit_launch_plan p;
   if ((st = plan(&c, &p))) return st;
   const ckjit_transpose_args args = arguments(&c);
-  return ckjit__op_run(&p, &args, &ckjit_transpose_args_params, stream);
+  return ckjit__op_run(gpu, &p, &args, &ckjit_transpose_args_params, stream);
 }

@@ -55,7 +55,7 @@ static int by_text(const void *a, const void *b) { return strcmp(*(char *const *
 
 /* The specs of case c (each pipeline that takes it) into out; returns the
  * problems found (printed). */
-static int case_specs(const ckjit_runtime *rt, const att_case *c, const char *arch, lines *out) {
+static int case_specs(const ckjit_gpu *gpu, const att_case *c, const char *arch, lines *out) {
   att_plan pl;
   plan_case(c, &pl);
   void *base[NBUF];
@@ -63,7 +63,7 @@ static int case_specs(const ckjit_runtime *rt, const att_case *c, const char *ar
   ckjit_attention_desc d;
   plan_desc(c, &pl, base, &d);
   attention_call call;
-  if (ckjit__attention_validate(&d, &call) != CKJIT_SUCCESS) {
+  if (ckjit__attention_validate(&d, NULL, &call) != CKJIT_SUCCESS) {
     printf("FAIL [%s]: the descriptor is refused: %s\n", c->name, ckjit_last_error());
     return 1;
   }
@@ -72,7 +72,7 @@ static int case_specs(const ckjit_runtime *rt, const att_case *c, const char *ar
   for (int pipe = 0; pipe < PIPE_COUNT; pipe++) {
     ckjit_spec spec;
     pipe_select(pipe);
-    const ckjit_status st = ckjit__attention_pick(rt, &call, &spec);
+    const ckjit_status st = ckjit__attention_pick(gpu, &call, &spec);
     pipe_select(PIPE_AUTO);
     if (st == CKJIT_ERROR_UNSUPPORTED) continue; /* the device or the layout: no kernel */
     char line[1024];
@@ -126,17 +126,17 @@ int main(int argc, char **argv) {
   }
   const char *arch = print && argc > 2 ? argv[2] : "sm_90";
   setenv("CKJIT_DEVICE_CHECKS", "0", 1); /* the fake addresses are never looked up */
-  ckjit_runtime rt;
-  memset(&rt, 0, sizeof rt);
-  rt.device.matrix_units = CKJIT_MATRIX_MMA_SYNC | CKJIT_MATRIX_WGMMA; /* an H100 */
-  rt.device.max_shared_bytes = 227 * 1024;
+  ckjit_gpu gpu; /* an H100 */
+  memset(&gpu, 0, sizeof gpu);
+  gpu.device.matrix_units = CKJIT_MATRIX_MMA_SYNC | CKJIT_MATRIX_WGMMA; /* an H100 */
+  gpu.device.max_shared_bytes = 227 * 1024;
   lines need = {0};
   int bad = 0;
   build_cases();
-  for (size_t i = 0; i < g_ncases; i++) bad += case_specs(&rt, &g_cases[i], arch, &need);
+  for (size_t i = 0; i < g_ncases; i++) bad += case_specs(&gpu, &g_cases[i], arch, &need);
   att_case other[2];
   other_calls(other);
-  for (int i = 0; i < 2; i++) bad += case_specs(&rt, &other[i], arch, &need);
+  for (int i = 0; i < 2; i++) bad += case_specs(&gpu, &other[i], arch, &need);
   qsort(need.v, need.n, sizeof *need.v, by_text);
   lines have = {0};
   size_t missing = 0;

@@ -93,7 +93,7 @@ static void fake_dev(pg_dev *v, pg_problem *p) {
 }
 
 /* The specs of case c on every pipeline into out; returns the problems found. */
-static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned required, const char *arch, lines *out) {
+static int case_specs(const ckjit_gpu *gpu, const pg_case *c, unsigned required, const char *arch, lines *out) {
   pg_problem p;
   if (pg_problem_plan(&p, c, 1)) {
     printf("FAIL [%s]: host memory\n", c->name);
@@ -109,7 +109,7 @@ static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned requir
   attention_call call;
   for (int csr = 1; csr >= 0; csr--) { /* both forms validate; the padded call's specs are kept */
     pg_dev_desc(&v, csr, &pd);
-    if (ckjit__paged_attention_call(&pd, &d, &call) != CKJIT_SUCCESS) {
+    if (ckjit__paged_attention_call(&pd, NULL, &d, &call) != CKJIT_SUCCESS) {
       printf("FAIL [%s] (%s tables): the descriptor is refused: %s\n", c->name, csr ? "CSR" : "padded", ckjit_last_error());
       pg_problem_free(&p);
       return 1;
@@ -122,7 +122,7 @@ static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned requir
   for (int pipe = 0; pipe < pg_npipes && !call.empty; pipe++) {
     ckjit_spec spec;
     pg_pipe_select(pipe);
-    const ckjit_status st = ckjit__attention_pick(rt, &call, &spec);
+    const ckjit_status st = ckjit__attention_pick(gpu, &call, &spec);
     pg_pipe_select(0);
     snprintf(what, sizeof what, "[%s] on %s", c->name, pg_pipes[pipe].name);
     if (pg_must_refuse(pipe, c)) {
@@ -151,7 +151,7 @@ static int case_specs(const ckjit_runtime *rt, const pg_case *c, unsigned requir
     ckjit_paged_append_args args;
     int empty = 0;
     snprintf(what, sizeof what, "[%s] append", c->name);
-    if (ckjit__paged_append_plan(&a, &empty, &plan, &args) != CKJIT_SUCCESS || empty) {
+    if (ckjit__paged_append_plan(&a, NULL, &empty, &plan, &args) != CKJIT_SUCCESS || empty) {
       printf("FAIL %s: the descriptor is refused or empty: %s\n", what, ckjit_last_error());
       bad++;
     } else {
@@ -201,11 +201,11 @@ int main(int argc, char **argv) {
     if (!tmp) return 1;
     setenv("CKJIT_CACHE_DIR", tmp, 1);
   }
-  ckjit_runtime rt;
-  memset(&rt, 0, sizeof rt);
-  rt.device.matrix_units = CKJIT_MATRIX_MMA_SYNC | CKJIT_MATRIX_WGMMA; /* an H100 */
-  rt.device.max_shared_bytes = 227 * 1024;
-  rt.device.multiprocessors = 132;
+  ckjit_gpu gpu; /* an H100 */
+  memset(&gpu, 0, sizeof gpu);
+  gpu.device.matrix_units = CKJIT_MATRIX_MMA_SYNC | CKJIT_MATRIX_WGMMA; /* an H100 */
+  gpu.device.max_shared_bytes = 227 * 1024;
+  gpu.device.multiprocessors = 132;
   ckjit_device_info h100;
   memset(&h100, 0, sizeof h100);
   snprintf(h100.device_arch, sizeof h100.device_arch, "sm_90");
@@ -213,9 +213,9 @@ int main(int argc, char **argv) {
   lines need = {0};
   int bad = 0;
   pg_build_cases();
-  for (size_t i = 0; i < pg_ncases; i++) bad += case_specs(&rt, &pg_cases[i], required, arch, &need);
+  for (size_t i = 0; i < pg_ncases; i++) bad += case_specs(&gpu, &pg_cases[i], required, arch, &need);
   const pg_case others[3] = {pg_bad_tables_case(0), pg_bad_tables_case(1), pg_large_case()};
-  for (int i = 0; i < 3; i++) bad += case_specs(&rt, &others[i], required, arch, &need);
+  for (int i = 0; i < 3; i++) bad += case_specs(&gpu, &others[i], required, arch, &need);
   qsort(need.v, need.n, sizeof *need.v, by_text);
   if (print) {
     for (size_t i = 0; i < need.n; i++) printf("%s\n", need.v[i]);
