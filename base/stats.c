@@ -29,6 +29,7 @@ void ckjit__stat_add_load_ms(double ms) {
 
 void ckjit__stats_read(ckjit_stats *s) {
   memset(s, 0, sizeof *s);
+  s->memory_hits = atomic_load(&counters[CKJIT_STAT_RETIRED_MEMORY_HITS]);
   s->disk_hits = atomic_load(&counters[CKJIT_STAT_DISK_HITS]);
   s->disk_misses = atomic_load(&counters[CKJIT_STAT_DISK_MISSES]);
   s->disk_rejects = atomic_load(&counters[CKJIT_STAT_DISK_REJECTS]);

@@ -1,6 +1,7 @@
 /* ckjit_get_stats and ckjit_reset_stats: the process-wide counters
- * (base/stats.h) and each GPU's memory hits, kept per GPU so that threads
- * driving different GPUs share no counter on the hot path. */
+ * (base/stats.h) and each open GPU's memory hits, kept per GPU so that
+ * threads driving different GPUs share no counter on the hot path (a GPU
+ * closed by ckjit_shutdown leaves its count in the process-wide ones). */
 #include "ckjit/ckjit.h"
 
 #include <stdatomic.h>

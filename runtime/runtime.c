@@ -14,6 +14,7 @@
 #include "code_cache.h"
 #include "../base/error.h"
 #include "../base/log.h"
+#include "../base/stats.h"
 
 static ckjit_runtime runtime;
 static _Atomic int initialized; /* acquire-read on the hot path */
@@ -274,6 +275,8 @@ void ckjit_shutdown(void) {
     for (int i = 0; i < CKJIT_MAX_DEVICES; i++) {
       ckjit_gpu *gpu = atomic_exchange(&runtime.gpus[i], NULL);
       if (!gpu) continue;
+      /* Counted on, as the process-wide counters are across a shutdown. */
+      ckjit__stat_add(CKJIT_STAT_RETIRED_MEMORY_HITS, atomic_load(&gpu->memory_hits));
       ckjit__memcache_clear(&gpu->kernels, unload_kernel, gpu);
       pthread_mutex_destroy(&gpu->kernels.insert_lock);
       gpu->device.close(&gpu->device);

@@ -160,7 +160,10 @@ typedef enum ckjit_copy_kind {
  * current. */
 CKJIT_API ckjit_status ckjit_malloc(void **ptr, size_t bytes);
 CKJIT_API ckjit_status ckjit_free(void *ptr); /* NULL is a no-op */
-/* Synchronous copy (waits for the copy, not for other streams' work). */
+/* ckjit_memcpy and ckjit_memset are synchronous: they return when done.
+ * They run on the legacy default stream, so they are ordered after earlier
+ * work on blocking streams but not on non-blocking ones (synchronize
+ * those first).  ckjit_free frees memory of any device. */
 CKJIT_API ckjit_status ckjit_memcpy(void *dst, const void *src, size_t bytes,
                                     ckjit_copy_kind kind);
 CKJIT_API ckjit_status ckjit_memset(void *ptr, int value, size_t bytes);
@@ -170,7 +173,8 @@ CKJIT_API ckjit_status ckjit_synchronize(void *stream);
 
 /* ---- statistics ---------------------------------------------------------- */
 typedef struct ckjit_stats {
-  uint64_t memory_hits;      /* op calls served by an already loaded kernel */
+  uint64_t memory_hits;      /* kernel lookups served by an already loaded kernel (all
+                                GPUs; an op makes one per launch) */
   uint64_t disk_hits;        /* code objects read from the disk cache */
   uint64_t disk_misses;      /* lookups that found nothing usable on disk */
   uint64_t disk_rejects;     /* entries that failed verification (then replaced) */
