@@ -104,6 +104,20 @@ ckjit_status ckjit__stream_gpu(void *stream, ckjit_gpu **out) {
   return ckjit__runtime_gpu_of_context(rt, context, stream, out);
 }
 
+ckjit_status ckjit__current_gpu(ckjit_gpu **out) {
+  ckjit_runtime *rt;
+  ckjit_status st = ckjit__stream_gpu(NULL, out);
+  if (st != CKJIT_ERROR_INVALID_ARGUMENT || (st = ckjit__runtime_device(&rt))) return st;
+  /* A private context is current: its device, by the context's ordinal. */
+  const ckjit_device *home = &atomic_load(&rt->gpus[rt->default_ordinal])->device;
+  void *context;
+  int ordinal, primary;
+  if ((st = home->stream_context(NULL, &context)) ||
+      (st = home->context_device(context, &ordinal, &primary)))
+    return st;
+  return ckjit__runtime_gpu(rt, ordinal, out);
+}
+
 ckjit_status ckjit__kernel_get(ckjit_gpu *gpu, const ckjit_spec *spec, ckjit_kernel **out) {
   uint64_t hash = ckjit__spec_hash(spec);
   ckjit_kernel *k = ckjit__memcache_find(&gpu->kernels, spec, hash);

@@ -15,6 +15,12 @@
  * CKJIT_ERROR_INVALID_ARGUMENT. */
 ckjit_status ckjit__stream_gpu(void *stream, ckjit_gpu **gpu);
 
+/* The current device: the GPU of the calling thread's current context,
+ * whether or not it is the primary one (the memory helpers then run in
+ * the device's primary context), or the default device when none is
+ * current. */
+ckjit_status ckjit__current_gpu(ckjit_gpu **gpu);
+
 /* Returns the loaded kernel of `spec` on `gpu`, building it on first use
  * (single flight across threads).  On a repeated call: one hash of the
  * tuple and a lock-free lookup in the GPU's own table; no allocation,

@@ -1,7 +1,8 @@
 /* Device-memory helpers, so tools, tests and C users need no vendor headers.
  * They work on the current device: the GPU of the calling thread's current
- * context (HIP: current device), or the default device (CKJIT_DEVICE) when
- * none is current; ckjit_synchronize on its stream's.  Each runs with that
+ * context (HIP: current device), in its primary context, or the default
+ * device (CKJIT_DEVICE) when none is current; ckjit_synchronize on its
+ * stream's.  Each runs with that
  * device made current for the call only (ckjit_device.enter): the caller's
  * current context is left as it was. */
 #include "ckjit/ckjit.h"
@@ -11,7 +12,7 @@
 /* The device of `stream` (NULL: the current one), entered. */
 static ckjit_status enter_device(void *stream, ckjit_device **d, ckjit_device_scope *scope) {
   ckjit_gpu *gpu;
-  ckjit_status st = ckjit__stream_gpu(stream, &gpu);
+  ckjit_status st = stream ? ckjit__stream_gpu(stream, &gpu) : ckjit__current_gpu(&gpu);
   if (st) return st;
   *d = &gpu->device;
   return (*d)->enter(*d, scope);

@@ -185,9 +185,9 @@ ckjit_status ckjit_get_function(const char *spec_text, void **function) {
   ckjit_spec spec;
   ckjit_status st = ckjit__spec_parse(spec_text, &spec);
   if (st) return st;
-  ckjit_gpu *gpu; /* the current context's (the default stream's) */
+  ckjit_gpu *gpu;
   ckjit_kernel *k;
-  if ((st = ckjit__stream_gpu(NULL, &gpu)) || (st = ckjit__kernel_get(gpu, &spec, &k))) return st;
+  if ((st = ckjit__current_gpu(&gpu)) || (st = ckjit__kernel_get(gpu, &spec, &k))) return st;
   *function = k->function;
   return CKJIT_SUCCESS;
 }

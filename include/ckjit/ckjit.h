@@ -156,8 +156,9 @@ typedef enum ckjit_copy_kind {
 } ckjit_copy_kind;
 
 /* The helpers work on the current device: the calling thread's current
- * context's (HIP: current device), or the default device when none is
- * current. */
+ * context's (HIP: current device; a private context counts as its
+ * device, whose primary context the helper uses), or the default device
+ * when none is current. */
 CKJIT_API ckjit_status ckjit_malloc(void **ptr, size_t bytes);
 CKJIT_API ckjit_status ckjit_free(void *ptr); /* NULL is a no-op */
 /* ckjit_memcpy and ckjit_memset are synchronous: they return when done.
