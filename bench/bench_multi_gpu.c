@@ -6,9 +6,12 @@
  * with two, alternating, and writes the "two gpu launch host time vs one
  * gpu" record.
  *
- * usage: bench_multi_gpu [--gpus N] [--calls C] [--repeats R]
+ * usage: bench_multi_gpu [--gpus N] [--calls C] [--repeats R] [--raw]
+ * --raw times cuLaunchKernel of the same kernel (ckjit_get_function on the
+ * thread's GPU) with the same arguments instead: the driver's own cost, to
+ * tell ckjit's share from the driver's when several threads launch at once.
  * Prints one JSON line per thread: {"kind":"multi_gpu_thread", "device",
- * "gpus", "median_us", "min_us", "calls", "repeats", "checks"}, after
+ * "gpus", "median_us", "min_us", "calls", "repeats", "checks", "raw"}, after
  * checking each thread's result once (relu of a known input).
  */
 #define BENCH_NAME "bench_multi_gpu"
@@ -24,6 +27,36 @@ static void bench_cuda_fail(CUresult r, const char *what, const char *file, int 
 }
 
 enum { COLS = 1024, CHUNK = 1000, MAX_GPUS = 16 };
+
+/* The kernel ckjit_unary(RELU, F32, 1, 1024, ...) launches on 16-byte
+ * aligned pointers (runtime/ops/elementwise/elementwise.c's plan) and its
+ * argument struct (kernel_src/abi/elementwise_args.h: one kernel parameter
+ * per field), mirrored for the raw launches. */
+static const char *const RELU_SPEC =
+    "elementwise:dtype=f32,op=relu,epilogue=none,vec=4,threads=256,unroll=1";
+typedef struct relu_args {
+  CUdeviceptr a;
+  long long lda;
+  CUdeviceptr b;
+  long long ldb;
+  CUdeviceptr y;
+  long long ldy, rows, cols;
+  float scale, bias;
+} relu_args;
+_Static_assert(sizeof(relu_args) == 72, "ckjit_elementwise_args is 72 bytes");
+
+static int g_raw;
+
+static void launch(CUfunction fn, void **params, CUdeviceptr x, CUdeviceptr y, CUstream stream,
+                   int *failed) {
+  if (g_raw) {
+    CUresult r = cuLaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, stream, params, NULL);
+    if (r) *failed = 1;
+  } else if (ckjit_unary(CKJIT_UNARY_RELU, CKJIT_F32, 1, COLS, (void *)x, COLS, (void *)y, COLS,
+                         NULL, stream)) {
+    *failed = 1;
+  }
+}
 
 typedef struct worker {
   int device, calls, repeats;
@@ -47,14 +80,17 @@ static void *drive(void *arg) {
   CU(cuMemAlloc(&x, sizeof hx));
   CU(cuMemAlloc(&y, sizeof hx));
   CU(cuMemcpyHtoD(x, hx, sizeof hx));
+  CUfunction fn = NULL;
+  relu_args args = {x, COLS, x, COLS, y, COLS, 1, COLS, 1.0f, 0.0f};
+  void *params[10] = {&args.a,  &args.lda,  &args.b,    &args.ldb,   &args.y,
+                      &args.ldy, &args.rows, &args.cols, &args.scale, &args.bias};
+  if (g_raw && ckjit_get_function(RELU_SPEC, (void **)&fn)) {
+    msg("device %d: ckjit_get_function: %s", w->device, ckjit_last_error());
+    w->failed = 1;
+  }
   /* Warm: the kernel is loaded on this GPU, and the result is right. */
-  for (int i = 0; i < CHUNK; i++)
-    if (ckjit_unary(CKJIT_UNARY_RELU, CKJIT_F32, 1, COLS, (void *)x, COLS, (void *)y, COLS, NULL,
-                    stream)) {
-      msg("device %d: ckjit_unary: %s", w->device, ckjit_last_error());
-      w->failed = 1;
-      break;
-    }
+  for (int i = 0; i < CHUNK && !w->failed; i++) launch(fn, params, x, y, stream, &w->failed);
+  if (w->failed) msg("device %d: launch failed: %s", w->device, ckjit_last_error());
   CU(cuStreamSynchronize(stream));
   CU(cuMemcpyDtoH(got, y, sizeof got));
   for (int i = 0; i < COLS && !w->failed; i++)
@@ -69,9 +105,7 @@ static void *drive(void *arg) {
      * fills, so the host is never held back by the GPU. */
     for (int done = 0; done < w->calls; done += CHUNK) {
       double t0 = now_s();
-      for (int i = 0; i < CHUNK; i++)
-        ckjit_unary(CKJIT_UNARY_RELU, CKJIT_F32, 1, COLS, (void *)x, COLS, (void *)y, COLS, NULL,
-                    stream);
+      for (int i = 0; i < CHUNK; i++) launch(fn, params, x, y, stream, &w->failed);
       total += now_s() - t0;
       CU(cuStreamSynchronize(stream));
     }
@@ -85,12 +119,18 @@ static void *drive(void *arg) {
 
 int main(int argc, char **argv) {
   int gpus = 1, calls = 20000, repeats = 10;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--gpus")) gpus = atoi(argv[i + 1]);
+  for (int i = 1; i < argc; i += 2) {
+    if (!strcmp(argv[i], "--raw")) {
+      g_raw = 1;
+      i--;
+    } else if (i + 1 >= argc) {
+      msg("usage: bench_multi_gpu [--gpus N] [--calls C] [--repeats R] [--raw]");
+      return 2;
+    } else if (!strcmp(argv[i], "--gpus")) gpus = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--calls")) calls = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--repeats")) repeats = atoi(argv[i + 1]);
     else {
-      msg("usage: bench_multi_gpu [--gpus N] [--calls C] [--repeats R]");
+      msg("usage: bench_multi_gpu [--gpus N] [--calls C] [--repeats R] [--raw]");
       return 2;
     }
   }
@@ -130,6 +170,7 @@ int main(int argc, char **argv) {
     j_int(&r, "calls", calls);
     j_int(&r, "repeats", repeats);
     j_str(&r, "checks", checks && *checks ? checks : "0");
+    j_bool(&r, "raw", g_raw);
     j_end(&r);
   }
   return 0;
