@@ -47,9 +47,9 @@ int main(void) {
   static float x[M * K], gamma[K], w[K * N], probs[M * N];
   static double want[M * N];
   srand(7);
-  for (int i = 0; i < M * K; i++) x[i] = (float)rand() / RAND_MAX * 2.0f - 1.0f;
+  for (int i = 0; i < M * K; i++) x[i] = (float)((double)rand() / RAND_MAX * 2.0 - 1.0);
   for (int i = 0; i < K; i++) gamma[i] = 0.5f + (float)i / K;
-  for (int i = 0; i < K * N; i++) w[i] = ((float)rand() / RAND_MAX - 0.5f) * 0.2f;
+  for (int i = 0; i < K * N; i++) w[i] = (float)(((double)rand() / RAND_MAX - 0.5) * 0.2);
 
   void *dx, *dgamma, *dh, *dw, *dlogits, *dprobs;
   CHECK(ckjit_malloc(&dx, sizeof x));

@@ -3,6 +3,7 @@
 #ifndef CKJIT_RUNTIME_BACKEND_H
 #define CKJIT_RUNTIME_BACKEND_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include "ckjit/ckjit.h"
 #include "../base/buffer.h"
@@ -68,7 +69,8 @@ typedef struct ckjit_device {
    * device's primary context (retained while open); HIP, the ordinal + 1.
    * Streams are matched to GPUs by it (stream_context). */
   void *context;
-  void *scratch_pool;     /* backend-owned stream-ordered pool (CUDA), or NULL */
+  void *_Atomic scratch_pool; /* backend-owned stream-ordered pool (CUDA), made on first
+                                 use; read without a lock on the launch path */
   /* Makes the device current on the calling thread for one ckjit call and
    * records in `scope` what `leave` must restore: ckjit never leaves the
    * caller's current context (CUDA) or device (HIP) changed. */

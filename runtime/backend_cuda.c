@@ -175,28 +175,30 @@ typedef struct cuda_pool_props {
 _Static_assert(sizeof(cuda_pool_props) == 88, "CUmemPoolProps is 88 bytes");
 
 static void *cuda_scratch_pool(ckjit_device *d) {
-  pthread_mutex_lock(&cuda_pool_lock);
-  if (!d->scratch_pool && cu.pool_create && cu.mem_alloc_from_pool_async) {
+  void *pool = atomic_load_explicit(&d->scratch_pool, memory_order_acquire);
+  if (pool || !cu.pool_create || !cu.mem_alloc_from_pool_async) return pool;
+  pthread_mutex_lock(&cuda_pool_lock); /* first use only */
+  if (!(pool = atomic_load_explicit(&d->scratch_pool, memory_order_acquire))) {
     cuda_pool_props props;
     memset(&props, 0, sizeof props);
     props.alloc_type = 1;    /* CU_MEM_ALLOCATION_TYPE_PINNED */
     props.location_type = 1; /* CU_MEM_LOCATION_TYPE_DEVICE */
     props.location_id = d->ordinal;
-    void *pool = NULL;
     if (cu.pool_create(&pool, &props) == 0) {
       unsigned long long keep = ~0ull;
       cu.pool_set_attribute(pool, 4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */, &keep);
-      d->scratch_pool = pool;
+      atomic_store_explicit(&d->scratch_pool, pool, memory_order_release);
+    } else {
+      pool = NULL;
     }
   }
-  void *pool = d->scratch_pool;
   pthread_mutex_unlock(&cuda_pool_lock);
   return pool;
 }
 
 static void cuda_close(ckjit_device *d) {
-  if (d->scratch_pool && cu.pool_destroy) cu.pool_destroy(d->scratch_pool);
-  d->scratch_pool = NULL;
+  void *pool = atomic_exchange(&d->scratch_pool, NULL);
+  if (pool && cu.pool_destroy) cu.pool_destroy(pool);
   CUdevice dev;
   if (d->context && cu.primary_release && !cu.device_get(&dev, d->ordinal)) cu.primary_release(dev);
   d->context = NULL;
