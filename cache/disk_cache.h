@@ -3,15 +3,17 @@
  *
  * A cache handle has one writable directory (`dir`, the user cache) and up
  * to CKJIT_DISK_MAX_LAYERS read-only layers (CKJIT_CACHE_PATH, see
- * cache/layers.h) searched after it.  The writable directory is kept under
- * `max_bytes` / `max_entries` by least-recently-used eviction
- * (cache/eviction.h); the mtime of an entry file is its last use. */
+ * cache/layers.h) searched after it, and the settings of the remote tier
+ * searched after those (CKJIT_REMOTE_CACHE, cache/remote.h).  The writable
+ * directory is kept under `max_bytes` / `max_entries` by least-recently-used
+ * eviction (cache/eviction.h); the mtime of an entry file is its last use. */
 #ifndef CKJIT_CACHE_DISK_CACHE_H
 #define CKJIT_CACHE_DISK_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "entry.h"
+#include "remote.h"
 #include "ckjit/ckjit.h"
 
 #define CKJIT_PATH_MAX 1024
@@ -48,6 +50,10 @@ typedef struct ckjit_disk_cache {
   int n_layers;         /* read-only directories searched after `dir`, in order */
   char layers[CKJIT_DISK_MAX_LAYERS][CKJIT_PATH_MAX];
   ckjit_disk_usage usage;
+  /* The remote tier searched after the layers (cache/remote.h): read with
+   * the other settings (ckjit__disk_configure_env); the disk cache only
+   * holds its settings, the build path (runtime/build.c) uses it. */
+  ckjit_remote_config remote;
 } ckjit_disk_cache;
 
 /* The directory ckjit uses: `override`, else $CKJIT_CACHE_DIR, else

@@ -141,4 +141,5 @@ void ckjit__disk_configure_env(ckjit_disk_cache *c) {
   ckjit__disk_env_limits(&c->max_bytes, &c->max_entries);
   const char *path = getenv("CKJIT_CACHE_PATH");
   if (path && *path) ckjit__disk_add_layers(c, path);
+  ckjit__remote_config_env(&c->remote);
 }

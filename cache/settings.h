@@ -15,6 +15,7 @@
  *   CKJIT_CACHE_MAX_ENTRIES  bound in entry files: digits only, at most
  *                            2^63-1; 0: no bound.  Default 50000.
  *   CKJIT_CACHE_PATH         read-only layers, "dir1:dir2" (cache/layers.h).
+ *   CKJIT_REMOTE_CACHE*      the remote tier (cache/remote.h).
  *
  * An invalid value costs one warning, naming the value and what is wrong with
  * it, and leaves the default. */
@@ -41,8 +42,8 @@ int ckjit__parse_count(const char *text, uint64_t *out, const char **why);
  * values are warned about and ignored). */
 void ckjit__disk_env_limits(uint64_t *max_bytes, uint64_t *max_entries);
 
-/* Applies CKJIT_CACHE_MAX_SIZE, CKJIT_CACHE_MAX_ENTRIES and CKJIT_CACHE_PATH
- * to a handle from ckjit__disk_open (or a zeroed one, for layers only). */
+/* Applies CKJIT_CACHE_MAX_SIZE, CKJIT_CACHE_MAX_ENTRIES, CKJIT_CACHE_PATH
+ * and the CKJIT_REMOTE_CACHE settings to a handle from ckjit__disk_open (or a zeroed one, for layers only). */
 void ckjit__disk_configure_env(ckjit_disk_cache *c);
 
 #endif

@@ -1,4 +1,5 @@
-/* spec -> specialized source -> key -> disk cache or compiler -> code object. */
+/* spec -> specialized source -> key -> disk cache, memory, remote cache or
+ * compiler -> code object. */
 #include "../base/buffer.h"
 #include "build.h"
 
@@ -9,6 +10,8 @@
 
 #include "../cache/atomic_file.h"
 #include "../cache/entry.h"
+#include "../cache/entry_accept.h"
+#include "../cache/remote.h"
 #include "arch.h"
 #include "backend.h"
 #include "code_cache.h"
@@ -19,6 +22,8 @@
 #include "../base/stats.h"
 
 #define MAX_OPTIONS 8
+
+void (*ckjit__build_test_hook)(const char *stage, const char *kernel) = NULL;
 
 /* Dumps are debugging output: written whole through the one file writer
  * (a reader, or another process dumping the same kernel, never sees half a
@@ -82,6 +87,16 @@ static void append_offending_lines(const char *log, const char *source_name, con
   }
 }
 
+/* The header of a code object's cache entry (disk and remote alike). */
+static void entry_meta(const ckjit_spec *spec, const char *arch, const char *kernel,
+                       const ckjit_key *key, ckjit_entry_meta *meta) {
+  memset(meta, 0, sizeof *meta);
+  meta->key = *key;
+  ckjit__copy_str(meta->arch, sizeof meta->arch, arch);
+  ckjit__copy_str(meta->kernel, sizeof meta->kernel, kernel);
+  ckjit__spec_format(spec, meta->spec, sizeof meta->spec);
+}
+
 /* Writes the entry of a code object this process holds into the writable
  * disk cache; sets out->stored, or out->store_error when the disk cache is
  * on but the entry could not be written.  When another process stored the
@@ -102,11 +117,7 @@ static void store_entry(ckjit_runtime *rt, const ckjit_spec *spec, const char *a
     return;
   }
   ckjit_entry_meta meta;
-  memset(&meta, 0, sizeof meta);
-  meta.key = out->key;
-  ckjit__copy_str(meta.arch, sizeof meta.arch, arch);
-  ckjit__copy_str(meta.kernel, sizeof meta.kernel, kernel);
-  ckjit__spec_format(spec, meta.spec, sizeof meta.spec);
+  entry_meta(spec, arch, kernel, &out->key, &meta);
   /* Not this call's failure (an op goes on from memory): kept out of
    * ckjit_last_error(); ckjit_compile_spec reports it from out. */
   int quiet = ckjit__error_quiet(1);
@@ -134,6 +145,80 @@ static void store_entry(ckjit_runtime *rt, const ckjit_spec *spec, const char *a
     snprintf(out->store_error, sizeof out->store_error, "%s", why);
   }
   ckjit__error_quiet(quiet);
+}
+
+/* ---- The remote tier (cache/remote.h): after memory, the disk and its
+ * layers, before the compiler.  Reached from the build path only, so never
+ * on an op's hot path. */
+
+static int remote_enabled(const ckjit_runtime *rt) {
+  return rt->disk_requested && rt->disk.remote.enabled;
+}
+
+/* A fetched value must pass what a disk entry passes (cache/entry_accept.h:
+ * header, checksums, the key asked for, which covers the compiler
+ * fingerprint, and a code object for the arch that defines the kernel),
+ * and name the arch and kernel asked for, as build's disk lookup checks. */
+typedef struct remote_check {
+  const ckjit_key *key;
+  const char *arch, *kernel;
+  size_t payload_offset, payload_size;
+} remote_check;
+
+static int remote_accept(void *ctx, const uint8_t *value, size_t size, const char **why) {
+  remote_check *rc = ctx;
+  ckjit_entry_meta meta;
+  const uint8_t *payload;
+  size_t payload_size;
+  int quiet = ckjit__error_quiet(1);
+  int bad = ckjit__entry_accept_bytes(value, size, rc->key, &meta, &payload, &payload_size, why);
+  ckjit__error_quiet(quiet);
+  if (bad) return -1;
+  if (strcmp(meta.arch, rc->arch) || strcmp(meta.kernel, rc->kernel)) {
+    *why = "its arch or kernel is not the one asked for";
+    return -1;
+  }
+  rc->payload_offset = (size_t)(payload - value);
+  rc->payload_size = payload_size;
+  return 0;
+}
+
+/* Looks the key up in the remote cache: 1 with the code object in
+ * out->code (then written to the disk cache and kept in memory like a
+ * compiled one), 0 on a miss (*ticket may hold the lease). */
+static int remote_lookup(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
+                         const char *kernel, ckjit_build_result *out, ckjit_remote_ticket *ticket) {
+  remote_check check = {&out->key, arch, kernel, 0, 0};
+  uint8_t *value;
+  size_t size;
+  if (!ckjit__remote_fetch(&rt->disk.remote, &out->key, remote_accept, &check, &value, &size,
+                           ticket))
+    return 0;
+  memmove(value, value + check.payload_offset, check.payload_size);
+  out->code.data = (char *)value;
+  out->code.size = out->code.cap = check.payload_size;
+  out->from_remote = 1;
+  store_entry(rt, spec, arch, kernel, out);
+  ckjit__code_cache_put(&out->key, out->code.data, out->code.size, rt->disk.max_bytes,
+                        rt->disk.max_entries);
+  return 1;
+}
+
+/* Sends a freshly compiled code object's entry (the very bytes a disk
+ * entry holds) to the remote cache and releases the lease. */
+static void remote_store(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
+                         const char *kernel, const ckjit_build_result *out,
+                         ckjit_remote_ticket *ticket) {
+  ckjit_entry_meta meta;
+  entry_meta(spec, arch, kernel, &out->key, &meta);
+  uint8_t *entry;
+  size_t size;
+  if (ckjit__entry_encode(&meta, out->code.data, out->code.size, &entry, &size)) {
+    ckjit__remote_release(&rt->disk.remote, &out->key, ticket);
+    return;
+  }
+  ckjit__remote_store(&rt->disk.remote, &out->key, entry, size, ticket);
+  free(entry);
 }
 
 ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char *arch,
@@ -228,6 +313,18 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
     return CKJIT_SUCCESS;
   }
 
+  /* Then the remote cache: another process of the fleet may have it, or be
+   * compiling it (then this waits for its entry, within a bound). */
+  const int remote = remote_enabled(rt);
+  ckjit_remote_ticket ticket;
+  memset(&ticket, 0, sizeof ticket);
+  if (remote && remote_lookup(rt, spec, arch, fam->kernel, out, &ticket)) {
+    ckjit__buf_free(&source);
+    CKJIT_DEBUG("remote hit %s (%s, %s) after %.3f ms", hex, fam->kernel, arch,
+                ckjit__now_ms() - t_start);
+    return CKJIT_SUCCESS;
+  }
+
   char source_name[96];
   ckjit__copy_str(source_name, sizeof source_name, fam->source);
   ckjit_compile_input in = {
@@ -241,6 +338,9 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
       .options = opt_ptrs,
   };
   double t0 = ckjit__now_ms();
+  void (*hook)(const char *, const char *) =
+      __atomic_load_n(&ckjit__build_test_hook, __ATOMIC_ACQUIRE);
+  if (hook) hook("compile", fam->kernel);
   st = c->compile(c, &in, &out->code, &log);
   out->compile_ms = ckjit__now_ms() - t0;
   dump(rt, fam->kernel, hex, source.data, opts, n_opts, log.data);
@@ -253,12 +353,14 @@ ckjit_status ckjit__build(ckjit_runtime *rt, const ckjit_spec *spec, const char 
     if (log.size) ckjit__error_append("\ncompiler log:\n%s", log.data);
     if (log.size) append_offending_lines(log.data, source_name, source.data);
     ckjit__buf_free(&out->code);
+    if (remote) ckjit__remote_release(&rt->disk.remote, &out->key, &ticket);
     ckjit__code_cache_abandon(&out->key);
   } else {
     ckjit__stat_add(CKJIT_STAT_COMPILES, 1);
     ckjit__stat_add_compile_ms(out->compile_ms);
     CKJIT_INFO("compiled %s for %s in %.1f ms (key %s)", fam->kernel, arch, out->compile_ms, hex);
     store_entry(rt, spec, arch, fam->kernel, out); /* first: it may take the disk's code object */
+    if (remote) remote_store(rt, spec, arch, fam->kernel, out, &ticket);
     ckjit__code_cache_put(&out->key, out->code.data, out->code.size, rt->disk.max_bytes,
                           rt->disk.max_entries);
   }

@@ -43,7 +43,8 @@ static ckjit_status build_kernel(ckjit_gpu *gpu, ckjit_kernel *k) {
     double load_ms = ckjit__now_ms() - t0;
     ckjit__stat_add_load_ms(load_ms);
     CKJIT_INFO("kernel ready on device %d: %s %.3f ms + load %.3f ms", d->ordinal,
-               built.from_disk ? "disk hit" : "compile", t_build, load_ms);
+               built.from_disk ? "disk hit" : built.from_remote ? "remote hit" : "compile", t_build,
+               load_ms);
   }
   return st;
 }

@@ -66,7 +66,7 @@ static ckjit_status build_for(ckjit_runtime *rt, const ckjit_spec *spec, const c
   ckjit_build_result built;
   ckjit_status st = ckjit__build(rt, spec, arch, &built);
   if (st) return st;
-  result->cached = built.from_disk || built.from_memory;
+  result->cached = built.from_disk || built.from_memory || built.from_remote;
   result->stored = built.stored;
   result->code_size = built.code.size;
   ckjit__key_hex(&built.key, result->key);

@@ -106,6 +106,14 @@ static ckjit_status initialize(const ckjit_options *opts) {
   if (ordinal >= CKJIT_MAX_DEVICES)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "device %d: ckjit serves devices 0 to %d",
                        ordinal, CKJIT_MAX_DEVICES - 1);
+  /* ckjit_options.remote_cache (a malformed URL fails the init, its password
+   * redacted); NULL leaves CKJIT_REMOTE_CACHE to the disk cache's settings. */
+  ckjit_remote_config remote_option;
+  if (opts->remote_cache) {
+    ckjit_status rs = ckjit__remote_config_url(&remote_option, opts->remote_cache,
+                                               "ckjit_options.remote_cache");
+    if (rs != CKJIT_SUCCESS) return rs;
+  }
   rt->default_ordinal = ordinal;
   ckjit_device device;
   ckjit_status st = open_device(want, ordinal, &device);
@@ -155,6 +163,7 @@ static ckjit_status initialize(const ckjit_options *opts) {
     }
     /* CKJIT_CACHE_MAX_SIZE, CKJIT_CACHE_MAX_ENTRIES, CKJIT_CACHE_PATH layers */
     ckjit__disk_configure_env(&rt->disk);
+    if (opts->remote_cache) rt->disk.remote = remote_option;
     rt->disk_enabled = rt->disk.usable || rt->disk.n_layers > 0;
   }
   if ((env = getenv("CKJIT_DUMP_DIR")) && *env)

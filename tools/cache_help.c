@@ -8,6 +8,11 @@ const char cache_common_help[] =
     "options (any command):\n"
     "  --cache-dir DIR  the writable cache directory (default: the one the library\n"
     "                   uses: CKJIT_CACHE_DIR, XDG_CACHE_HOME/ckjit, ~/.cache/ckjit)\n"
+    "  --remote URL     the remote cache (push, pull, info): redis://[user[:password]@]\n"
+    "                   host[:port][/db] or unix:///path/to.sock; the password may\n"
+    "                   come from CKJIT_REMOTE_CACHE_PASSWORD_FILE instead, and is\n"
+    "                   never printed; timeouts, TTL and the largest entry from the\n"
+    "                   CKJIT_REMOTE_CACHE_* variables\n"
     "  --json           machine-readable output on stdout\n"
     "  -h, --help       help (of the command, after one)\n"
     "\n"
@@ -23,13 +28,16 @@ void cache_usage(FILE *out) {
       "\n"
       "commands:\n"
       "  info         cache directory, read-only layers (CKJIT_CACHE_PATH), entries,\n"
-      "               bytes, limits\n"
+      "               bytes, limits; with --remote URL the remote cache's entries,\n"
+      "               bytes and memory bound\n"
       "  ls           one line per entry: key, kernel, arch, size, age, last use\n"
       "  verify       check every entry with the library's own rule; --fix repairs\n"
       "  prune        remove least recently used entries down to the limits\n"
       "  clear        remove every entry and leftover temporary file (nothing else)\n"
       "  export FILE  write every verified entry into one archive file (- = stdout)\n"
       "  import FILE  verify and store every entry of an archive (- = stdin)\n"
+      "  push         copy every verified entry to the remote cache (--remote URL)\n"
+      "  pull         copy every verified entry of the remote cache here (--remote URL)\n"
       "\n"
       "'ckjit-cache COMMAND --help' describes a command.\n"
       "\n",
@@ -44,10 +52,14 @@ typedef struct command_help {
 
 static const command_help helps[] = {
     {"info",
-     "usage: ckjit-cache [options] info\n\n"
+     "usage: ckjit-cache [options] info [--remote URL]\n\n"
      "Prints the writable cache directory, its entries and bytes, its limits\n"
      "(CKJIT_CACHE_MAX_SIZE, CKJIT_CACHE_MAX_ENTRIES) and each read-only layer of\n"
-     "CKJIT_CACHE_PATH with its entries, or why the library skips it.\n"},
+     "CKJIT_CACHE_PATH with its entries, or why the library skips it.\n"
+     "With --remote URL: the remote cache's entries (names ckjit:v1:<key>, listed\n"
+     "with SCAN, never KEYS) and their bytes, the leases of compiles in progress,\n"
+     "and the server's memory use, maxmemory and maxmemory-policy (the store's\n"
+     "bound: maxmemory with allkeys-lru; see README).\n"},
     {"ls",
      "usage: ckjit-cache [options] ls\n\n"
      "One line per entry of the writable cache: key, kernel, arch, size, age (since\n"
@@ -95,6 +107,22 @@ static const command_help helps[] = {
      "cache is over its limits.\n"
      "A directory meant as a read-only layer for other users (CKJIT_CACHE_PATH)\n"
      "needs 'chmod -R go+rX,go-w DIR' afterwards (entries are written 0600).\n"},
+    {"push",
+     "usage: ckjit-cache [options] push --remote URL\n\n"
+     "Copies every entry of the writable cache to the remote cache (SET\n"
+     "ckjit:v1:<key>, expiring after CKJIT_REMOTE_CACHE_TTL seconds when set), e.g.\n"
+     "to seed a fleet from a prewarmed directory.  Each entry is first read and\n"
+     "verified with the library's rule; a bad one is reported and not sent (exit\n"
+     "1), one over CKJIT_REMOTE_CACHE_MAX_ENTRY (default 64M) is reported and\n"
+     "skipped.  The value is the entry file's bytes, verified again by every\n"
+     "process that fetches it.\n"},
+    {"pull",
+     "usage: ckjit-cache [options] pull --remote URL\n\n"
+     "Copies every entry of the remote cache (SCAN MATCH ckjit:v1:*) into the\n"
+     "writable cache.  Each value is verified with the library's rule (header,\n"
+     "checksums, the key of its name, a code object for its arch) before it is\n"
+     "stored, atomically like the library's stores; a bad one is reported and not\n"
+     "stored (exit 1).  An entry already in the cache stays as it is.\n"},
 };
 
 const char *cache_command_help(const char *name) {

@@ -1,8 +1,9 @@
 /* ckjit-cache: inspect and maintain the on-disk kernel cache.
  *
  *   ckjit-cache [--cache-dir DIR] [--json] COMMAND [ARGS]
- *   commands: info, ls, verify [--fix], prune [--max-size N] [--max-entries N],
- *             clear, export FILE, import FILE
+ *   commands: info [--remote URL], ls, verify [--fix], prune [--max-size N]
+ *             [--max-entries N], clear, export FILE, import FILE,
+ *             push --remote URL, pull --remote URL
  *
  * Never follows a symbolic link and never touches a file whose name is not
  * one of the cache's own (entries, the writer's temporary files). */
@@ -25,6 +26,7 @@
 #include "cache_archive_cmd.h"
 #include "cache_help.h"
 #include "cache_listing.h"
+#include "cache_remote_cmd.h"
 #include "cache_repair.h"
 #include "ckjit/ckjit.h"
 #include "json_writer.h"
@@ -37,6 +39,7 @@ typedef struct options {
   int fix;
   const char *max_size;    /* prune */
   const char *max_entries; /* prune */
+  const char *remote;      /* push, pull, info: the remote cache's URL */
 } options;
 
 /* The cache directory: --cache-dir, else the library's, else the default
@@ -479,6 +482,10 @@ static int cmd_prune(const options *o, const char *dir) {
 static int cmd_export(const options *o, const char *dir) { return cache_cmd_export(o->file, o->json, dir); }
 static int cmd_import(const options *o, const char *dir) { return cache_cmd_import(o->file, o->json, dir); }
 
+/* ---- push / pull / info --remote (cache_remote_cmd.c) ------------------------ */
+static int cmd_push(const options *o, const char *dir) { return cache_cmd_push(o->remote, o->json, dir); }
+static int cmd_pull(const options *o, const char *dir) { return cache_cmd_pull(o->remote, o->json, dir); }
+
 int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
@@ -501,13 +508,18 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--fix") == 0) {
       o.fix = 1;
     } else if (strcmp(a, "--cache-dir") == 0 || strcmp(a, "--max-size") == 0 ||
-               strcmp(a, "--max-entries") == 0) {
+               strcmp(a, "--max-entries") == 0 || strcmp(a, "--remote") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "ckjit-cache: %s needs a value\n", a);
         return 2;
       }
-      const char **dst = a[2] == 'c' ? &o.cache_dir : a[6] == 's' ? &o.max_size : &o.max_entries;
+      const char **dst = a[2] == 'c'   ? &o.cache_dir
+                         : a[2] == 'r' ? &o.remote
+                         : a[6] == 's' ? &o.max_size
+                                       : &o.max_entries;
       *dst = argv[++i];
+    } else if (strncmp(a, "--remote=", 9) == 0) {
+      o.remote = a + 9;
     } else if (strncmp(a, "--cache-dir=", 12) == 0) {
       o.cache_dir = a + 12;
     } else if (strncmp(a, "--max-size=", 11) == 0) {
@@ -543,9 +555,12 @@ int main(int argc, char **argv) {
   else if (strcmp(o.command, "clear") == 0) cmd = cmd_clear;
   else if (strcmp(o.command, "export") == 0) cmd = cmd_export, takes_file = 1;
   else if (strcmp(o.command, "import") == 0) cmd = cmd_import, takes_file = 1;
+  else if (strcmp(o.command, "push") == 0) cmd = cmd_push;
+  else if (strcmp(o.command, "pull") == 0) cmd = cmd_pull;
   else {
     fprintf(stderr,
-            "ckjit-cache: unknown command '%s' (info, ls, verify, prune, clear, export, import)\n",
+            "ckjit-cache: unknown command '%s' (info, ls, verify, prune, clear, export, import, "
+            "push, pull)\n",
             o.command);
     return 2;
   }
@@ -566,6 +581,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ckjit-cache: --max-size and --max-entries only apply to 'prune'\n");
     return 2;
   }
+  if (o.remote && cmd != cmd_push && cmd != cmd_pull && cmd != cmd_info) {
+    fprintf(stderr, "ckjit-cache: --remote only applies to 'push', 'pull' and 'info'\n");
+    return 2;
+  }
+  if (!o.remote && (cmd == cmd_push || cmd == cmd_pull)) {
+    fprintf(stderr, "ckjit-cache: %s needs --remote URL (redis://host[:port][/db] or "
+                    "unix:///path/to.sock)\n",
+            o.command);
+    return 2;
+  }
+  if (cmd == cmd_info && o.remote) return cache_cmd_remote_info(o.remote, o.json);
   char dir[CKJIT_PATH_MAX];
   if (resolve_dir(&o, dir, sizeof dir) != 0) return 1;
   int rc = cmd(&o, dir);

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "cache/disk_cache.h"
+#include "cache/remote.h"
+#include "cache/remote_redis.h"
 #include "ckjit/ckjit.h"
 #include "json_writer.h"
 #include "manifest.h"
@@ -58,6 +60,13 @@ static void usage(FILE *out) {
       "  --cache-dir DIR   cache directory (default: CKJIT_CACHE_DIR,\n"
       "                    XDG_CACHE_HOME/ckjit, ~/.cache/ckjit); the disk cache is\n"
       "                    always on for prewarm\n"
+      "  --remote URL      compile with the remote cache on (CKJIT_REMOTE_CACHE=URL\n"
+      "                    for the workers): redis://[user[:password]@]host[:port][/db]\n"
+      "                    or unix:///path/to.sock.  A kernel another process stored\n"
+      "                    there is fetched instead of compiled; one compiled here is\n"
+      "                    stored there.  Kernels already in the local cache are not\n"
+      "                    sent: 'ckjit-cache push --remote URL' copies those.  The\n"
+      "                    server must answer at the start (exit 1 otherwise)\n"
       "  --json            machine-readable output on stdout (no progress lines)\n"
       "  -q, --quiet       print only failures and the summary (no progress bar)\n"
       "  -v, --verbose     print the complete error (compiler log) of failures\n"
@@ -80,6 +89,7 @@ typedef struct options {
   str_list archs;     /* --arch */
   str_list manifests; /* --manifest */
   const char *cache_dir;
+  const char *remote; /* --remote URL */
   int all, json, quiet, verbose, list;
   int jobs;
   double timeout_s;
@@ -440,6 +450,13 @@ static int parse_args(int argc, char **argv, options *o) {
         return -1;
       }
       o->cache_dir = v;
+    } else if ((v = option_value(argc, argv, &i, "--remote", &missing)) || missing) {
+      if (missing || !*v) {
+        fprintf(stderr, "ckjit-prewarm: --remote needs a URL (redis://host[:port][/db] or "
+                        "unix:///path/to.sock)\n");
+        return -1;
+      }
+      o->remote = v;
     } else if ((v = option_value(argc, argv, &i, "--manifest", &missing)) || missing) {
       if (missing || !*v) {
         fprintf(stderr, "ckjit-prewarm: --manifest needs a file ('-' for stdin)\n");
@@ -527,6 +544,27 @@ int main(int argc, char **argv) {
   if (o.archs.count || (env_arch && *env_arch)) {
     setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
     setenv("HIP_VISIBLE_DEVICES", "-1", 1);
+  }
+  /* --remote: the workers compile with the remote tier on (they inherit the
+   * environment); the server must answer now, or nothing would reach it. */
+  if (o.remote && !o.list) {
+    ckjit_remote_config remote;
+    ckjit_status rs = ckjit__remote_config_url(&remote, o.remote, "--remote");
+    if (rs != CKJIT_SUCCESS) {
+      fprintf(stderr, "ckjit-prewarm: %s\n", ckjit_last_error());
+      rc = rs == CKJIT_ERROR_INVALID_ARGUMENT ? 2 : 1;
+      goto out;
+    }
+    ckjit_redis *probe;
+    char why[400];
+    if (ckjit__redis_connect(&remote.url, remote.connect_timeout_ms, remote.timeout_ms, &probe, why,
+                             sizeof why) != CKJIT_REDIS_OK) {
+      fprintf(stderr, "ckjit-prewarm: cannot use the remote cache %s: %s\n", remote.url.display,
+              why);
+      goto out;
+    }
+    ckjit__redis_close(probe);
+    setenv("CKJIT_REMOTE_CACHE", o.remote, 1);
   }
   ckjit_options opts;
   ckjit_options_init(&opts);

@@ -112,6 +112,17 @@ typedef struct ckjit_options {
   const char *arch;      /* NULL: CKJIT_ARCH or the device's arch */
   const char *cache_dir; /* NULL: CKJIT_CACHE_DIR, XDG_CACHE_HOME/ckjit, ~/.cache/ckjit */
   int disk_cache;        /* 1 on, 0 off, -1: CKJIT_CACHE_DISABLE decides */
+  /* The remote cache tier (appended; older callers' struct_size leaves it
+   * NULL): "redis://[user[:password]@]host[:port][/db]" or
+   * "unix://[user[:password]@]/path/to.sock[?db=N]"; NULL:
+   * CKJIT_REMOTE_CACHE decides; "": off.  Searched after the disk cache and
+   * its read-only layers, before compiling; off with the disk cache.  A
+   * malformed URL makes ckjit_init fail with CKJIT_ERROR_INVALID_ARGUMENT
+   * (the message shows the URL with its password as "***"); a library
+   * built without Redis support (hiredis) fails it with
+   * CKJIT_ERROR_UNSUPPORTED.  The other settings (timeouts, lease, TTL,
+   * password file) come from the CKJIT_REMOTE_CACHE_* variables. */
+  const char *remote_cache;
 } ckjit_options;
 
 /* Fills `opts` with the defaults (everything from the environment). */
@@ -187,6 +198,17 @@ typedef struct ckjit_stats {
   uint64_t load_failures;
   double compile_ms;         /* total wall time in the runtime compiler */
   double load_ms;            /* total wall time loading modules */
+  /* The remote cache tier (CKJIT_REMOTE_CACHE; appended).  Each build that
+   * misses memory and disk makes one lookup: a hit or a miss. */
+  uint64_t remote_hits;      /* code objects fetched from the remote cache (verified, then
+                                written to the disk cache) */
+  uint64_t remote_misses;    /* lookups that found nothing usable there (nothing, a
+                                rejected value, the server unreachable or skipped) */
+  uint64_t remote_rejects;   /* values that failed verification (never loaded) */
+  uint64_t remote_writes;    /* entries stored there after a compile */
+  uint64_t remote_errors;    /* operations that failed (connection, timeout, refused) */
+  uint64_t remote_lease_waits; /* lookups that waited for another process's compile */
+  double remote_ms;          /* total wall time spent on the remote cache, waits included */
 } ckjit_stats;
 
 CKJIT_API void ckjit_get_stats(ckjit_stats *stats);
@@ -204,7 +226,7 @@ CKJIT_API ckjit_status ckjit_default_spec(size_t index, char *buf, size_t len);
 
 typedef struct ckjit_compile_result {
   int cached;           /* 1 when nothing was compiled for this call: the entry
-                           was in a disk cache, this process had compiled it
+                           was in a disk cache or the remote cache, this process had compiled it
                            before, or another thread of this process was
                            compiling it at the same time */
   double ms;            /* wall time of this request */

@@ -70,7 +70,7 @@ MASK_NONE, MASK_CAUSAL, MASK_WINDOW = 0, 1, 2
 # ---- structs ---------------------------------------------------------------------------
 class Options(ctypes.Structure):
     _fields_ = [('struct_size', SIZE), ('backend', ENUM), ('device', I32), ('arch', CSTR),
-                ('cache_dir', CSTR), ('disk_cache', I32)]
+                ('cache_dir', CSTR), ('disk_cache', I32), ('remote_cache', CSTR)]
 
 
 class DeviceInfo(ctypes.Structure):
@@ -84,7 +84,10 @@ class Stats(ctypes.Structure):
     _fields_ = [('memory_hits', U64), ('disk_hits', U64), ('disk_misses', U64),
                 ('disk_rejects', U64), ('disk_writes', U64), ('disk_write_errors', U64),
                 ('compiles', U64), ('compile_failures', U64), ('loads', U64),
-                ('load_failures', U64), ('compile_ms', F64), ('load_ms', F64)]
+                ('load_failures', U64), ('compile_ms', F64), ('load_ms', F64),
+                ('remote_hits', U64), ('remote_misses', U64), ('remote_rejects', U64),
+                ('remote_writes', U64), ('remote_errors', U64), ('remote_lease_waits', U64),
+                ('remote_ms', F64)]
 
 
 class CompileResult(ctypes.Structure):

@@ -19,7 +19,8 @@ from ckjit import runtime
 SPEC = 'elementwise:dtype=f32,op=relu'
 STATS_KEYS = {'memory_hits', 'disk_hits', 'disk_misses', 'disk_rejects', 'disk_writes',
               'disk_write_errors', 'compiles', 'compile_failures', 'loads', 'load_failures',
-              'compile_ms', 'load_ms'}
+              'compile_ms', 'load_ms', 'remote_hits', 'remote_misses', 'remote_rejects',
+              'remote_writes', 'remote_errors', 'remote_lease_waits', 'remote_ms'}
 
 
 def _child(script, cache_dir):
@@ -34,7 +35,7 @@ def _child(script, cache_dir):
 def test_stats_is_a_dict_of_every_counter():
     s = ckjit.stats()
     assert set(s) == STATS_KEYS
-    assert all(isinstance(s[k], int) for k in STATS_KEYS - {'compile_ms', 'load_ms'})
+    assert all(isinstance(s[k], int) for k in STATS_KEYS - {'compile_ms', 'load_ms', 'remote_ms'})
     assert isinstance(s['compile_ms'], float)
     ckjit.reset_stats()
     assert ckjit.stats()['compiles'] == 0

@@ -29,7 +29,7 @@ static void end(void) { printf("}}"); }
 int main(void) {
   BEGIN(ckjit_options);
   F(ckjit_options, struct_size); F(ckjit_options, backend); F(ckjit_options, device);
-  F(ckjit_options, arch); F(ckjit_options, cache_dir); F(ckjit_options, disk_cache);
+  F(ckjit_options, arch); F(ckjit_options, cache_dir); F(ckjit_options, disk_cache); F(ckjit_options, remote_cache);
   end();
 
   BEGIN(ckjit_device_info);
@@ -44,6 +44,9 @@ int main(void) {
   F(ckjit_stats, disk_rejects); F(ckjit_stats, disk_writes); F(ckjit_stats, disk_write_errors);
   F(ckjit_stats, compiles); F(ckjit_stats, compile_failures); F(ckjit_stats, loads);
   F(ckjit_stats, load_failures); F(ckjit_stats, compile_ms); F(ckjit_stats, load_ms);
+  F(ckjit_stats, remote_hits); F(ckjit_stats, remote_misses); F(ckjit_stats, remote_rejects);
+  F(ckjit_stats, remote_writes); F(ckjit_stats, remote_errors); F(ckjit_stats, remote_lease_waits);
+  F(ckjit_stats, remote_ms);
   end();
 
   BEGIN(ckjit_compile_result);
