@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(build-essential meson ninja-build pkg-config python3
           libxxhash-dev libcmocka-dev libelf-dev libmsgpack-dev
           libamdhip64-dev libhiprtc-builtins5 libamd-comgr-dev rocm-device-libs
-          clang libclang-rt-14-dev python3-pytest python3-setuptools
+          clang libclang-rt-14-dev python3-pytest python3-setuptools python3-pip python3-wheel
           libhiredis-dev redis-server)
 
 missing=()
