@@ -24,9 +24,13 @@ ckjit_status ckjit_get_device_info_for(int device, ckjit_device_info *info) {
   ckjit_status st = ckjit__runtime_get(&rt);
   if (st) return st;
   ckjit_gpu *gpu = NULL;
-  if (device < -1 || (device >= 0 && !rt->has_device))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "ckjit_get_device_info_for: device %d: %s",
-                       device, rt->has_device ? "not an ordinal (-1: the default device)" : rt->device_error);
+  if (device < -1)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "ckjit_get_device_info_for: device %d is not an ordinal (-1: the default "
+                       "device)", device);
+  if (device >= 0 && !rt->has_device)
+    return ckjit__fail(rt->device_status ? rt->device_status : CKJIT_ERROR_NO_DEVICE,
+                       "ckjit_get_device_info_for: device %d: %s", device, rt->device_error);
   if (rt->has_device && (st = ckjit__runtime_gpu(rt, device < 0 ? rt->default_ordinal : device, &gpu)))
     return st;
   info->backend = rt->backend;

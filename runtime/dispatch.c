@@ -85,7 +85,9 @@ static ckjit_status get_slow(ckjit_gpu *gpu, const ckjit_spec *spec, uint64_t ha
   return CKJIT_SUCCESS;
 }
 
-ckjit_status ckjit__stream_gpu(void *stream, ckjit_gpu **out) {
+/* The GPU of `stream`; `any_context`: a private context counts as its
+ * device (the memory helpers) instead of being refused (ops). */
+static ckjit_status resolve(void *stream, int any_context, ckjit_gpu **out) {
   ckjit_runtime *rt;
   ckjit_status st = ckjit__runtime_device(&rt);
   if (st) return st;
@@ -102,22 +104,12 @@ ckjit_status ckjit__stream_gpu(void *stream, ckjit_gpu **out) {
       return CKJIT_SUCCESS;
     }
   }
-  return ckjit__runtime_gpu_of_context(rt, context, stream, out);
+  return ckjit__runtime_gpu_of_context(rt, context, stream, any_context, out);
 }
 
-ckjit_status ckjit__current_gpu(ckjit_gpu **out) {
-  ckjit_runtime *rt;
-  ckjit_status st = ckjit__stream_gpu(NULL, out);
-  if (st != CKJIT_ERROR_INVALID_ARGUMENT || (st = ckjit__runtime_device(&rt))) return st;
-  /* A private context is current: its device, by the context's ordinal. */
-  const ckjit_device *home = &atomic_load(&rt->gpus[rt->default_ordinal])->device;
-  void *context;
-  int ordinal, primary;
-  if ((st = home->stream_context(NULL, &context)) ||
-      (st = home->context_device(context, &ordinal, &primary)))
-    return st;
-  return ckjit__runtime_gpu(rt, ordinal, out);
-}
+ckjit_status ckjit__stream_gpu(void *stream, ckjit_gpu **out) { return resolve(stream, 0, out); }
+
+ckjit_status ckjit__current_gpu(ckjit_gpu **out) { return resolve(NULL, 1, out); }
 
 ckjit_status ckjit__kernel_get(ckjit_gpu *gpu, const ckjit_spec *spec, ckjit_kernel **out) {
   uint64_t hash = ckjit__spec_hash(spec);
@@ -141,7 +133,7 @@ static ckjit_status explain_stream_failure(ckjit_gpu *gpu, ckjit_status st, void
   ckjit_status why = gpu->device.stream_context(stream, &context);
   if (why || !context || context == gpu->device.context) return why ? why : st;
   ckjit_gpu *owner;
-  why = ckjit__runtime_gpu_of_context(rt, context, stream, &owner);
+  why = ckjit__runtime_gpu_of_context(rt, context, stream, 0, &owner);
   return why ? why : st;
 }
 

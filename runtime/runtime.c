@@ -255,12 +255,12 @@ ckjit_status ckjit__runtime_gpu(ckjit_runtime *rt, int ordinal, ckjit_gpu **out)
 }
 
 ckjit_status ckjit__runtime_gpu_of_context(ckjit_runtime *rt, void *context, const void *stream,
-                                           ckjit_gpu **out) {
+                                           int any_context, ckjit_gpu **out) {
   const ckjit_device *any = &atomic_load(&rt->gpus[rt->default_ordinal])->device;
   int ordinal = -1, primary = 0;
   ckjit_status st = any->context_device(context, &ordinal, &primary);
   if (st) return st;
-  if (!primary) {
+  if (!primary && !any_context) {
     char which[200];
     any->describe(ordinal, which, sizeof which);
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,

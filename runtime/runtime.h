@@ -59,9 +59,10 @@ ckjit_status ckjit__runtime_device(ckjit_runtime **out);
 ckjit_status ckjit__runtime_gpu(ckjit_runtime *rt, int ordinal, ckjit_gpu **out);
 
 /* The GPU whose context is `context` (from ckjit_device.stream_context),
- * opening it on first use; CKJIT_ERROR_INVALID_ARGUMENT for a context that
- * is not a device's primary one.  `stream` is for the message. */
+ * opening it on first use.  A context that is not a device's primary one
+ * is that device with `any_context`, else CKJIT_ERROR_INVALID_ARGUMENT
+ * (ckjit's kernels live in primary contexts).  `stream` is for the message. */
 ckjit_status ckjit__runtime_gpu_of_context(ckjit_runtime *rt, void *context, const void *stream,
-                                           ckjit_gpu **out);
+                                           int any_context, ckjit_gpu **out);
 
 #endif
