@@ -284,7 +284,7 @@ def main():
                                 f'initialized before it), empty local cache; median of {len(k)} '
                                 f'elementwise kernels for {args.arch}; the cold compile includes '
                                 f'loading NVRTC; the remote hit includes connecting, and writing '
-                                f'the entry to the local disk cache (fsync)'})
+                                f'the entry to the local disk cache (not fsynced: a copy)'})
         records.append({'metric': 'remote hit first call vs local disk', 'kind': 'host_time',
                         'unit': 'ms', 'value': round(med['remote'], 3),
                         'peer_value': round(med['disk'], 3), 'peer_name': 'local disk hit',
@@ -292,7 +292,7 @@ def main():
                         'note': f'ckjit_compile_spec, first call in a fresh process (library '
                                 f'initialized before it); Redis on a Unix socket of the same host; '
                                 f'the remote hit connects, fetches, verifies and writes the entry '
-                                f'to the local disk cache (fsync); median of {len(k)} kernels'})
+                                f'to the local disk cache (not fsynced); median of {len(k)} kernels'})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     lines = [json.dumps(r) for r in records]

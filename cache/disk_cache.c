@@ -333,7 +333,7 @@ static int store_once(const char *root, const char *hex, const uint8_t *buf, siz
   ckjit__cache_temp_name(hex, tmp, sizeof tmp);
   snprintf(sub_path, sizeof sub_path, "%s/%.2s", root, hex);
   ckjit_file_error e;
-  err = ckjit__file_write_at(dir, sub_path, name, tmp, buf, n, 0600, CKJIT_FILE_SYNC | flags, fault, &e);
+  err = ckjit__file_write_at(dir, sub_path, name, tmp, buf, n, 0600, flags, fault, &e);
   if (err) *what = e.step;
   close(dir);
   return err;
@@ -341,11 +341,11 @@ static int store_once(const char *root, const char *hex, const uint8_t *buf, siz
 
 ckjit_status ckjit__disk_store(ckjit_disk_cache *c, const ckjit_entry_meta *meta,
                                const void *payload, size_t size) {
-  return ckjit__disk_store_first(c, meta, payload, size, NULL, NULL);
+  return ckjit__disk_store_first(c, meta, payload, size, 1, NULL, NULL);
 }
 
 ckjit_status ckjit__disk_store_first(ckjit_disk_cache *c, const ckjit_entry_meta *meta,
-                                     const void *payload, size_t size, void **kept,
+                                     const void *payload, size_t size, int durable, void **kept,
                                      size_t *kept_size) {
   if (kept) *kept = NULL;
   if (!c->usable || !c->writable)
@@ -369,7 +369,7 @@ ckjit_status ckjit__disk_store_first(ckjit_disk_cache *c, const ckjit_entry_meta
   if (ckjit__entry_encode(meta, payload, size, &buf, &buf_size))
     return ckjit__fail(CKJIT_ERROR_OUT_OF_MEMORY, "cache: cannot encode entry %s", hex);
   const char *what = "write";
-  const unsigned flags = kept ? CKJIT_FILE_NO_REPLACE : 0;
+  const unsigned flags = (kept ? CKJIT_FILE_NO_REPLACE : 0) | (durable ? CKJIT_FILE_SYNC : 0);
   int err = store_once(c->dir, hex, buf, buf_size, flags, &what, &why);
   /* ENOENT: the subdirectory (or our temporary file) was removed under us,
    * e.g. by a concurrent `ckjit-cache clear`; once more from the start. */
@@ -391,7 +391,7 @@ ckjit_status ckjit__disk_store_first(ckjit_disk_cache *c, const ckjit_entry_meta
       return CKJIT_SUCCESS;
     }
     free(file);
-    err = store_once(c->dir, hex, buf, buf_size, 0, &what, &why);
+    err = store_once(c->dir, hex, buf, buf_size, flags & ~CKJIT_FILE_NO_REPLACE, &what, &why);
   }
   free(buf);
   if (err) return store_failed(c, what, path, err, why);

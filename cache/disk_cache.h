@@ -101,9 +101,12 @@ ckjit_status ckjit__disk_store(ckjit_disk_cache *c, const ckjit_entry_meta *meta
  * *kept (malloc'ed, *kept_size bytes; NULL when this payload was stored).
  * A compiler may emit different bytes for one key (NVRTC does, rarely), so
  * the processes that compiled a key concurrently all load the one entry
- * that won instead of each keeping its own. */
+ * that won instead of each keeping its own.  `durable` 0 skips the fsync:
+ * for a copy of an entry that lives elsewhere (a remote hit), where a copy
+ * torn by a crash fails every reader's checksum and is fetched again, and
+ * the fsync would be most of the first call's time. */
 ckjit_status ckjit__disk_store_first(ckjit_disk_cache *c, const ckjit_entry_meta *meta,
-                                     const void *payload, size_t size, void **kept,
+                                     const void *payload, size_t size, int durable, void **kept,
                                      size_t *kept_size);
 
 /* Reads the entry file of `key` under the cache directory `root` (any cache

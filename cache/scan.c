@@ -64,6 +64,32 @@ static int walk_subdir(int sub, const char *subname, ckjit_scan *s, int64_t stal
   return rc;
 }
 
+/* Walks every subdirectory of the open cache root: those its listing
+ * names (two lowercase hex digits), so a young cache with a few
+ * subdirectories costs a few opens, not 256 (a remote hit's first store
+ * counts the whole directory).  Returns 0 or -1 (out of memory). */
+static int walk_root(int root, ckjit_scan *s, int64_t stale_before, uint64_t *bytes,
+                     uint64_t *entries, uint64_t *temps_removed) {
+  int dfd = dup(root);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d) {
+    if (dfd >= 0) close(dfd);
+    return 0;
+  }
+  int rc = 0;
+  struct dirent *de;
+  while (rc == 0 && (de = readdir(d)) != NULL) {
+    const char *name = de->d_name;
+    if (!ckjit__cache_name_is_subdir(name)) continue;
+    int sub = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) continue;
+    rc = walk_subdir(sub, name, s, stale_before, bytes, entries, temps_removed);
+    close(sub);
+  }
+  closedir(d);
+  return rc;
+}
+
 static int key_cmp(const void *a, const void *b) {
   return memcmp(((const ckjit_scan_entry *)a)->key.bytes, ((const ckjit_scan_entry *)b)->key.bytes,
                 16);
@@ -75,15 +101,7 @@ int ckjit__cache_scan(const char *dir, int64_t stale_temp_s, ckjit_scan *out) {
   int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (root < 0) return errno == ENOENT ? 0 : -1;
   int64_t stale_before = stale_temp_s > 0 ? (int64_t)time(NULL) - stale_temp_s : 0;
-  int rc = 0;
-  for (unsigned i = 0; rc == 0 && i < CKJIT_CACHE_SUBDIRS; i++) {
-    char name[3];
-    snprintf(name, sizeof name, "%02x", i);
-    int sub = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0) continue;
-    rc = walk_subdir(sub, name, out, stale_before, NULL, NULL, &out->temps_removed);
-    close(sub);
-  }
+  int rc = walk_root(root, out, stale_before, NULL, NULL, &out->temps_removed);
   close(root);
   if (rc) {
     ckjit__cache_scan_free(out);
@@ -115,13 +133,6 @@ void ckjit__cache_usage(const char *dir, uint64_t *bytes, uint64_t *entries) {
   *bytes = *entries = 0;
   int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (root < 0) return;
-  for (unsigned i = 0; i < CKJIT_CACHE_SUBDIRS; i++) {
-    char name[3];
-    snprintf(name, sizeof name, "%02x", i);
-    int sub = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0) continue;
-    (void)walk_subdir(sub, name, NULL, 0, bytes, entries, NULL);
-    close(sub);
-  }
+  (void)walk_root(root, NULL, 0, bytes, entries, NULL);
   close(root);
 }

@@ -124,7 +124,8 @@ static void store_entry(ckjit_runtime *rt, const ckjit_spec *spec, const char *a
   void *kept;
   size_t kept_size;
   ckjit_status st =
-      ckjit__disk_store_first(&rt->disk, &meta, out->code.data, out->code.size, &kept, &kept_size);
+      ckjit__disk_store_first(&rt->disk, &meta, out->code.data, out->code.size,
+                              !out->from_remote, &kept, &kept_size);
   if (st == CKJIT_SUCCESS) {
     out->stored = 1;
     if (kept) {

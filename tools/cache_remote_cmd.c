@@ -286,7 +286,7 @@ int cache_cmd_pull(const char *url, int json, const char *dir) {
     } else {
       void *kept = NULL;
       size_t kept_size = 0;
-      if (ckjit__disk_store_first(disk, &meta, payload, payload_size, &kept, &kept_size) !=
+      if (ckjit__disk_store_first(disk, &meta, payload, payload_size, 1, &kept, &kept_size) !=
           CKJIT_SUCCESS) {
         n.failed++;
         report_problem(&r, hex, "ERROR", ckjit_last_error());

@@ -227,9 +227,9 @@ static void test_store_first_writer_wins(void **state) {
   n2 = ep_build(second, n1 + 64, m.arch, m.kernel, 999); /* same key, other bytes */
   void *kept = (void *)1;
   size_t kept_size = 0;
-  assert_int_equal(ckjit__disk_store_first(&f->c, &m, first, n1, &kept, &kept_size), CKJIT_SUCCESS);
+  assert_int_equal(ckjit__disk_store_first(&f->c, &m, first, n1, 1, &kept, &kept_size), CKJIT_SUCCESS);
   assert_null(kept); /* nothing there: ours stored */
-  assert_int_equal(ckjit__disk_store_first(&f->c, &m, second, n2, &kept, &kept_size), CKJIT_SUCCESS);
+  assert_int_equal(ckjit__disk_store_first(&f->c, &m, second, n2, 1, &kept, &kept_size), CKJIT_SUCCESS);
   assert_non_null(kept); /* the first entry is the one */
   assert_int_equal(kept_size, n1);
   assert_memory_equal(kept, first, n1);
@@ -240,7 +240,7 @@ static void test_store_first_writer_wins(void **state) {
   entry_path(&f->c, 4, path, sizeof path);
   const uint64_t before = rejects();
   truncate_file(path, 10); /* damaged: replaced by the new writer */
-  assert_int_equal(ckjit__disk_store_first(&f->c, &m, second, n2, &kept, &kept_size), CKJIT_SUCCESS);
+  assert_int_equal(ckjit__disk_store_first(&f->c, &m, second, n2, 1, &kept, &kept_size), CKJIT_SUCCESS);
   assert_null(kept);
   assert_int_equal(rejects(), before); /* the writer's look is not a reader's reject */
   void *payload = NULL;
@@ -252,6 +252,40 @@ static void test_store_first_writer_wins(void **state) {
   free(payload);
 }
 
+
+/* durable 0 (a copy of a remote hit) stores the entry without the fsync;
+ * every other store fsyncs before its rename. */
+static int g_fsyncs;
+static int count_fsyncs(const char *stage, const char *path) {
+  (void)path;
+  if (!strcmp(stage, "fsync")) g_fsyncs++;
+  return 0;
+}
+
+static void test_store_without_fsync(void **state) {
+  fixture *f = *state;
+  open_usable(f);
+  ckjit_entry_meta m;
+  uint8_t p[PAYLOAD_MAX];
+  size_t n;
+  make_entry(6, &m, p, &n);
+  void *kept = NULL;
+  size_t kept_size = 0;
+  g_fsyncs = 0;
+  ckjit__disk_fault_hook = count_fsyncs;
+  ckjit_status st = ckjit__disk_store_first(&f->c, &m, p, n, 0, &kept, &kept_size);
+  int fsyncs_copy = g_fsyncs;
+  make_entry(7, &m, p, &n);
+  ckjit_status st2 = ckjit__disk_store_first(&f->c, &m, p, n, 1, &kept, &kept_size);
+  ckjit__disk_fault_hook = NULL;
+  assert_int_equal(st, CKJIT_SUCCESS);
+  assert_int_equal(st2, CKJIT_SUCCESS);
+  assert_null(kept);
+  assert_int_equal(fsyncs_copy, 0);
+  assert_int_equal(g_fsyncs, 1);
+  load_hit(&f->c, 6);
+  load_hit(&f->c, 7);
+}
 
 static void test_truncated_file(void **state) {
   fixture *f = *state;
@@ -831,6 +865,7 @@ int main(void) {
       T(test_open_creates_private_dir),
       T(test_store_then_load),
       T(test_store_first_writer_wins),
+      T(test_store_without_fsync),
       T(test_truncated_file),
       T(test_zero_length_file),
       T(test_flipped_bytes),
