@@ -15,7 +15,8 @@ peer_value / value):
 
   fleet compiles vs distinct kernels           value: compiles in the whole fleet
                                                with Redis; peer: distinct kernels
-  fleet wall time with redis vs without        value / peer: seconds
+  fleet wall time with redis vs without        value / peer: seconds (details: one
+                                               process alone, cold, no Redis)
   remote hit first call vs cold compile        ms per kernel (medians)
   remote hit first call vs local disk          ms per kernel (medians)
 
@@ -24,7 +25,14 @@ waits, rejects, each process's time, and `ckjit-cache verify` of every local
 cache (corrupt entries must be 0).
 
   bench/fleet.py [--build build-redis] [--procs 16] [--threads 4] [--specs 40]
-                 [--arch sm_90] [--first-call 8] [--out FILE] [--quick]
+                 [--arch sm_90] [--first-call 8] [--out FILE] [--quick] [--gpu]
+
+--gpu (a GPU host) adds the first call of a real op: bench_ckjit
+--child-first-call of the same build (ckjit_copy2d f32 1x1024 after the
+device is initialized, until the stream is synchronized) in fresh processes:
+cold compile, remote hit into an empty local cache, local disk.  Records
+"remote hit first call vs cold compile (copy2d f32 1x1024 op, gpu)" and
+"... vs local disk (...)".
 
 The other CKJIT_REMOTE_CACHE_* settings pass through from the environment
 (CKJIT_REMOTE_CACHE_WAIT_MS=0 shows the fleet without waiting on leases).
@@ -129,6 +137,10 @@ def parse_calls(out):
 def run_fleet(helper, cache_tool, work, tag, url, procs, threads, specs, arch):
     """PROCS helpers at once, each with its own empty cache."""
     env_base = {k: v for k, v in os.environ.items() if k != 'CKJIT_REMOTE_CACHE'}
+    # The processes only compile: no GPU for them, or on a GPU host each would first
+    # create a CUDA context, and 16 at once queue for seconds on the driver (measured
+    # ~6 s of the fleet's wall time on the H100 host, with and without Redis alike).
+    env_base['CUDA_VISIBLE_DEVICES'] = ''
     running = []
     t0 = time.monotonic()
     for i in range(procs):
@@ -175,6 +187,61 @@ def first_call(helper, work, tag, url, specs, arch, cache_of):
     return ms
 
 
+def gpu_first_op(bench, tag, url, cache_of, runs):
+    """bench_ckjit --child-first-call ctx in `runs` fresh processes: (sync ms,
+    compiles) of each."""
+    got = []
+    for i in range(runs):
+        env = {k: v for k, v in os.environ.items() if k != 'CKJIT_REMOTE_CACHE'}
+        env['CKJIT_CACHE_DIR'] = cache_of(i)
+        if url:
+            env['CKJIT_REMOTE_CACHE'] = url
+        r = subprocess.run([bench, '--child-first-call', 'ctx'], env=env, capture_output=True,
+                           text=True)
+        m = re.search(r'^FIRSTCALL (\S+) (\S+) (\S+) (\d+) (\d+) (\d+)', r.stdout, re.M)
+        if r.returncode != 0 or not m:
+            sys.exit(f'fleet.py: gpu {tag}: exit {r.returncode}\n{r.stdout}{r.stderr}')
+        got.append((float(m.group(2)), int(m.group(5))))
+    return got
+
+
+def gpu_records(bench, work, runs):
+    """The first real op in fresh processes on this host's GPU."""
+    redis = Redis(work)
+    try:
+        cold = gpu_first_op(bench, 'cold', None, lambda i: os.path.join(work, f'gcold-{i}'), runs)
+        gpu_first_op(bench, 'seed', redis.url, lambda i: os.path.join(work, 'gseed'), 1)
+        remote = gpu_first_op(bench, 'remote', redis.url,
+                              lambda i: os.path.join(work, f'gremote-{i}'), runs)
+        disk = gpu_first_op(bench, 'disk', None, lambda i: os.path.join(work, 'gcold-0'), runs)
+    finally:
+        redis.stop()
+    bad = [t for t, v in (('cold', cold), ('remote', remote), ('disk', disk))
+           if any(c != (1 if t == 'cold' else 0) for _, c in v)]
+    if bad:
+        sys.exit(f'fleet.py: gpu first op: unexpected compile counts in {bad}')
+    med = {n: statistics.median(ms for ms, _ in v) for n, v in
+           (('cold', cold), ('remote', remote), ('disk', disk))}
+    gpu = subprocess.run(['nvidia-smi', '--query-gpu=name', '--format=csv,noheader'],
+                         capture_output=True, text=True).stdout.strip().split('\n')[0] or 'GPU'
+    log(f'first op (copy2d f32 1x1024) on {gpu}, medians of {runs} fresh processes: cold '
+        f'compile {med["cold"]:.2f} ms, remote hit {med["remote"]:.2f} ms, local disk '
+        f'{med["disk"]:.2f} ms')
+    what = ('ckjit_copy2d f32 1x1024 in a fresh process after the device is initialized '
+            '(ckjit_malloc), until the stream is synchronized (bench_ckjit --child-first-call '
+            f'ctx); median of {runs} processes; Redis on a Unix socket of the same host')
+    return [
+        {'metric': 'remote hit first call vs cold compile (copy2d f32 1x1024 op, gpu)',
+         'kind': 'host_time', 'unit': 'ms', 'value': round(med['remote'], 3),
+         'peer_value': round(med['cold'], 3), 'peer_name': 'cold compile (NVRTC)', 'card': gpu,
+         'note': what + '; the remote hit fetches, verifies, copies the entry to the empty local '
+                        'cache (not fsynced) and loads the module'},
+        {'metric': 'remote hit first call vs local disk (copy2d f32 1x1024 op, gpu)',
+         'kind': 'host_time', 'unit': 'ms', 'value': round(med['remote'], 3),
+         'peer_value': round(med['disk'], 3), 'peer_name': 'local disk hit', 'card': gpu,
+         'note': what}]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument('--build', default='build-redis')
@@ -185,13 +252,16 @@ def main():
     ap.add_argument('--first-call', type=int, default=8, help='kernels timed in fresh processes')
     ap.add_argument('--out', help='also append the JSON lines to this file')
     ap.add_argument('--quick', action='store_true', help='4 processes x 2 threads x 8 specs')
+    ap.add_argument('--gpu', action='store_true',
+                    help="also the first real op on this host's GPU (bench_ckjit)")
     args = ap.parse_args()
     if args.quick:
         args.procs, args.threads, args.specs, args.first_call = 4, 2, 8, 4
     helper = os.path.join(args.build, 'tests', 'remote', 'remote_helper')
     cache_tool = os.path.join(args.build, 'tools', 'ckjit-cache')
     prewarm = os.path.join(args.build, 'tools', 'ckjit-prewarm')
-    for exe in (helper, cache_tool, prewarm):
+    bench = os.path.join(args.build, 'bench', 'bench_ckjit')
+    for exe in (helper, cache_tool, prewarm) + ((bench,) if args.gpu else ()):
         if not os.access(exe, os.X_OK):
             sys.exit(f'fleet.py: {exe} missing: build {args.build} first (with hiredis)')
     listing = subprocess.run([prewarm, '--all', '--list', '--arch', args.arch],
@@ -215,6 +285,9 @@ def main():
             redis.stop()
         wall_n, res_n = run_fleet(helper, cache_tool, work, 'without', None, args.procs,
                                   args.threads, specs, args.arch)
+        # The yardstick of "near one process's": one process alone, cold, no Redis.
+        wall_1, _ = run_fleet(helper, cache_tool, work, 'alone', None, 1, args.threads, specs,
+                              args.arch)
 
         def total(res, key):
             return int(sum(r['stats'].get(key, 0) for r in res))
@@ -231,6 +304,7 @@ def main():
             f'{total(res_r, "remote_errors")} errors, {stored} values in Redis; wall {wall_r:.1f} s; '
             f'per process {secs_r[0]:.1f}-{secs_r[-1]:.1f} s (median '
             f'{statistics.median(secs_r):.1f})')
+        log(f'one process alone (cold, no Redis): {wall_1:.1f} s')
         log(f'without: {compiles_n} compiles; wall {wall_n:.1f} s; per process '
             f'{secs_n[0]:.1f}-{secs_n[-1]:.1f} s (median {statistics.median(secs_n):.1f})')
         log(f'ckjit-cache verify of the {2 * args.procs} local caches: {bad} bad entries, '
@@ -254,7 +328,9 @@ def main():
         records.append({'metric': 'fleet wall time with redis vs without', 'kind': 'host_time',
                         'unit': 's', 'value': round(wall_r, 3), 'peer_value': round(wall_n, 3),
                         'peer_name': 'no remote cache (each process compiles)', 'card': c,
-                        'note': f'{shape}; processes {secs_r[0]:.1f}-{secs_r[-1]:.1f} s with '
+                        'details': {'one_process_alone_s': round(wall_1, 3)},
+                        'note': f'{shape}; one process alone (cold, no Redis) {wall_1:.1f} s; '
+                                f'processes {secs_r[0]:.1f}-{secs_r[-1]:.1f} s with '
                                 f'Redis, {secs_n[0]:.1f}-{secs_n[-1]:.1f} s without'})
 
         # First calls in fresh processes: cold compile, remote hit, local disk.
@@ -293,6 +369,8 @@ def main():
                                 f'initialized before it); Redis on a Unix socket of the same host; '
                                 f'the remote hit connects, fetches, verifies and writes the entry '
                                 f'to the local disk cache (not fsynced); median of {len(k)} kernels'})
+        if args.gpu:
+            records += gpu_records(bench, work, 3 if args.quick else 9)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     lines = [json.dumps(r) for r in records]

@@ -124,6 +124,10 @@ def breakdown(torch, ckjit, dev, calls, repeats, sync):
     desc.m = desc.n = desc.k = desc.lda = desc.ldb = desc.ldd = 64
     desc.a, desc.b, desc.d = ap_, ap_, dp
     norm_at, desc_at = S.ctypes.addressof(norm), S.ctypes.addressof(desc)
+    prepared = S.PTR()
+    assert lib.ckjit_softmax_prepare(2, 8, 1024, 1024, 1024, 0, dev.index,
+                                     S.ctypes.byref(prepared)) == 0, 'ckjit_softmax_prepare'
+    hp = prepared.value
     raw, index = torch._C._cuda_getCurrentRawStream, dev.index
     parts = {
         'torch.compiler.is_compiling()': torch.compiler.is_compiling,
@@ -133,6 +137,17 @@ def breakdown(torch, ckjit, dev, calls, repeats, sync):
         'torch.empty_like(x)': lambda: torch.empty_like(x),
         'ctypes + ckjit_softmax (C)': lambda: lib.ckjit_softmax(2, 8, 1024, xp, 1024, yp, 1024,
                                                                  0, stream),
+        'ctypes + ckjit_prepared_run (C, softmax)': lambda: lib.ckjit_prepared_run(hp, xp, yp,
+                                                                                  stream),
+        'ctypes, 4 args, C refuses: ckjit_prepared_run(NULL)': lambda: lib.ckjit_prepared_run(
+            0, xp, yp, stream),
+        'ckjit.rows._softmax_prepared(x, 1.0, 0)': lambda: ckjit.rows._softmax_prepared(x, 1.0, 0),
+        'empty_like + ckjit_prepared_run': lambda: lib.ckjit_prepared_run(
+            hp, xp, torch.empty_like(x).data_ptr(), stream),
+        'empty_like + x.data_ptr() + raw stream + prepared_run': lambda: lib.ckjit_prepared_run(
+            hp, x.data_ptr(), torch.empty_like(x).data_ptr(), raw(index)),
+        'torch.empty_like(x) + torch.softmax(x, -1)': lambda: (torch.empty_like(x),
+                                                               torch.softmax(x, -1)),
         'ctypes + ckjit_rmsnorm2d (C)': lambda: lib.ckjit_rmsnorm2d(2, 8, 1024, xp, 1024, yp,
                                                                      1024, norm_at, stream),
         'ctypes + ckjit_gemm (C)': lambda: lib.ckjit_gemm(desc_at, stream),

@@ -71,8 +71,10 @@ static ckjit_status add_gpu(ckjit_runtime *rt, const ckjit_device *device, ckjit
 }
 
 static ckjit_status initialize(const ckjit_options *opts) {
+  static uint64_t generations; /* under init_lock */
   ckjit_runtime *rt = &runtime;
   memset(rt, 0, sizeof *rt);
+  rt->generation = ++generations;
 
   ckjit_backend want = opts->backend;
   const char *env = getenv("CKJIT_BACKEND");

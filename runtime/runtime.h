@@ -43,6 +43,8 @@ typedef struct ckjit_runtime {
   int disk_enabled;
   int disk_requested;            /* the disk cache was asked for (not turned off), usable or not */
   char dump_dir[CKJIT_PATH_MAX]; /* CKJIT_DUMP_DIR, "" when off */
+  uint64_t generation;           /* of this initialization: never the same after a
+                                    ckjit_shutdown (prepared calls check it) */
 } ckjit_runtime;
 
 /* The initialized runtime (lazy, thread-safe).  Never NULL on success. */

@@ -680,5 +680,7 @@ CKJIT_API ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *s
 
 /* Attention over a paged K/V cache, and appending to it. */
 #include "ckjit/paged_attention.h"
+/* Prepared calls: one shape checked and planned once, run many times. */
+#include "ckjit/prepared.h"
 
 #endif /* CKJIT_CKJIT_H */

@@ -20,6 +20,8 @@ from ._torch_env import (as_rows as _as_rows, check_out as _check_out,
                          normalized_cols as _normalized_cols, out_target as _target)
 
 _c_softmax = _lib.ckjit_softmax
+_c_softmax_prepare = _lib.ckjit_softmax_prepare
+_c_prepared_run = _lib.ckjit_prepared_run
 _c_layernorm = _lib.ckjit_layernorm2d
 _c_rmsnorm = _lib.ckjit_rmsnorm2d
 _c_rmsnorm_quant = _lib.ckjit_rmsnorm2d_quant
@@ -34,6 +36,11 @@ _CACHE_LIMIT = 4096
 # freed (a thread may be about to pass one), so the cache stops growing at its limit
 # and further keys use the per-thread struct.
 _norm_cache, _softmax_cache, _keep = {}, {}, []
+# Prepared softmax calls (ckjit_prepared_run: the C side skips its checks and planning,
+# and the call passes 4 arguments instead of 9), by (shape, dtype, device, scale, log) of
+# contiguous inputs.  Never freed, like the parameter structs (a thread may be running
+# one); the table stops growing at _CACHE_LIMIT and further shapes take the full path.
+_prepared = {}
 
 
 def _bind(env):
@@ -104,6 +111,10 @@ def softmax(x, dim=-1, scale=1.0, *, valid_cols=None, out=None):
     """
     if _compiling():
         return _ops.softmax(x, dim, scale, valid_cols, False, out)
+    if out is None and valid_cols is None and dim == -1:
+        y = _softmax_prepared(x, scale, 0)
+        if y is not None:
+            return y
     return _softmax(x, dim, scale, valid_cols, out, 0, 'softmax')
 
 
@@ -112,10 +123,31 @@ def log_softmax(x, dim=-1, scale=1.0, *, valid_cols=None, out=None):
     Otherwise as ckjit.softmax."""
     if _compiling():
         return _ops.softmax(x, dim, scale, valid_cols, True, out)
+    if out is None and valid_cols is None and dim == -1:
+        y = _softmax_prepared(x, scale, 1)
+        if y is not None:
+            return y
     return _softmax(x, dim, scale, valid_cols, out, 1, 'log_softmax')
 
 
+def _softmax_prepared(x, scale, log):
+    """A shape seen before: y through its prepared call (made by _softmax's first call),
+    else None (the full path)."""
+    try:
+        dev = x.get_device()
+        h = _prepared.get((x.shape, x.dtype, dev, scale, log))
+    except (AttributeError, TypeError):  # not a tensor, an unhashable scale
+        return None
+    if h is None or not x.is_contiguous():
+        return None
+    y = _empty_like(x)
+    # Refused (the NULL stream of another current device, a shutdown): None, and the
+    # full path copes or says why.
+    return None if _c_prepared_run(h, x.data_ptr(), y.data_ptr(), _raw_stream(dev)) else y
+
+
 def _softmax(x, dim, scale, valid_cols, out, log, op):
+    xin = x
     dt = _FLOAT.get(getattr(x, 'dtype', None))
     dev = x.get_device() if dt is not None else -1
     if dev < 0:
@@ -162,12 +194,24 @@ def _softmax(x, dim, scale, valid_cols, out, log, op):
                              f'expected one per row ({rows})')
         vp = valid_cols.contiguous().data_ptr()
     params = 0 if (scale == 1.0 and not log and not vp) else _softmax_params(scale, log, vp)
+    if out is None and not vp and ld == cols and dim == -1 and x is xin:
+        _prepare_softmax(x, dt, rows, cols, dev, scale, log, params)
     st = _c_softmax(dt, rows, cols, x.data_ptr(), ld, y.data_ptr(), ldy, params, s)
     if st:
         raise _error(st, 'ckjit_softmax')
     if y is not yt:
         yt.copy_(y)
     return yt
+
+
+def _prepare_softmax(x, dt, rows, cols, dev, scale, log, params):
+    """Prepares this contiguous shape for softmax()'s fast path (once per key)."""
+    key = (x.shape, x.dtype, dev, scale, log)
+    if key in _prepared or len(_prepared) >= _CACHE_LIMIT:
+        return
+    h = S.PTR()
+    if not _c_softmax_prepare(dt, rows, cols, cols, cols, params, dev, S.ctypes.byref(h)):
+        _prepared.setdefault(key, h.value)  # a racing thread's twin is leaked, never freed
 
 
 def _softmax_moved(x, dim, scale, valid_cols, out, log, op):

@@ -43,6 +43,28 @@ def test_softmax_views_dims_out_and_mask(device, dtype):
     assert ckjit.softmax(torch.empty(0, 5, dtype=dtype, device=device)).shape == (0, 5)
 
 
+@pytest.mark.parametrize('dtype', FLOATS)
+def test_softmax_repeated_shape_prepared_path(device, dtype):
+    # A shape's second call runs its prepared call: new data, an unaligned view of the
+    # same shape (the prepared call's fallback), a non-contiguous input of that shape,
+    # another scale (another key) and log_softmax must all still be right.
+    base = rand((9, 4100), dtype, device, 2.0, seed=5)
+    for i in range(3):
+        x = rand((8, 4099), dtype, device, 2.0, seed=i)
+        close(ckjit.softmax(x), torch.softmax(x.double(), -1), what=f'call {i}')
+        close(ckjit.log_softmax(x), torch.log_softmax(x.double(), -1), what=f'log call {i}')
+        close(ckjit.softmax(x, -1, 0.25), torch.softmax(x.double() * 0.25, -1), what='scale')
+    shifted = base.view(-1)[1:1 + 8 * 4099].view(8, 4099)  # 1 element off: unaligned
+    close(ckjit.softmax(shifted), torch.softmax(shifted.double(), -1), what='unaligned')
+    wide = rand((8, 2 * 4099), dtype, device, seed=7)[:, ::2]  # same shape, strided
+    close(ckjit.softmax(wide), torch.softmax(wide.double(), -1), what='non-contiguous')
+    # The default stream of another current device: the full path takes over.
+    other = (device.index + 1) % torch.cuda.device_count()
+    x = rand((8, 4099), dtype, device, seed=11)
+    with torch.cuda.device(other):
+        close(ckjit.softmax(x), torch.softmax(x.double(), -1), what=f'cuda:{other} current')
+
+
 # ---- norms --------------------------------------------------------------------------------------
 @pytest.mark.parametrize('dtype', FLOATS)
 @pytest.mark.parametrize('shape', ROW_SHAPES)

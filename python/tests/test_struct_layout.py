@@ -20,7 +20,8 @@ from conftest import REPO
 from ckjit import _lib, _structs as S
 
 INCLUDE = os.path.join(REPO, 'include')
-HEADERS = [os.path.join(INCLUDE, 'ckjit', h) for h in ('ckjit.h', 'paged_attention.h')]
+HEADERS = [os.path.join(INCLUDE, 'ckjit', h)
+           for h in ('ckjit.h', 'paged_attention.h', 'prepared.h')]
 
 
 def _header_text():

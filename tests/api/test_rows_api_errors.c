@@ -30,10 +30,12 @@
 
 /* ---- one call, described as data so it can run on a fresh thread ---------- */
 
-enum fn { F_REDUCE, F_REDUCE_ROWS, F_SOFTMAX, F_LAYERNORM, F_RMSNORM, F_RMSQUANT, F_SMOOTHQUANT, F_TOPK };
+enum fn { F_REDUCE, F_REDUCE_ROWS, F_SOFTMAX, F_LAYERNORM, F_RMSNORM, F_RMSQUANT, F_SMOOTHQUANT, F_TOPK,
+          F_SOFTMAX_PREPARE, F_PREPARED_RUN };
 static const char *fn_names[] = {"ckjit_reduce",    "ckjit_reduce_rows",     "ckjit_softmax",
                                  "ckjit_layernorm2d", "ckjit_rmsnorm2d",     "ckjit_rmsnorm2d_quant",
-                                 "ckjit_smoothquant", "ckjit_topk_softmax"};
+                                 "ckjit_smoothquant", "ckjit_topk_softmax",  "ckjit_softmax_prepare",
+                                 "ckjit_prepared_run"};
 
 typedef struct call {
   char what[160];
@@ -54,6 +56,8 @@ typedef struct call {
   const float *smooth;
   float *row_scale; /* quant: row_scale; topk: weights */
   int k, renorm;
+  int device, null_out;         /* softmax_prepare */
+  const ckjit_prepared *prepared; /* prepared_run */
 } call;
 
 static ckjit_status do_call(const void *p) {
@@ -83,6 +87,17 @@ static ckjit_status do_call(const void *p) {
     case F_TOPK:
       return ckjit_topk_softmax(c->dtype, c->rows, c->cols, c->x, c->ld_x, c->k, c->renorm, c->row_scale,
                                 c->odtype, c->y, NULL);
+    case F_SOFTMAX_PREPARE: {
+      ckjit_prepared *out = (ckjit_prepared *)(uintptr_t)1; /* must come back NULL on failure */
+      ckjit_status st = ckjit_softmax_prepare(c->dtype, c->rows, c->cols, c->ld_x, c->ld_y,
+                                              c->null_params ? NULL : &c->sp, c->device,
+                                              c->null_out ? NULL : &out);
+      if (st != CKJIT_SUCCESS && !c->null_out && out) return CKJIT_ERROR_INTERNAL;
+      if (st == CKJIT_SUCCESS) ckjit_prepared_free(out);
+      return st;
+    }
+    case F_PREPARED_RUN:
+      return ckjit_prepared_run(c->prepared, c->x, c->y, NULL);
   }
   return CKJIT_ERROR_INTERNAL;
 }
@@ -281,6 +296,37 @@ static void test_softmax_invalid(void **state) {
   AE_CASE(rejected, base(F_SOFTMAX, "dtype i8"), c.dtype = CKJIT_I8);
   AE_CASE(rejected, base(F_SOFTMAX, "dtype i32"), c.dtype = CKJIT_I32);
   AE_CASE(invalid, base(F_SOFTMAX, "y NULL, params NULL"), c.null_params = 1; c.y = NULL);
+}
+
+/* ---- prepared softmax -------------------------------------------------------------- */
+
+static void test_softmax_prepare_invalid(void **state) {
+  (void)state;
+  AE_CASE(invalid, base(F_SOFTMAX_PREPARE, "out NULL"), c.null_out = 1);
+  AE_CASE(invalid, base(F_SOFTMAX_PREPARE, "rows 0"), c.rows = 0);
+  AE_CASE(invalid, base(F_SOFTMAX_PREPARE, "cols -1"), c.cols = -1);
+  AE_CASE(invalid, base(F_SOFTMAX_PREPARE, "ld_x < cols"), c.ld_x = 7);
+  AE_CASE(invalid, base(F_SOFTMAX_PREPARE, "ld_y < cols"), c.ld_y = 7);
+  AE_CASE(invalid, base(F_SOFTMAX_PREPARE, "overflow"), c.dtype = CKJIT_F16; c.rows = c.cols = c.ld_x = c.ld_y = INT64_MAX / 2);
+  AE_CASE(invalid, base(F_SOFTMAX_PREPARE, "dtype 99"), c.dtype = (ckjit_dtype)99);
+  AE_CASE(rejected, base(F_SOFTMAX_PREPARE, "dtype i8"), c.dtype = CKJIT_I8);
+  AE_CASE(invalid, base(F_SOFTMAX_PREPARE, "log 2"), c.sp.log = 2);
+  AE_CASE(rejected, base(F_SOFTMAX_PREPARE, "valid_cols (a per-call operand)"), c.sp.valid_cols = DV);
+  /* Not a prepared call: refused before anything is read through it. */
+  AE_CASE(invalid, base(F_PREPARED_RUN, "prepared NULL"), c.prepared = NULL);
+  static const uint64_t zeros[64];
+  AE_CASE(invalid, base(F_PREPARED_RUN, "prepared not from a prepare function"),
+          c.prepared = (const ckjit_prepared *)zeros);
+  ckjit_prepared_free(NULL); /* nothing */
+  call c = base(F_SOFTMAX_PREPARE, "valid, params NULL, current device");
+  c.null_params = 1;
+  c.device = -1;
+  valid(c);
+  c = base(F_SOFTMAX_PREPARE, "valid log-softmax, scale 0.5, device 0");
+  c.sp.log = 1;
+  c.sp.scale = 0.5f;
+  c.ld_x = c.ld_y = 24;
+  valid(c);
 }
 
 /* ---- normalizations ------------------------------------------------------------ */
@@ -550,6 +596,7 @@ int main(void) {
       cmocka_unit_test(test_reduce_rows_invalid),
       cmocka_unit_test(test_reduce_invalid),
       cmocka_unit_test(test_softmax_invalid),
+      cmocka_unit_test(test_softmax_prepare_invalid),
       cmocka_unit_test(test_layernorm_invalid),
       cmocka_unit_test(test_rmsnorm_invalid),
       cmocka_unit_test(test_rmsnorm_quant_invalid),

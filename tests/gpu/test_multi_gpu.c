@@ -274,6 +274,24 @@ static void one_thread(void *const prim[2], uint64_t seed) {
       snprintf(how, sizeof how, "switch %d: GPU %d current, %s", i, k, own ? "its own stream" : "the default stream");
       side_run(&s[k], own ? s[k].stream : NULL, how);
     }
+    /* A prepared call belongs to its device: one prepared for GPU 1 runs on
+     * GPU 1's stream whatever is current, and refuses GPU 0's. */
+    ckjit_prepared *pp = NULL;
+    CHECK(cu.ctx_set_current(prim[0]) == 0, "cuCtxSetCurrent(primary 0)");
+    ckjit_status st = ckjit_softmax_prepare(CKJIT_F32, SR, SC, SC, SC, NULL, 1, &pp);
+    CHECK(st == CKJIT_SUCCESS, "ckjit_softmax_prepare for GPU 1: %s", ckjit_last_error());
+    if (st == CKJIT_SUCCESS) {
+      st = ckjit_prepared_run(pp, s[1].x.dev, s[1].y.dev, s[1].stream);
+      CHECK(st == CKJIT_SUCCESS && ckjit_synchronize(s[1].stream) == CKJIT_SUCCESS,
+            "prepared for GPU 1, GPU 1's stream, GPU 0 current: %s", ckjit_last_error());
+      st = ckjit_prepared_run(pp, s[0].x.dev, s[0].y.dev, s[0].stream);
+      CHECK(st == CKJIT_ERROR_INVALID_ARGUMENT && strstr(ckjit_last_error(), "GPU 1") &&
+                strstr(ckjit_last_error(), "GPU 0"),
+            "prepared for GPU 1, run on GPU 0's stream: %s (%s)", ckjit_status_string(st),
+            ckjit_last_error());
+      CHECK(current() == prim[0], "ckjit_prepared_run changed the current context");
+    }
+    ckjit_prepared_free(pp);
   }
   side_close(&s[0]);
   side_close(&s[1]);

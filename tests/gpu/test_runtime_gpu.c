@@ -95,9 +95,29 @@ static gt_result run(gt_ctx *ctx) {
   CHECK(!strncmp(line, want, strlen(want)), "record line '%s' does not start with '%s'", line, want);
   printf("recorded: %s", line);
   unsetenv("CKJIT_RECORD");
+
+  /* A prepared call (7 x 40 f32, zeros: every output 1/40) runs until
+   * ckjit_shutdown, and is refused after it, also once ckjit is up again. */
+  ckjit_prepared *prepared = NULL;
+  ckjit_status pst = ckjit_softmax_prepare(CKJIT_F32, 7, 40, 40, 40, NULL, -1, &prepared);
+  CHECK(pst == CKJIT_SUCCESS, "ckjit_softmax_prepare: %s", ckjit_last_error());
+  if (pst == CKJIT_SUCCESS) {
+    CHECK(ckjit_prepared_run(prepared, g_x, g_y, NULL) == CKJIT_SUCCESS, "ckjit_prepared_run: %s",
+          ckjit_last_error());
+    float row[40];
+    CHECK(ckjit_memcpy(row, g_y, sizeof row, CKJIT_DEVICE_TO_HOST) == CKJIT_SUCCESS, "copy back");
+    CHECK(row[0] == 1.0f / 40 && row[39] == 1.0f / 40, "prepared softmax of zeros: %g %g",
+          (double)row[0], (double)row[39]);
+  }
   ckjit_free(g_x);
   ckjit_free(g_y);
   ckjit_shutdown();
+  if (prepared) {
+    pst = ckjit_prepared_run(prepared, (void *)256, (void *)256, NULL);
+    CHECK(pst == CKJIT_ERROR_INVALID_ARGUMENT && strstr(ckjit_last_error(), "ckjit_shutdown"),
+          "a prepared call after ckjit_shutdown: %s (%s)", ckjit_status_string(pst),
+          ckjit_last_error());
+  }
 
   /* Another arch than the device's: compiled fine, refused at launch. */
   const char *other = info.backend == CKJIT_BACKEND_CUDA ? (strcmp(info.device_arch, "sm_80") ? "sm_80" : "sm_90")
@@ -110,6 +130,12 @@ static gt_result run(gt_ctx *ctx) {
         info.device_arch, ckjit_status_string(st));
   CHECK(strstr(ckjit_last_error(), other) != NULL, "message names the arch: %s", ckjit_last_error());
   printf("CKJIT_ARCH=%s on %s: %s\n", other, info.device_arch, ckjit_last_error());
+  if (prepared) {
+    pst = ckjit_prepared_run(prepared, x, x, NULL);
+    CHECK(pst == CKJIT_ERROR_INVALID_ARGUMENT, "a prepared call after ckjit is up again: %s",
+          ckjit_status_string(pst));
+    ckjit_prepared_free(prepared);
+  }
   ckjit_free(x);
   ckjit_shutdown();
 

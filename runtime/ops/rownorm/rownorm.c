@@ -1,7 +1,7 @@
 /* Rownorm ops: validate, plan, arguments, run (one fused launch, or the
  * split passes over scratch memory); and the public front-ends
  * (ckjit_softmax, ckjit_layernorm2d, ckjit_rmsnorm2d, ckjit_rmsnorm2d_quant,
- * ckjit_smoothquant). */
+ * ckjit_smoothquant), and ckjit_softmax_prepare. */
 #include "rownorm.h"
 
 #include <math.h>
@@ -13,6 +13,7 @@
 #include "base/int_math.h"
 #include "runtime/dispatch.h"
 #include "runtime/ops/op_frame.h"
+#include "runtime/ops/prepared.h"
 
 typedef struct rownorm_call {
   const char *api;
@@ -268,6 +269,75 @@ ckjit_status ckjit_softmax(ckjit_dtype dtype, int64_t rows, int64_t cols, const 
   c.valid_cols = params->valid_cols;
   ckjit_status st = validate_rows(&c);
   return st ? st : rownorm(&c);
+}
+
+/* ---- prepared softmax ------------------------------------------------------------- */
+
+static ckjit_status softmax_full(const ckjit_prepared *p, const void *x, void *y, void *stream) {
+  return ckjit_softmax(p->call.dtype, p->call.rows, p->call.cols, x, p->call.ld_x, y,
+                       p->call.ld_y, &p->call.softmax, stream);
+}
+
+ckjit_status ckjit_softmax_prepare(ckjit_dtype dtype, int64_t rows, int64_t cols, int64_t ld_x,
+                                   int64_t ld_y, const ckjit_softmax_params *params, int device,
+                                   ckjit_prepared **out) {
+  static const char api[] = "ckjit_softmax_prepare";
+  if (!out) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: out is NULL", api);
+  *out = NULL;
+  ckjit_softmax_params defaults;
+  ckjit_softmax_params_init(&defaults);
+  if (!params) params = &defaults;
+  if (params->valid_cols)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s: params->valid_cols is a per-call operand "
+                       "and cannot be prepared; call ckjit_softmax", api);
+  if (params->log != 0 && params->log != 1)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: params->log is %d (0 or 1)", api,
+                       params->log);
+  /* The shape is checked as ckjit_softmax checks it, at a stand-in address
+   * aligned for the widest vectors: a run's own operands decide later
+   * whether those vectors fit them. */
+  const void *const stand_in = (const void *)(uintptr_t)256;
+  rownorm_call c = {.api = api, .op = params->log ? OP_LOG_SOFTMAX : OP_SOFTMAX, .dtype = dtype,
+                    .rows = rows, .cols = cols, .x = stand_in, .ld_x = ld_x,
+                    .y = (void *)(uintptr_t)stand_in, .ld_y = ld_y, .alpha = params->scale};
+  ckjit_status st = validate_rows(&c);
+  ckjit_gpu *gpu;
+  if (st || (st = ckjit__prepared_gpu(api, device, &gpu))) return st;
+  ckjit_prepared *p = ckjit__prepared_new(api);
+  if (!p) return CKJIT_ERROR_OUT_OF_MEMORY;
+  p->generation = ckjit__runtime_if_ready()->generation;
+  p->gpu = gpu;
+  p->full = softmax_full;
+  p->call.dtype = dtype;
+  p->call.rows = rows;
+  p->call.cols = cols;
+  p->call.ld_x = ld_x;
+  p->call.ld_y = ld_y;
+  p->call.softmax = *params;
+  const int vec = pick_vec(&c);
+  const ckjit_rownorm_shape shape = {.op = c.op, .rows = rows, .cols = cols, .vec = vec,
+                                     .elem_size = ckjit_dtype_size(dtype), .reread_operands = 1};
+  ckjit_rownorm_policy pol;
+  ckjit__rownorm_policy(&shape, gpu->device.multiprocessors, gpu->device.l2_bytes, &pol);
+  if (!pol.split) {
+    ckjit_kernel *k;
+    plan(&c, &pol, vec, PASS_FUSED, &p->plan);
+    if ((st = ckjit__kernel_get(gpu, &p->plan.spec, &k))) {
+      ckjit_prepared_free(p);
+      return st;
+    }
+    const ckjit_rownorm_args args = arguments(&c, &pol, PASS_FUSED, NULL);
+    _Static_assert(sizeof args <= CKJIT_PREPARED_ARGS_MAX, "rownorm args fit a prepared call");
+    memcpy(p->args, &args, sizeof args);
+    p->args_size = sizeof args;
+    p->x_offset = offsetof(ckjit_rownorm_args, x);
+    p->y_offset = offsetof(ckjit_rownorm_args, y);
+    p->params = &ckjit_rownorm_args_params;
+    p->align = (unsigned)(vec * ckjit_dtype_size(dtype));
+    p->kernel = k;
+  }
+  *out = p;
+  return CKJIT_SUCCESS;
 }
 
 static ckjit_status norm(const char *api, int op, ckjit_dtype dtype, int64_t rows, int64_t cols,

@@ -70,9 +70,10 @@ static void describe(const task *t, char *buf, size_t len) {
       break;
     }
     case K_SOFTMAX:
-      app(buf, len, "softmax%s %s %lldx%lld scale=%g%s%s%s ld(x,y)=(%lld,%lld) off(x,y)=(%lld,%lld)",
+      app(buf, len, "softmax%s %s %lldx%lld scale=%g%s%s%s%s ld(x,y)=(%lld,%lld) off(x,y)=(%lld,%lld)",
           t->log ? "(log)" : "", dn, LL(t->rows), LL(t->cols), (double)t->scale,
           t->mask ? " valid_cols" : "", t->null_params ? " params=NULL" : "", t->inplace ? " in-place(y=x)" : "",
+          t->prepared ? " prepared" : "",
           LL(t->cols + t->pad_x), LL(t->inplace ? t->cols + t->pad_x : t->cols + t->pad_y), LL(t->off_x),
           LL(t->inplace ? t->off_x : t->off_y));
       break;

@@ -76,6 +76,7 @@ typedef struct task {
   float scale;          /* softmax */
   int log, mask, null_params;
   int inplace;          /* softmax, layernorm: y is x */
+  int prepared;         /* softmax: through ckjit_softmax_prepare + ckjit_prepared_run */
   float eps;            /* norms */
   int weight, bias, residual, sum_out, stats;
   int alias;            /* sum_out is 1: residual, 2: x */
