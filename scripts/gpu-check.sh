@@ -31,7 +31,8 @@
 #        PEERS_ARGS="--only gemm" only the GEMMs, "attention" alone the
 #        attention records (its peers are in the same step) and "paged" alone the
 #        paged-attention records (likewise), "multigpu python" (not in the
-#        default list) the two-GPU and Python host times, keeping the other records of
+#        default list) the two-GPU and Python host times, "fleet" (not in the
+#        default list) the Redis tier's fleet and first-op numbers, keeping the other records of
 #        bench/results.json; without gemm in the list and with no PEERS_ARGS,
 #        peers.py skips its gemm section)
 set -uo pipefail
@@ -375,6 +376,19 @@ if want python && ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
   summary_add python "$(grep -c '^{' "$LOGS/bench-python.jsonl") records"
 elif want python; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' python SKIPPED - "no $BUILD/libckjit.so")")
+fi
+
+# The remote cache on this host (issue 20): a redis-server (the machine's or
+# the carried one, scripts/fetch-deps.sh) on a Unix socket; the fleet
+# simulation and the first real op served by Redis.  Not in the default list.
+if want fleet && ((BUILT == 0)) && [ -x "$BUILD/tests/remote/remote_helper" ]; then
+  : > "$LOGS/bench-fleet.jsonl"
+  step fleet 200 40 "$LOGS/bench-fleet.log" "$LOGS/bench-fleet.log" -- \
+    python3 bench/fleet.py --build "$BUILD" --gpu --out "$LOGS/bench-fleet.jsonl"
+  cat "$LOGS/bench-fleet.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  summary_add fleet "$(grep 'first op' "$LOGS/bench-fleet.log" | tail -n 1)"
+elif want fleet; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' fleet SKIPPED - "no $BUILD/tests/remote/remote_helper (built without hiredis?)")")
 fi
 
 # Host-side tool numbers (CPU only): prewarm scaling over this host's cores

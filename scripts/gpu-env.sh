@@ -40,6 +40,16 @@ if ! command -v pkg-config > /dev/null 2>&1; then
   fi
   [ -n "${PKG_CONFIG:-}" ] || NOTES+=("no pkg-config at all: meson falls back to find_library")
 fi
+# A carried redis-server (bench/fleet.py --gpu), after the machine's own.
+# redis-tools' one binary is also the server: it runs as the server when
+# its name (argv[0]) is not redis-check-rdb.
+if ! command -v redis-server > /dev/null 2>&1 && [ -f "$DEPS_ROOT/usr/bin/redis-check-rdb" ]; then
+  chmod +x "$DEPS_ROOT/usr/bin/redis-check-rdb" 2> /dev/null
+  mkdir -p "$ROOT/.deps/bin"
+  ln -sf "$DEPS_ROOT/usr/bin/redis-check-rdb" "$ROOT/.deps/bin/redis-server"
+  export PATH=$PATH:$ROOT/.deps/bin
+  NOTES+=("redis-server: the carried one")
+fi
 # The runtime compiler must be loadable by libckjit.
 if ! ldconfig -p 2> /dev/null | grep -q 'libnvrtc\.so'; then
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
