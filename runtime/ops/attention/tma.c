@@ -67,7 +67,12 @@ int ckjit__attention_encode_maps(const ckjit_gpu *gpu, const attention_call *c,
   const ckjit_attention_desc *d = c->desc;
   if (!gpu->device.tensor_map_encode || d->seqlen_k == 0) return 0;
   const unsigned bm = (unsigned)spec->value[AT_BM], bn = (unsigned)spec->value[AT_BN];
-  /* A refused map is not an error: the cp.async copies take the call. */
+  /* A refused map is not an error: the cp.async copies take the call.  The
+   * driver makes maps in a current context only: the GPU's own, entered
+   * (without one, every map was refused for callers with no context
+   * current). */
+  ckjit_device_scope scope;
+  if (gpu->device.enter(&gpu->device, &scope)) return 0;
   const int quiet = ckjit__error_quiet(1);
   const ckjit_paged_kv *kv = c->paged;
   int ok = encode(gpu, &x->q_map, d, d->q, &d->q_strides, d->num_heads_q, d->seqlen_q,
@@ -85,5 +90,6 @@ int ckjit__attention_encode_maps(const ckjit_gpu *gpu, const attention_call *c,
          encode(gpu, &x->v_map, d, d->v, &d->v_strides, d->num_heads_kv, d->seqlen_k,
                 d->head_dim_v, bn);
   ckjit__error_quiet(quiet);
+  gpu->device.leave(&gpu->device, &scope);
   return ok;
 }

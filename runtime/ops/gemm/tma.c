@@ -14,9 +14,24 @@ int ckjit__gemm_tma_ok(const ckjit_gpu *gpu, const ckjit_gemm_desc *g) {
          !(g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0));
 }
 
+static int encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
+                       ckjit_tensor_map *map_a, ckjit_tensor_map *map_b, ckjit_tensor_map *map_d);
+
+/* The driver makes tensor maps in a current context (without one it
+ * refuses them, which sent callers with no context current to the cp.async
+ * pipeline): the GPU's own, entered for the call. */
 int ckjit__gemm_encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
                             ckjit_tensor_map *map_a, ckjit_tensor_map *map_b,
                             ckjit_tensor_map *map_d) {
+  ckjit_device_scope scope;
+  if (gpu->device.enter(&gpu->device, &scope)) return 0;
+  const int made = encode_maps(gpu, g, pl, map_a, map_b, map_d);
+  gpu->device.leave(&gpu->device, &scope);
+  return made;
+}
+
+static int encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
+                       ckjit_tensor_map *map_a, ckjit_tensor_map *map_b, ckjit_tensor_map *map_d) {
   const int a_k = g->a_order == CKJIT_ROW_MAJOR, b_k = g->b_order == CKJIT_COL_MAJOR;
   const unsigned long long m = (unsigned long long)g->m, n = (unsigned long long)g->n,
                            k = (unsigned long long)g->k, b = (unsigned long long)g->batch;
