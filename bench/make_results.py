@@ -53,6 +53,20 @@ has no ckjit number; "details" keeps each side's ms, the byte or flop count
 and how torch ran the case; a "vs copy" record keeps its bandwidth
 "definition" (also in its note).
 
+FP8 GEMM (bench/fp8_torch.py, kind "gemm_fp8", both sides in one record as
+attention's) gives "gemm fp8 MxNxK tensor|rowwise vs scaled_mm" (TFLOP/s of
+ckjit_gemm_fp8 against torch._scaled_mm on the same e4m3 inputs and scales,
+ratio ckjit / peer = peer time / ckjit time), "gemm fp8 MxNxK blockwise"
+(1x128 / 128x128 block scales; no peer, ratio null), "gemm fp8 MxNxK blockwise
+vs scaled_mm rowwise" (the peer is torch's row-wise GEMM at that shape, the
+issue's reference for block scaling) and, where torch takes block scales, "gemm
+fp8 MxNxK blockwise vs scaled_mm blockwise".  A record whose check is not "ok"
+has no ckjit number; "details" keeps each side's ms, the shape, scaling, torch
+version and the peer's kernels; "target" / "target_met": >= 1.0x scaled_mm for
+tensor and rowwise, blockwise >= 0.95x row-wise and >= 1400 TFLOP/s at
+4096x7168x16384 (target_met is worked out here again from the record's
+"target_ratio" / "target_tflops" and the numbers kept).
+
 Host time measured on both sides in one process (kind "host_time":
 bench/multi_gpu.py's "two gpu launch host time vs one gpu" and
 bench/python_host_time.py's "python OP host time vs torch") carries
@@ -169,6 +183,8 @@ ATTN_METRIC = re.compile(r'^attention (\S+) (.+) vs (cudnn|flash)$')
 ATTN_KINDS = ('attention', 'attention_launch', 'attention_compile', 'attention_compile_total')
 PAGED_METRIC = re.compile(r'^paged (decode|prefill|append) (\S+) (.+) '
                           r'vs (copy|dense|cudnn|cudnn\+gather)$')
+FP8_METRIC = re.compile(r'^gemm fp8 (\d+x\d+x\d+) (tensor|rowwise|blockwise)'
+                        r'(?: vs (scaled_mm(?: rowwise| blockwise)?))?$')
 ATTN_RATIO_TARGETS = {'cudnn': 1.0, 'flash': 1.8}  # issue 17
 ATTN_TFLOPS_TARGET = 700.0                         # issue 17: d256, non-causal
 
@@ -467,6 +483,49 @@ def build_paged(recs, card):
     return out
 
 
+def build_fp8(recs, card):
+    """The FP8 GEMM records (bench/fp8_torch.py, kind "gemm_fp8"): as attention's,
+    each carries both sides ("details" a dict); later lines win."""
+    last = {}
+    for r in recs:
+        if r.get('kind') == 'gemm_fp8' and r.get('metric'):
+            last[r['metric']] = r
+    out = []
+    for metric, r in last.items():
+        cv, pv, notes = r.get('value'), r.get('peer_value'), []
+        d = r['details'] if isinstance(r.get('details'), dict) else {}
+        if r.get('status'):
+            notes.append(f"ckjit: {r['status']}" +
+                         (f": {first_line(r['error'], 200)}" if r.get('error') else ''))
+        if cv is not None and r.get('check') != 'ok':
+            notes.append(f"ckjit result check: {r.get('check')}: its number is not used")
+            cv = None
+        if r.get('note'):
+            notes.append(str(r['note'])[:600])
+        for side in ('ckjit', 'peer'):
+            med, mn = d.get(f'{side}_ms'), d.get(f'{side}_min_ms')
+            if med and mn and med > UNSTEADY * mn:
+                notes.append(f'{side} timing unsteady (median {med:.4g} ms, min {mn:.4g} ms): '
+                             'the ratio is doubtful')
+        rec = record(metric, r.get('card') or card, cv, pv, r.get('peer_name'),
+                     r.get('unit', 'TFLOP/s'))
+        if d:
+            rec['details'] = {k: rnd(v) if isinstance(v, float) else v for k, v in d.items()}
+        rec['check'] = r.get('check')
+        met = []  # from the unrounded numbers, with a failed check's number dropped
+        if r.get('target_ratio') is not None:
+            met.append(None if rec['ratio'] is None else float(cv) / float(pv) >= r['target_ratio'])
+        if r.get('target_tflops') is not None:
+            met.append(None if cv is None else float(cv) >= r['target_tflops'])
+        if r.get('target'):
+            rec['target'] = r['target']
+            rec['target_met'] = None if not met or None in met else all(met)
+        if notes:
+            rec['note'] = '; '.join(notes)
+        out.append(rec)
+    return out
+
+
 def build_host_time(recs, card):
     """Host-time comparisons that measure both sides in one process (kind
     "host_time": bench/multi_gpu.py, bench/python_host_time.py): "value" is
@@ -529,6 +588,8 @@ def build(ck, peers, card):
     # Paged attention: ckjit_paged_attention vs copy, cuDNN and dense ckjit_attention;
     # ckjit_paged_kv_append vs copy.
     out += build_paged(ck + peers, card)
+    # FP8 GEMM: ckjit_gemm_fp8 vs torch._scaled_mm (tensor, row-wise, block-wise scales).
+    out += build_fp8(ck + peers, card)
     out += build_host_time(ck + peers, card)
 
     # Launch host time: ckjit vs the raw driver, CuPy and Triton.
@@ -873,9 +934,52 @@ def paged_md(recs):
     return lines
 
 
+def fp8_md(recs):
+    """The RESULTS.md section of the FP8 GEMM records."""
+    if not recs:
+        return []
+    lines = ['', '## FP8 GEMM', '',
+             '`ckjit_gemm_fp8` against `torch._scaled_mm` (`bench/fp8_torch.py`: ckjit through '
+             'ctypes over torch tensors, on torch\'s current stream, the same inputs and scales '
+             'for both): A [m, k] and B [k, n] float8_e4m3fn (random normal values), B '
+             'column-major (a `.t()` view of a row-major [n, k] tensor, K-major as the FP8 tensor '
+             'cores read it), D bf16, f32 scales: one per tensor (tensor), per row of A and '
+             'column of B (rowwise), DeepSeek-style 1x128 blocks of A and 128x128 blocks of B '
+             '(blockwise), use_fast_accum=False on the torch side. TFLOP/s = 2*m*n*k / median '
+             'time, the same flops for both sides, so ratio = peer time / ckjit time (> 1: ckjit '
+             'faster). Timing: warm-up, then rounds alternating ckjit and torch, each a loop of '
+             'calls after a ~0.5 ms GPU sleep (launch overhead not timed): with the L2 flush '
+             '(the default) every call between its own CUDA events after a max(2 x L2, 256 MiB) '
+             'buffer is overwritten, else the events around the whole loop. `blockwise vs '
+             'scaled_mm rowwise`: torch has no like-for-like peer before its DeepSeek-style '
+             'block scaling (cuBLASLt 12.9, sm_90), so the reference is its row-wise GEMM at '
+             'the same shape (target >= 0.95x). Torch may serve row-wise scaling with its own '
+             'CUTLASS kernel rather than cuBLASLt: the kernels it ran are in details.'
+             'peer_kernels. Before timing, ckjit\'s D is checked against an f32 matmul of the '
+             'dequantized inputs on the first and last 256 rows and (tensor, rowwise) against '
+             'torch every element, |diff| <= 2e-2 x the row\'s max |ref|; a case that fails '
+             'posts no number.', '',
+             '| shape | scaling | vs | card | ckjit TFLOP/s | peer TFLOP/s | ratio | ckjit ms '
+             '| peer ms | target | check | peer | note |',
+             '| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |']
+    for r in recs:
+        shape, scaling, vs = FP8_METRIC.match(r['metric']).groups()
+        d = r.get('details') or {}
+        met = {True: 'met', False: 'not met'}.get(r.get('target_met'), '?')
+        cells = [shape, scaling, vs or '—', r.get('card'), fmt(r.get('ckjit')),
+                 fmt(r.get('peer')), fmt(r.get('ratio')), fmt(rnd(d.get('ckjit_ms'))),
+                 fmt(rnd(d.get('peer_ms'))), f"{r.get('target')}: {met}" if r.get('target')
+                 else '', first_line(r.get('check') or '', 120), r.get('peer_name') or '',
+                 r.get('note') or '']
+        lines.append('| ' + ' | '.join(md_cell(c) for c in cells) + ' |')
+    return lines
+
+
 def section_of(r):
     """Which table of RESULTS.md a record goes to."""
     m = str(r.get('metric', ''))
+    if FP8_METRIC.match(m):  # before GEMM_METRIC, which its names also match
+        return 'gemm fp8'
     if m.startswith('attention '):
         return 'attention'
     if PAGED_METRIC.match(m):
@@ -925,17 +1029,19 @@ def write_md(path, results, card, date, notes, info):
     gemm = []
     attn = []
     paged = []
+    fp8 = []
     for r in results:
         section = section_of(r)
         if section != 'ops, launch and tools':
             {'cold compile': cold, 'row ops': rows, 'gemm': gemm,
-             'attention': attn, 'paged': paged}[section].append(r)
+             'attention': attn, 'paged': paged, 'gemm fp8': fp8}[section].append(r)
             continue
         lines.append('| ' + ' | '.join(md_cell(fmt(r.get(k))) for k in
                                        ('metric', 'card', 'ckjit', 'peer', 'peer_name', 'unit',
                                         'ratio')) + ' |')
     lines += rows_md(rows)
     lines += gemm_md(gemm)
+    lines += fp8_md(fp8)
     lines += attention_md(attn)
     lines += paged_md(paged)
     if cold:
@@ -1026,6 +1132,10 @@ def main():
         info.append(('Paged attention peers', f"torch {pg.get('torch_version')}, cuDNN "
                                               f"{pg.get('cudnn_version')} (torch.backends."
                                               "cudnn.version())"))
+    f8 = next((r for r in ck + peers if r.get('kind') == 'info'
+               and r.get('metric') == 'gemm_fp8 settings'), None)
+    if f8:
+        info.append(('FP8 GEMM peers', f"torch {f8.get('torch_version')} (torch._scaled_mm)"))
     write_md(a.md, merged, card, date, notes, info)
     log(f'{len(new)} records from this run, {len(merged)} in {a.results}; wrote {a.md}')
     return 0

@@ -113,7 +113,7 @@ typedef struct ckjit_device {
   ckjit_status (*synchronize)(void *stream);
   /* TMA descriptor (NVIDIA sm_90+; NULL elsewhere or with an older driver):
    * fills the 128-byte `map` for a rank-dimensional tensor of `dtype`
-   * (CKJIT_F32, CKJIT_F16 or CKJIT_BF16) at `addr`, innermost dimension
+   * (CKJIT_F32, CKJIT_F16, CKJIT_BF16, or a 1-byte type moved as bytes) at `addr`, innermost dimension
    * first (strides in bytes, for dims 1..rank-1), moved in boxes of `box`
    * elements to or from 128-byte-swizzled shared memory; out-of-bounds
    * elements read as zero and are not written. */

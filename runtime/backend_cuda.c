@@ -243,9 +243,10 @@ static ckjit_status cuda_tensor_map_encode(void *map, ckjit_dtype dtype, int ran
                                            const unsigned long long *dims,
                                            const unsigned long long *strides, const unsigned *box) {
   const unsigned elem_strides[5] = {1, 1, 1, 1, 1};
-  /* CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9 / FLOAT16 6 / FLOAT32 7, INTERLEAVE_NONE,
-   * SWIZZLE_128B 3, L2_PROMOTION_L2_256B 3, FLOAT_OOB_FILL_NONE (zeros) */
-  const int type = dtype == CKJIT_BF16 ? 9 : dtype == CKJIT_F16 ? 6 : 7;
+  /* CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9 / FLOAT16 6 / FLOAT32 7 / UINT8 0 (FP8
+   * bytes), INTERLEAVE_NONE, SWIZZLE_128B 3, L2_PROMOTION_L2_256B 3,
+   * FLOAT_OOB_FILL_NONE (zeros) */
+  const int type = dtype == CKJIT_BF16 ? 9 : dtype == CKJIT_F16 ? 6 : ckjit_dtype_size(dtype) == 1 ? 0 : 7;
   CUresult r = cu.tensor_map_encode_tiled(map, type, (unsigned)rank, (void *)addr, dims, strides,
                                           box, elem_strides, 0, 3, 3, 0);
   return r ? cuda_fail(CKJIT_ERROR_LAUNCH, r, "cuTensorMapEncodeTiled") : CKJIT_SUCCESS;

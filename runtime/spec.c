@@ -30,6 +30,7 @@ static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_PAGED_APPEND] = &ckjit__family_paged_append,
     [CKJIT_FAMILY_ATTENTION_DECODE] = &ckjit__family_attention_decode,
     [CKJIT_FAMILY_ATTENTION_COMBINE] = &ckjit__family_attention_combine,
+    [CKJIT_FAMILY_GEMM_FP8] = &ckjit__family_gemm_fp8,
 };
 
 const char *const ckjit__dtype_names[] = {CKJIT_FLOAT_DTYPES(CKJIT_TYPE_NAME) NULL};

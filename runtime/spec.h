@@ -35,6 +35,7 @@ typedef enum ckjit_family_id {
   CKJIT_FAMILY_PAGED_APPEND = 15,
   CKJIT_FAMILY_ATTENTION_DECODE = 16,
   CKJIT_FAMILY_ATTENTION_COMBINE = 17,
+  CKJIT_FAMILY_GEMM_FP8 = 18,
   CKJIT_FAMILY_COUNT_
 } ckjit_family_id;
 
@@ -113,7 +114,7 @@ size_t ckjit__dtype_param_size(int32_t value);        /* element bytes */
 ckjit_status ckjit__spec_targets(const ckjit_spec *spec, const char *arch);
 
 /* The families' descriptors, each in runtime/ops/<family>/<family>_family.c
- * (the GEMM ones in runtime/ops/gemm/, the attention ones in
+ * (the GEMM ones in runtime/ops/gemm/ and runtime/ops/gemm_fp8/, the attention ones in
  * runtime/ops/attention/attention_family.c). */
 extern const ckjit_family ckjit__family_elementwise;
 extern const ckjit_family ckjit__family_transpose;
@@ -133,6 +134,7 @@ extern const ckjit_family ckjit__family_attention_simt;
 extern const ckjit_family ckjit__family_paged_append;
 extern const ckjit_family ckjit__family_attention_decode;
 extern const ckjit_family ckjit__family_attention_combine;
+extern const ckjit_family ckjit__family_gemm_fp8;
 
 const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
 

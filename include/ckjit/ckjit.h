@@ -682,5 +682,7 @@ CKJIT_API ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *s
 #include "ckjit/paged_attention.h"
 /* Prepared calls: one shape checked and planned once, run many times. */
 #include "ckjit/prepared.h"
+/* FP8 GEMM with tensor, row or block scaling. */
+#include "ckjit/gemm_fp8.h"
 
 #endif /* CKJIT_CKJIT_H */

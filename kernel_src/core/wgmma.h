@@ -105,6 +105,28 @@ WGMMA_TF32(64)
 WGMMA_TF32(128)
 WGMMA_TF32(256)
 
+// FP8 (e4m3 / e5m2 per operand), K 32 a step: both operands K-major (the
+// FP8 forms have no transposes).  wgmma_fp8_TA_TB_nN adds to d;
+// wgmma_fp8_first_... overwrites it (scale-d 0: a K block's first step).
+#define WGMMA_FP8(TA, TB, N)                                                                      \
+  CKJIT_INLINE void wgmma_fp8_##TA##_##TB##_n##N(float (&d)[N / 2], ckjit_u64 desc_a, ckjit_u64 desc_b) { \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." #TA "." #TB " " WG_OPS_##N    \
+                 ", 1, 1, 1;"                                                                     \
+                 : WG_ACC_##N                                                                     \
+                 : "l"(desc_a), "l"(desc_b));                                                     \
+  }                                                                                               \
+  CKJIT_INLINE void wgmma_fp8_first_##TA##_##TB##_n##N(float (&d)[N / 2], ckjit_u64 desc_a,        \
+                                                       ckjit_u64 desc_b) {                        \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." #TA "." #TB " " WG_OPS_##N    \
+                 ", 0, 1, 1;"                                                                     \
+                 : WG_ACC_##N##_("=f")                                                            \
+                 : "l"(desc_a), "l"(desc_b));                                                     \
+  }
+#define WGMMA_FP8_PAIRS(N) \
+  WGMMA_FP8(e4m3, e4m3, N) WGMMA_FP8(e4m3, e5m2, N) WGMMA_FP8(e5m2, e4m3, N) WGMMA_FP8(e5m2, e5m2, N)
+WGMMA_FP8_PAIRS(64)
+WGMMA_FP8_PAIRS(128)
+
 // The register-A form (wgmma ... d, {a0..a3}, b-desc): A is this warp's 16
 // rows x 16 K of the m64 tile in registers, in the layout of an m16n8k16
 // A fragment (mma.sync's); B from shared memory, read transposed

@@ -1,0 +1,93 @@
+/*
+ * ckjit — FP8 GEMM with scaling (Hopper's FP8 tensor cores).  Included by
+ * ckjit/ckjit.h.
+ *
+ *   D[i][j] = act(alpha * sum_kk deq(A)[i][kk] deq(B)[kk][j] + bias)
+ *
+ * A is m x k and B is k x n, each in FP8 (CKJIT_FP8_E4M3: OCP e4m3fn, or
+ * CKJIT_FP8_E5M2, chosen per operand); D is f16, bf16 or f32.  deq() applies
+ * the scales (device f32 arrays) of `scaling`:
+ *
+ *   CKJIT_FP8_SCALE_TENSOR  deq(A) = A * scale_a[0], deq(B) = B * scale_b[0]
+ *   CKJIT_FP8_SCALE_ROW     row i of A times scale_a[i] (m entries), column j
+ *                           of B times scale_b[j] (n entries)
+ *   CKJIT_FP8_SCALE_BLOCK   DeepSeek-V3 style: A in 1 x 128 blocks along K,
+ *                           A[i][kk] * scale_a[i * ld_scale_a + kk / 128];
+ *                           B in 128 x 128 blocks,
+ *                           B[kk][j] * scale_b[(j / 128) * ld_scale_b + kk / 128]
+ *                           (ld_scale_a, ld_scale_b >= ceil(k / 128); 0 means
+ *                           exactly that).  A last block shorter than 128
+ *                           (k not a multiple of 128) has its own scale.
+ *
+ * Layout: both operands K-major, the only layout the FP8 tensor cores read:
+ * A row-major (A[i][kk] at a[i * lda + kk]) and B column-major (B[kk][j] at
+ * b[j * ldb + kk]), which is torch._scaled_mm's second operand (the
+ * transpose of a row-major n x k tensor).  There is no order field: other
+ * layouts must be transposed by the caller.  a and b must be 16-byte
+ * aligned and lda, ldb multiples of 16 (the tensor memory accelerator's
+ * rule); D is row-major with any ldd >= n.
+ *
+ * Accumulation: products are exact in f32; the tensor cores sum them over
+ * one K block of 128 with fewer bits than f32 (as on every Hopper FP8 GEMM),
+ * and every block's sum is added to an f32 accumulator in the registers
+ * (with its block scales in CKJIT_FP8_SCALE_BLOCK), so the error does not
+ * grow with k beyond f32's.  The epilogue: alpha (then, TENSOR and ROW, the
+ * scales), bias (out_dtype, m entries per row or n per column), activation,
+ * rounding to out_dtype (round to nearest even).  NaN and inf propagate as
+ * in f32 arithmetic (e4m3fn has no infinity; its NaN encodings give NaN).
+ *
+ * ld_scale_a and ld_scale_b are read under CKJIT_FP8_SCALE_BLOCK only.  D
+ * needs only element alignment.  m, n and k are below 2^31 - 512
+ * (CKJIT_ERROR_UNSUPPORTED past it: the tensor memory accelerator's
+ * coordinates are 32-bit).  Scales may be any f32 (a NaN scale gives NaN).
+ *
+ * m = 0 or n = 0 does nothing; k = 0 gives D = act(bias) (or 0).  Runs on
+ * NVIDIA sm_90 (CKJIT_ERROR_UNSUPPORTED elsewhere, and for a compile arch
+ * that is not sm_90).  D must not overlap A, B, the scales or the bias.
+ */
+#ifndef CKJIT_GEMM_FP8_H
+#define CKJIT_GEMM_FP8_H
+
+#include "ckjit/ckjit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ckjit_fp8_scaling {
+  CKJIT_FP8_SCALE_TENSOR = 0,
+  CKJIT_FP8_SCALE_ROW = 1,
+  CKJIT_FP8_SCALE_BLOCK = 2
+} ckjit_fp8_scaling;
+
+typedef struct ckjit_gemm_fp8_desc {
+  int64_t m, n, k;
+  ckjit_dtype a_dtype, b_dtype; /* CKJIT_FP8_E4M3 or CKJIT_FP8_E5M2 each */
+  ckjit_dtype out_dtype;        /* D and bias: CKJIT_F16, CKJIT_BF16 or CKJIT_F32 */
+  const void *a;
+  int64_t lda;                  /* >= k, a multiple of 16 */
+  const void *b;
+  int64_t ldb;                  /* >= k, a multiple of 16 (B column-major) */
+  void *d;
+  int64_t ldd;                  /* >= n */
+  ckjit_fp8_scaling scaling;
+  const float *scale_a, *scale_b; /* device f32, never NULL */
+  int64_t ld_scale_a, ld_scale_b; /* CKJIT_FP8_SCALE_BLOCK only; 0: ceil(k / 128) */
+  float alpha;
+  const void *bias;             /* given exactly when bias_mode != CKJIT_BIAS_NONE */
+  ckjit_bias_mode bias_mode;
+  ckjit_unary_op activation;    /* IDENTITY, RELU, GELU_TANH, GELU_ERF, SILU or SIGMOID */
+} ckjit_gemm_fp8_desc;
+
+/* Zeroes `desc`, then sets alpha 1, a_dtype and b_dtype CKJIT_FP8_E4M3,
+ * out_dtype CKJIT_BF16, CKJIT_FP8_SCALE_TENSOR and activation IDENTITY. */
+CKJIT_API void ckjit_gemm_fp8_desc_init(ckjit_gemm_fp8_desc *desc);
+
+/* One FP8 GEMM (above). */
+CKJIT_API ckjit_status ckjit_gemm_fp8(const ckjit_gemm_fp8_desc *desc, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CKJIT_GEMM_FP8_H */

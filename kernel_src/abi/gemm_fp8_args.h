@@ -1,0 +1,41 @@
+/* The FP8 GEMM (gemm_fp8, kernel_src/gemm/fp8.cu) across the host/kernel
+ * boundary (see abi.h).  The kernel takes the struct by value as its only
+ * parameter: A's and B's tensor maps (64-byte aligned) first. */
+#ifndef CKJIT_KERNEL_ABI_GEMM_FP8_ARGS_H
+#define CKJIT_KERNEL_ABI_GEMM_FP8_ARGS_H
+
+#include "abi/abi.h"
+#include "abi/tensor_map.h"
+
+/* The operands' FP8 formats (the public CKJIT_FP8_E4M3 / _E5M2). */
+#define CKJIT_FP8_TYPES(X) X(FP8_E4M3, e4m3) X(FP8_E5M2, e5m2)
+/* Scaling modes, in the order of the public ckjit_fp8_scaling. */
+#define CKJIT_FP8_SCALINGS(X) X(SCALE_TENSOR, tensor) X(SCALE_ROW, row) X(SCALE_BLOCK, block)
+
+/* D = act(alpha * deq(A) deq(B) + bias) (include/ckjit/gemm_fp8.h).
+ *   map_a, map_b  K-major boxes of 128 K bytes x BM rows of A / BN rows of B
+ *   ld_scale_a/b  block scaling: entries between rows of the scale arrays
+ *   tiles_m/_n    the grid's tiles along M and N */
+#define CKJIT_GEMM_FP8_FIELDS(X)                                               \
+  X(ckjit_tensor_map, map_a, 0)                                                \
+  X(ckjit_tensor_map, map_b, 128)                                              \
+  X(void *, d, 256)                                                            \
+  X(const void *, bias, 264)                                                   \
+  X(const float *, scale_a, 272)                                               \
+  X(const float *, scale_b, 280)                                               \
+  X(long long, ldd, 288)                                                       \
+  X(long long, m, 296)                                                         \
+  X(long long, n, 304)                                                         \
+  X(long long, k, 312)                                                         \
+  X(long long, ld_scale_a, 320)                                                \
+  X(long long, ld_scale_b, 328)                                                \
+  X(long long, tiles_m, 336)                                                   \
+  X(long long, tiles_n, 344)                                                   \
+  X(float, alpha, 352)                                                         \
+  X(float, unused, 356)                                                        \
+  X(long long, tail_padding, 360)
+CKJIT_ABI_STRUCT(ckjit_gemm_fp8_args, CKJIT_GEMM_FP8_FIELDS, 384)
+/* The kernel's one parameter (the host launches with ckjit_abi_by_value). */
+#define CKJIT_GEMM_FP8_PARAM(X) X(ckjit_gemm_fp8_args, x, 0)
+
+#endif

@@ -1,0 +1,194 @@
+/* ckjit_gemm_fp8 (include/ckjit/gemm_fp8.h): validate, plan, arguments
+ * (A's and B's tensor maps), run. */
+#include <stdint.h>
+#include <string.h>
+
+#include "abi/gemm_args.h"
+#include "base/error.h"
+#include "base/int_math.h"
+#include "gemm_fp8.h"
+#include "runtime/arch.h"
+#include "runtime/dispatch.h"
+#include "runtime/ops/op_frame.h"
+
+static const char api[] = "ckjit_gemm_fp8";
+
+void ckjit_gemm_fp8_desc_init(ckjit_gemm_fp8_desc *desc) {
+  if (!desc) return;
+  memset(desc, 0, sizeof *desc);
+  desc->a_dtype = desc->b_dtype = CKJIT_FP8_E4M3;
+  desc->out_dtype = CKJIT_BF16;
+  desc->scaling = CKJIT_FP8_SCALE_TENSOR;
+  desc->alpha = 1.0f;
+  desc->activation = CKJIT_UNARY_IDENTITY;
+}
+
+/* ---- validate ------------------------------------------------------------------- */
+
+static int is_fp8(ckjit_dtype t) { return t == CKJIT_FP8_E4M3 || t == CKJIT_FP8_E5M2; }
+
+static ckjit_status check_operand(const char *name, const void *p, int64_t rows, int64_t k,
+                                  int64_t ld, const char *ld_name) {
+  if (!p) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", api, name);
+  if (ld < k || ld < 1)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s %lld is smaller than k %lld", api,
+                       ld_name, (long long)ld, (long long)k);
+  if ((uintptr_t)p % 16 || ld % 16)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: %s must be 16-byte aligned and %s a multiple of 16 (%p, %lld): the "
+                       "tensor memory accelerator reads it",
+                       api, name, ld_name, p, (long long)ld);
+  int64_t bytes;
+  if (__builtin_mul_overflow(rows, ld, &bytes) || (uintptr_t)p + (uint64_t)bytes < (uintptr_t)p)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s overflows the address space", api,
+                       name);
+  return CKJIT_SUCCESS;
+}
+
+static ckjit_status validate(const ckjit_gemm_fp8_desc *g, int64_t *kb) {
+  if (!g) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", api);
+  if (g->m < 0 || g->n < 0 || g->k < 0)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: m, n, k (%lld, %lld, %lld) must be >= 0",
+                       api, (long long)g->m, (long long)g->n, (long long)g->k);
+  /* TMA coordinates and tile indices are 32-bit. */
+  const int64_t limit = INT32_MAX - 512;
+  if (g->m > limit || g->n > limit || g->k > limit)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s: m, n and k must be below 2^31 - 512", api);
+  if (!is_fp8(g->a_dtype) || !is_fp8(g->b_dtype))
+    return ckjit__fail(ckjit_dtype_size(is_fp8(g->a_dtype) ? g->b_dtype : g->a_dtype)
+                           ? CKJIT_ERROR_UNSUPPORTED
+                           : CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: a_dtype and b_dtype must be CKJIT_FP8_E4M3 or CKJIT_FP8_E5M2 (got %s, %s)",
+                       api, ckjit_dtype_name(g->a_dtype), ckjit_dtype_name(g->b_dtype));
+  if (g->out_dtype != CKJIT_F16 && g->out_dtype != CKJIT_BF16 && g->out_dtype != CKJIT_F32)
+    return ckjit__fail(ckjit_dtype_size(g->out_dtype) ? CKJIT_ERROR_UNSUPPORTED
+                                                      : CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: out_dtype %s must be f16, bf16 or f32", api,
+                       ckjit_dtype_name(g->out_dtype));
+  if ((unsigned)g->scaling > CKJIT_FP8_SCALE_BLOCK)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: scaling %d is not a ckjit_fp8_scaling",
+                       api, (int)g->scaling);
+  if ((unsigned)g->bias_mode > CKJIT_BIAS_PER_COL)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: bias_mode %d is not a ckjit_bias_mode",
+                       api, (int)g->bias_mode);
+  if ((g->bias != NULL) != (g->bias_mode != CKJIT_BIAS_NONE))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: bias must be given exactly when bias_mode is not CKJIT_BIAS_NONE", api);
+  if ((unsigned)g->activation > CKJIT_UNARY_SIGMOID)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: activation %d is not IDENTITY, RELU, GELU_TANH, GELU_ERF, SILU or "
+                       "SIGMOID",
+                       api, (int)g->activation);
+  if (!g->scale_a || !g->scale_b)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: scale_%s is NULL", api,
+                       g->scale_a ? "b" : "a");
+  *kb = (g->k + 127) / 128;
+  if (g->scaling == CKJIT_FP8_SCALE_BLOCK) {
+    const int64_t lsa = g->ld_scale_a ? g->ld_scale_a : *kb, lsb = g->ld_scale_b ? g->ld_scale_b : *kb;
+    if (lsa < *kb || lsb < *kb)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "%s: ld_scale_a %lld and ld_scale_b %lld must be >= ceil(k / 128) = %lld "
+                         "(or 0)",
+                         api, (long long)g->ld_scale_a, (long long)g->ld_scale_b, (long long)*kb);
+  }
+  ckjit_status st;
+  if ((st = check_operand("a", g->a, g->m, g->k, g->lda, "lda")) ||
+      (st = check_operand("b", g->b, g->n, g->k, g->ldb, "ldb")))
+    return st;
+  if (!g->d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: d is NULL", api);
+  if (g->ldd < g->n || g->ldd < 1)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: ldd %lld is smaller than n %lld", api,
+                       (long long)g->ldd, (long long)g->n);
+  return CKJIT_SUCCESS;
+}
+
+/* ---- plan ------------------------------------------------------------------------ */
+
+/* 128 x 128 tiles, unless they leave most multiprocessors idle: then
+ * 128 x 64 (twice the blocks). */
+static void plan(const ckjit_gemm_fp8_desc *g, int sms, ckjit_launch_plan *p) {
+  const int64_t tiles_128 = ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, 128);
+  const int bn = tiles_128 < sms / 2 ? 64 : 128;
+  ckjit__plan_init(p, CKJIT_FAMILY_GEMM_FP8);
+  int32_t *v = p->spec.value;
+  v[G8_A] = g->a_dtype == CKJIT_FP8_E5M2 ? FP8_E5M2 : FP8_E4M3;
+  v[G8_B] = g->b_dtype == CKJIT_FP8_E5M2 ? FP8_E5M2 : FP8_E4M3;
+  v[G8_OUT] = ckjit__dtype_param_value(g->out_dtype);
+  v[G8_SCALING] = (int32_t)g->scaling;
+  v[G8_BN] = bn;
+  v[G8_STAGES] = ckjit__gemm_fp8_stages(bn);
+  v[G8_PROMOTE] = 1;
+  v[G8_BIAS] = (int32_t)g->bias_mode;
+  v[G8_ACT] = (int32_t)g->activation;
+  /* Persistent: a block per multiprocessor walks the tiles. */
+  const int64_t tiles = ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, bn);
+  p->grid[0] = (unsigned)(tiles < sms ? tiles : sms);
+  p->block[0] = 384;
+  p->shared_bytes = ckjit__gemm_fp8_smem(bn, v[G8_STAGES]);
+}
+
+/* ---- arguments ------------------------------------------------------------------- */
+
+static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, int64_t kb, int bn,
+                              ckjit_gemm_fp8_args *x) {
+  memset(x, 0, sizeof *x);
+  /* K-major boxes of 128 bytes x 128 rows of A (bn of B); k 0 still needs a
+   * valid map (no step reads it). */
+  const unsigned long long k = (unsigned long long)(g->k ? g->k : 16);
+  const unsigned long long dims_a[3] = {k, (unsigned long long)g->m, 1},
+                           dims_b[3] = {k, (unsigned long long)g->n, 1};
+  const unsigned long long str_a[2] = {(unsigned long long)g->lda,
+                                       (unsigned long long)(g->lda * g->m)},
+                           str_b[2] = {(unsigned long long)g->ldb,
+                                       (unsigned long long)(g->ldb * g->n)};
+  const unsigned box_a[3] = {128, 128, 1}, box_b[3] = {128, (unsigned)bn, 1};
+  /* The driver makes tensor maps in a current context: the GPU's own. */
+  ckjit_device_scope scope;
+  ckjit_status st = gpu->device.enter(&gpu->device, &scope);
+  if (st) return st;
+  const int bad_a = gpu->device.tensor_map_encode(&x->map_a, g->a_dtype, 3, g->a, dims_a, str_a, box_a) != 0;
+  st = bad_a ? ckjit_last_status()
+             : gpu->device.tensor_map_encode(&x->map_b, g->b_dtype, 3, g->b, dims_b, str_b, box_b);
+  gpu->device.leave(&gpu->device, &scope);
+  if (st)
+    return ckjit__fail(st, "%s: the driver refused %s's tensor map: %s", api, bad_a ? "A" : "B",
+                       ckjit_last_error());
+  x->d = g->d;
+  x->bias = g->bias;
+  x->scale_a = g->scale_a;
+  x->scale_b = g->scale_b;
+  x->ldd = g->ldd;
+  x->m = g->m, x->n = g->n, x->k = g->k;
+  x->ld_scale_a = g->ld_scale_a ? g->ld_scale_a : kb;
+  x->ld_scale_b = g->ld_scale_b ? g->ld_scale_b : kb;
+  x->tiles_m = ckjit__ceil_div(g->m, 128);
+  x->tiles_n = ckjit__ceil_div(g->n, bn);
+  x->alpha = g->alpha;
+  return CKJIT_SUCCESS;
+}
+
+/* ---- run ------------------------------------------------------------------------------ */
+
+ckjit_status ckjit_gemm_fp8(const ckjit_gemm_fp8_desc *g, void *stream) {
+  int64_t kb = 0;
+  ckjit_status st = validate(g, &kb);
+  if (st) return st;
+  const void *const operands[] = {g->a, g->b, g->d, g->scale_a, g->scale_b, g->bias};
+  static const char *const names[] = {"a", "b", "d", "scale_a", "scale_b", "bias"};
+  if ((st = ckjit__check_pointers(stream, api, 6, operands, names))) return st;
+  ckjit_gpu *gpu;
+  if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
+  if (!ckjit__arch_has_wgmma(gpu->arch) || !gpu->device.tensor_map_encode)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                       "%s: FP8 GEMM runs on sm_90 (wgmma and TMA); this GPU compiles for %s%s", api,
+                       gpu->arch, gpu->device.tensor_map_encode ? "" : " and its driver makes no tensor maps");
+  if (g->m == 0 || g->n == 0) return CKJIT_SUCCESS;
+  ckjit_launch_plan p;
+  plan(g, gpu->device.multiprocessors, &p);
+  if ((int)p.shared_bytes > gpu->device.max_shared_bytes)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s: the tile needs %u bytes of shared memory; the "
+                       "GPU allows %d", api, p.shared_bytes, gpu->device.max_shared_bytes);
+  ckjit_gemm_fp8_args x;
+  if ((st = arguments(gpu, g, kb, p.spec.value[G8_BN], &x))) return st;
+  return ckjit__op_run(gpu, &p, &x, &ckjit_abi_by_value, stream);
+}

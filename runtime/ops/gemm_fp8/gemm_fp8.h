@@ -1,0 +1,30 @@
+/* The FP8 GEMM kernel family (kernel_src/gemm/fp8.cu): its parameters,
+ * shared by the family descriptor (gemm_fp8_family.c) and the front-end
+ * (gemm_fp8.c). */
+#ifndef CKJIT_RUNTIME_OPS_GEMM_FP8_H
+#define CKJIT_RUNTIME_OPS_GEMM_FP8_H
+
+#include "abi/gemm_fp8_args.h"
+#include "runtime/spec.h"
+
+/* a, b: the operands' FP8 types; out: D's dtype; scaling; bn: the tile's
+ * columns (rows: 128); stages; promote: K steps (of 128) between additions
+ * of the tensor cores' partial sums into f32 registers (0: never; block
+ * scaling: 1); bias, act: the epilogue. */
+enum {
+  G8_A, G8_B, G8_OUT, G8_SCALING, G8_BN, G8_STAGES, G8_PROMOTE, G8_BIAS, G8_ACT, G8_COUNT
+};
+
+enum { CKJIT_FP8_TYPES(CKJIT_ENUM_CONSTANT) };
+enum { CKJIT_FP8_SCALINGS(CKJIT_ENUM_CONSTANT) CKJIT_FP8_SCALING_COUNT };
+
+/* The stages the policy and the default set give a bn. */
+int ckjit__gemm_fp8_stages(int bn);
+
+/* Dynamic shared memory of a spec's launch: its stages and 1 KiB of slack
+ * for the swizzle atoms' alignment. */
+static inline unsigned ckjit__gemm_fp8_smem(int bn, int stages) {
+  return (unsigned)((128 + bn) * 128 * stages + 1024);
+}
+
+#endif

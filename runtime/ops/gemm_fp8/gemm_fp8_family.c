@@ -1,0 +1,88 @@
+/* The gemm_fp8 kernel family (kernel_src/gemm/fp8.cu): parameters, spec
+ * checks and the default (prewarm) set. */
+#include <string.h>
+
+#include "abi/gemm_args.h"
+#include "base/error.h"
+#include "gemm_fp8.h"
+#include "runtime/arch.h"
+
+CKJIT_ENUM_TABLES(fp8_type, CKJIT_FP8_TYPES)
+CKJIT_ENUM_TABLES(scaling, CKJIT_FP8_SCALINGS)
+CKJIT_ENUM_TABLES(fp8_bias, CKJIT_GEMM_BIASES)
+CKJIT_ENUM_TABLES(fp8_act, CKJIT_GEMM_ACTIVATIONS)
+_Static_assert(FP8_E4M3 == 0 && FP8_E5M2 == 1, "CKJIT_FP8_TYPES: e4m3, e5m2");
+_Static_assert(SCALE_TENSOR == (int)CKJIT_FP8_SCALE_TENSOR && SCALE_ROW == (int)CKJIT_FP8_SCALE_ROW &&
+                   SCALE_BLOCK == (int)CKJIT_FP8_SCALE_BLOCK && CKJIT_FP8_SCALING_COUNT == 3,
+               "CKJIT_FP8_SCALINGS: in the order of ckjit_fp8_scaling");
+
+#define DTYPE_BF16 2
+/* At most 227 KiB of shared memory with 1 KiB of alignment slack. */
+#define MAX_SMEM (227 * 1024)
+
+static const ckjit_param_desc params[G8_COUNT] = {
+    [G8_A] = {.name = "a", .macro = "A_TYPE", .names = fp8_type_names, .symbols = fp8_type_symbols},
+    [G8_B] = {.name = "b", .macro = "B_TYPE", .names = fp8_type_names, .symbols = fp8_type_symbols},
+    [G8_OUT] = CKJIT_DTYPE_PARAM_NAMED("out", DTYPE_BF16),
+    [G8_SCALING] = CKJIT_ENUM_PARAM("scaling", scaling, 0),
+    [G8_BN] = CKJIT_INT_PARAM("bn", 64, 128, 128),
+    [G8_STAGES] = CKJIT_INT_PARAM("stages", 2, 12, 6),
+    [G8_PROMOTE] = CKJIT_INT_PARAM("promote", 0, 64, 1),
+    [G8_BIAS] = CKJIT_ENUM_PARAM("bias", fp8_bias, 0),
+    [G8_ACT] = CKJIT_ENUM_PARAM("act", fp8_act, 0),
+};
+
+static ckjit_status check(const ckjit_spec *s) {
+  const int32_t *v = s->value;
+  if (v[G8_BN] != 64 && v[G8_BN] != 128)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_fp8 bn=%d must be 64 or 128",
+                       v[G8_BN]);
+  if (v[G8_SCALING] == SCALE_BLOCK && v[G8_PROMOTE] != 1)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_fp8 scaling=block applies its scales at every K step: promote=1");
+  if (ckjit__gemm_fp8_smem(v[G8_BN], v[G8_STAGES]) > MAX_SMEM)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_fp8 bn=%d with stages=%d needs %u bytes of shared memory (at "
+                       "most %d)",
+                       v[G8_BN], v[G8_STAGES], ckjit__gemm_fp8_smem(v[G8_BN], v[G8_STAGES]),
+                       MAX_SMEM);
+  return CKJIT_SUCCESS;
+}
+
+/* The stages a bn fits in shared memory (as many as fit: the K loop waits
+ * on memory less with every stage). */
+int ckjit__gemm_fp8_stages(int bn) { return bn == 64 ? 8 : 6; }
+
+/* Default set: e4m3 x e4m3 into bf16 with each scaling, on both tiles, no
+ * epilogue (what serving engines call); and f16 and f32 outputs of the
+ * large tile. */
+static int default_spec(size_t index, ckjit_spec *out) {
+  static const struct { int out, scaling, bn; } set[] = {
+      {DTYPE_BF16, SCALE_TENSOR, 128}, {DTYPE_BF16, SCALE_ROW, 128}, {DTYPE_BF16, SCALE_BLOCK, 128},
+      {DTYPE_BF16, SCALE_TENSOR, 64},  {DTYPE_BF16, SCALE_ROW, 64},  {DTYPE_BF16, SCALE_BLOCK, 64},
+      {1, SCALE_ROW, 128},             {0, SCALE_BLOCK, 128},
+  };
+  if (index >= sizeof set / sizeof set[0]) return 0;
+  memset(out, 0, sizeof *out);
+  out->family = CKJIT_FAMILY_GEMM_FP8;
+  int32_t *v = out->value;
+  v[G8_A] = v[G8_B] = FP8_E4M3;
+  v[G8_OUT] = set[index].out;
+  v[G8_SCALING] = set[index].scaling;
+  v[G8_BN] = set[index].bn;
+  v[G8_STAGES] = ckjit__gemm_fp8_stages(set[index].bn);
+  v[G8_PROMOTE] = 1;
+  return 1;
+}
+
+const ckjit_family ckjit__family_gemm_fp8 = {
+    .name = "gemm_fp8",
+    .source = "gemm/fp8.cu",
+    .kernel = "ckjit_gemm_fp8",
+    .n_params = G8_COUNT,
+    .params = params,
+    .check = check,
+    .default_spec = default_spec,
+    .targets = ckjit__arch_has_wgmma,
+    .targets_text = "sm_90 / sm_90a (FP8 wgmma)",
+};

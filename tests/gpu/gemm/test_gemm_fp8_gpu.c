@@ -1,0 +1,635 @@
+/* GPU suite for ckjit_gemm_fp8 (ckjit/gemm_fp8.h) against an f64 reference
+ * of the header's definition, computed from the dequantized inputs:
+ *   D[i][j] = act(alpha * sum_kk deq(A)[i][kk] deq(B)[kk][j] + bias[i or j])
+ * (TENSOR / ROW / BLOCK scales; A row-major, B column-major, D row-major).
+ *
+ * Inputs are random valid FP8 codes (never NaN, never e5m2 inf; one case
+ * plants a NaN on purpose), decoded by fp8_value(), so the reference sees
+ * what the GPU sees:  narrow: exponent field 0 .. bias + 1 (subnormals up to
+ * ~3.75); full: every finite code (up to 448 / 57344; f32 / bf16 out only);
+ * exact: values k / 4 in [-1, 1] with power-of-two scales, where every
+ * partial sum of a K block is a multiple of 2^-4 below 2^7 (12 bits: exact
+ * on any tensor-core adder of 13 bits or more; Hopper keeps about 14) and
+ * the scaled block sums are exact in f32, so only the epilogue's rounding
+ * is tolerated (gelu_tanh vs gelu_erf shows).  Scales are log-uniform in
+ * [0.25, 4], block scales differ per block: self_checks() shows on the host
+ * that a simulated device with a wrong scale index, the partial last block
+ * on its neighbour's scale, ld_scale_a ignored, A read one code late or
+ * gelu_erf for gelu_tanh fails the check, and the correct one passes.
+ *
+ * Tolerance of D[i][j] (S = sum_kk |deq(A)[i][kk] deq(B)[kk][j]|,
+ * kb = ceil(k / 128), L = |alpha acc| + |bias|):
+ *   e = |alpha| S (2^-9 + (kb + 2) 2^-24)  [header: each 128-block summed on
+ *       the tensor cores with fewer bits than f32, at most 2^-9 of its
+ *       magnitude; kb f32 adds and the scaling; 0 for exact data]
+ *     + L 2^-21                            [alpha, scales, bias: f32, x2]
+ *   e_act = slope e + 2^-20 (1 + |v|) for the transcendental activations
+ *           (slope 1 identity / relu, 1.2 gelu / silu, 0.25 sigmoid)
+ *   |got - ref| <= 2 r_out |ref| + 1.01 e_act + atol: r_out the relative
+ *   half-ulp of out_dtype (2^-11 f16, 2^-8 bf16, 2^-24 f32: one ulp at ref),
+ *   atol 2^-24 for f16 (subnormal spacing), else 1e-37.
+ *
+ * Poison: A's and B's padding (lda, ldb: k rounded up to 16, some wider)
+ * and a guard after them are 0xFF (NaN in both formats); scales and bias
+ * are NaN past their entries (and in unused ld_scale columns), so reading
+ * any of it gives NaN.  D is 0xFF and must stay so outside its m x n
+ * entries (ldd padding, a guard; all of it when m or n is 0); the inputs
+ * must come back unchanged.  Calls run on the default stream (NULL), then
+ * the test synchronizes.
+ *
+ * Runs on an sm_90 device with an sm_90 compile arch; elsewhere one small
+ * call must return CKJIT_ERROR_UNSUPPORTED and the suite is skipped with
+ * the reason (exit 77).  CKJIT_TEST_SKIP_LARGE=1 skips 1024 x 1024 x 4096. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckjit/ckjit.h"
+#include "gpu_harness.h"
+
+#define GUARD 48 /* poisoned elements after every buffer */
+#define LL(x) ((long long)(x))
+#define E4 CKJIT_FP8_E4M3
+#define E5 CKJIT_FP8_E5M2
+
+enum { GEN_NARROW, GEN_FULL, GEN_EXACT };
+static const char *const gen_names[] = {"narrow", "full", "exact"};
+static const char *const act_names[] = {"identity", "relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid"};
+static const char *const sc_names[] = {"tensor", "row", "block"};
+static const char *const bias_names[] = {"none", "row", "col"};
+
+typedef struct fcase {
+  char name[40];
+  ckjit_dtype at, bt, out;
+  ckjit_fp8_scaling sc;
+  int64_t m, n, k;
+  int lda_extra, ldb_extra; /* lda = 16-rounded k + 16 * extra (same for ldb) */
+  int ldd_pad;              /* ldd = n + ldd_pad */
+  int lsa_extra, lsb_extra; /* BLOCK: -1 passes 0 (the default), else ceil(k / 128) + extra */
+  ckjit_bias_mode bias;
+  int act, gen, nan_a;      /* nan_a: one NaN code in A's row m / 2 */
+  float alpha;
+  int sample;               /* > 0: that many random entries + last row and column */
+} fcase;
+
+typedef struct prob {
+  const fcase *cs;
+  int64_t lda, ldb, ldd, kb, lsa, lsb; /* lsa / lsb: the scale strides in effect */
+  gt_buf a, b, d, sa, sb, bias;
+  uint8_t *before, *got; /* D's bytes before and after the call */
+  ckjit_gemm_fp8_desc desc;
+} prob;
+
+/* ---- FP8 codes and the reference ----------------------------------------------- */
+
+/* The value of an FP8 code: e4m3fn (bias 7, 3 mantissa bits, S.1111.111 NaN,
+ * no infinity) or e5m2 (bias 15, 2 mantissa bits, exponent 31: inf / NaN). */
+static double fp8_value(ckjit_dtype dt, uint8_t c) {
+  const int e4 = dt == E4, mb = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+  const int e = (c & 0x7F) >> mb, mant = c & ((1 << mb) - 1);
+  const double sign = (c & 0x80) ? -1.0 : 1.0;
+  if (e4 && (c & 0x7F) == 0x7F) return NAN;
+  if (!e4 && e == 31) return mant ? NAN : sign * INFINITY;
+  if (e == 0) return sign * ldexp(mant, 1 - bias - mb); /* subnormal */
+  return sign * ldexp((1 << mb) + mant, e - bias - mb);
+}
+
+static uint8_t gen_code(ckjit_dtype dt, int gen, tu_rng *r) {
+  const int mb = dt == E4 ? 3 : 2, bias = dt == E4 ? 7 : 15;
+  for (;;) {
+    uint8_t c = (uint8_t)tu_rng_next(r);
+    if (gen == GEN_NARROW) /* keep sign and mantissa, exponent field 0 .. bias + 1 */
+      c = (uint8_t)((c & 0x80) | (tu_rng_range(r, 0, bias + 1) << mb) | (c & ((1 << mb) - 1)));
+    const double v = fp8_value(dt, c);
+    if (!isfinite(v)) continue;
+    if (gen == GEN_EXACT && (fabs(v) > 1.0 || v * 4 != floor(v * 4))) continue;
+    return c;
+  }
+}
+
+static double act_ref(int act, double x) {
+  switch (act) {
+    case CKJIT_UNARY_RELU: return x > 0 ? x : 0.0;
+    case CKJIT_UNARY_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case CKJIT_UNARY_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
+    case CKJIT_UNARY_SILU: return x / (1.0 + exp(-x));
+    case CKJIT_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    default: return x;
+  }
+}
+
+static double act_slope(int a) { return a == CKJIT_UNARY_SIGMOID ? 0.25 : a >= CKJIT_UNARY_GELU_TANH ? 1.2 : 1.0; }
+
+static double out_round(ckjit_dtype dt) { return dt == CKJIT_F16 ? 0x1p-11 : dt == CKJIT_BF16 ? 0x1p-8 : 0x1p-24; }
+
+static float f32_at(const gt_buf *b, size_t i) { return (float)gt_get(CKJIT_F32, b->host, i); }
+
+/* Mutations a simulated device may carry (self_checks): each must fail. */
+enum { MUT_NONE, MUT_B_BLOCK0, MUT_LAST_BLOCK, MUT_A_LD_DEFAULT, MUT_A_SHIFT, MUT_ERF };
+
+/* deq(A) as rows (m x k) and deq(B) as columns (n x k), scales applied as
+ * the header says (or as the mutation `mut` gets them wrong). */
+static void dequant(const prob *p, int mut, double *dA, double *dB) {
+  const fcase *cs = p->cs;
+  const int64_t k = cs->k, kb = p->kb;
+  for (int64_t i = 0; i < cs->m; i++)
+    for (int64_t q = 0; q < k; q++) {
+      int64_t qb = q / 128, ld = mut == MUT_A_LD_DEFAULT ? kb : p->lsa;
+      if (mut == MUT_LAST_BLOCK && qb == kb - 1 && k % 128 && qb > 0) qb--;
+      size_t si = cs->sc == CKJIT_FP8_SCALE_TENSOR ? 0 : cs->sc == CKJIT_FP8_SCALE_ROW ? (size_t)i : (size_t)(i * ld + qb);
+      size_t ai = (size_t)(i * p->lda + q + (mut == MUT_A_SHIFT));
+      dA[i * k + q] = fp8_value(cs->at, p->a.host[ai]) * f32_at(&p->sa, si);
+    }
+  for (int64_t j = 0; j < cs->n; j++)
+    for (int64_t q = 0; q < k; q++) {
+      int64_t qb = mut == MUT_B_BLOCK0 ? 0 : q / 128;
+      if (mut == MUT_LAST_BLOCK && qb == kb - 1 && k % 128 && qb > 0) qb--;
+      size_t si = cs->sc == CKJIT_FP8_SCALE_TENSOR ? 0 : cs->sc == CKJIT_FP8_SCALE_ROW ? (size_t)j
+                                                                                     : (size_t)((j / 128) * p->lsb + qb);
+      dB[j * k + q] = fp8_value(cs->bt, p->b.host[(size_t)(j * p->ldb + q)]) * f32_at(&p->sb, si);
+    }
+}
+
+static double bias_at(const prob *p, int64_t i, int64_t j) {
+  if (p->cs->bias == CKJIT_BIAS_NONE) return 0.0;
+  return gt_get(p->cs->out, p->bias.host, (size_t)(p->cs->bias == CKJIT_BIAS_PER_ROW ? i : j));
+}
+
+/* Reference and tolerance of D[i][j]; ar = deq row i of A, bc = deq column j of B. */
+static void ref_entry(const prob *p, const double *ar, const double *bc, int64_t i, int64_t j, double *ref,
+                      double *tol) {
+  const fcase *cs = p->cs;
+  double acc = 0, s = 0;
+  for (int64_t q = 0; q < cs->k; q++) {
+    const double t = ar[q] * bc[q];
+    acc += t;
+    s += fabs(t);
+  }
+  const double alpha = cs->alpha, bias = bias_at(p, i, j);
+  const double pre = alpha * acc + bias;
+  const double coef = cs->gen == GEN_EXACT ? 0.0 : 0x1p-9 + (double)(p->kb + 2) * 0x1p-24;
+  double e = fabs(alpha) * s * coef + (fabs(alpha * acc) + fabs(bias)) * 0x1p-21;
+  e = act_slope(cs->act) * e + (cs->act >= CKJIT_UNARY_GELU_TANH ? 0x1p-20 * (1.0 + fabs(pre)) : 0.0);
+  *ref = act_ref(cs->act, pre);
+  *tol = 2.0 * out_round(cs->out) * fabs(*ref) + 1.01 * e + (cs->out == CKJIT_F16 ? 0x1p-24 : 1e-37);
+}
+
+/* What a device with bug `mut` would store (self_checks): f32 block sums,
+ * an f32 epilogue, rounded to out_dtype. */
+static double simulate(const prob *p, const double *ar, const double *bc, int64_t i, int64_t j, int mut) {
+  const fcase *cs = p->cs;
+  float acc = 0;
+  for (int64_t q0 = 0; q0 < cs->k; q0 += 128) {
+    float blk = 0;
+    for (int64_t q = q0; q < q0 + 128 && q < cs->k; q++) blk += (float)(ar[q] * bc[q]);
+    acc += blk;
+  }
+  const float v = cs->alpha * acc + (float)bias_at(p, i, j);
+  const int act = mut == MUT_ERF && cs->act == CKJIT_UNARY_GELU_TANH ? CKJIT_UNARY_GELU_ERF : cs->act;
+  return gt_round(cs->out, act_ref(act, v));
+}
+
+/* ---- set-up ------------------------------------------------------------------------ */
+
+static int host_buf(gt_buf *b, ckjit_dtype dt, size_t elems) {
+  memset(b, 0, sizeof *b);
+  b->dt = dt;
+  b->elems = elems + GUARD;
+  b->host = malloc(b->elems * gt_esize(dt));
+  return b->host ? 0 : -1;
+}
+
+static int to_device(gt_check *ck, gt_buf *b) {
+  const size_t bytes = b->elems * gt_esize(b->dt);
+  const ckjit_status st = ckjit_malloc(&b->dev, bytes);
+  if (st != CKJIT_SUCCESS) {
+    b->dev = NULL;
+    gt_fail(ck, "ckjit_malloc(%zu): %s: %s", bytes, ckjit_status_string(st), ckjit_last_error());
+    return -1;
+  }
+  return gt_buf_upload(ck, b);
+}
+
+static float gen_scale(const fcase *cs, tu_rng *r) {
+  return cs->gen == GEN_EXACT ? ldexpf(1.0f, (int)tu_rng_range(r, -2, 2)) : (float)exp2(gt_uniform(r, -2.0, 2.0));
+}
+
+/* Fills the scale entries in use (`rows` rows of `used` entries, row stride
+ * ld) and leaves NaN elsewhere. */
+static void fill_scales(const fcase *cs, gt_buf *s, int64_t rows, int64_t used, int64_t ld, tu_rng *r) {
+  gt_fill_nan(CKJIT_F32, s->host, s->elems);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t q = 0; q < used; q++) gt_put(CKJIT_F32, s->host, (size_t)(i * ld + q), gen_scale(cs, r));
+}
+
+/* The host side of case cs: operands, scales, bias, poisoned D, the
+ * descriptor without device pointers. */
+static int make_host(prob *p, const fcase *cs, tu_rng *r) {
+  memset(p, 0, sizeof *p);
+  p->cs = cs;
+  const int64_t m = cs->m, n = cs->n, k = cs->k;
+  p->kb = (k + 127) / 128;
+  const int64_t k16 = k > 0 ? (k + 15) / 16 * 16 : 16; /* lda >= k, a multiple of 16 */
+  p->lda = k16 + 16 * cs->lda_extra;
+  p->ldb = k16 + 16 * cs->ldb_extra;
+  p->ldd = n + cs->ldd_pad > 0 ? n + cs->ldd_pad : 1;
+  const int64_t nbb = (n + 127) / 128; /* B's 128-column blocks */
+  int64_t ra = 1, ua = 1, rb = 1, ub = 1; /* scale rows x entries used, TENSOR */
+  p->lsa = p->lsb = 1;
+  if (cs->sc == CKJIT_FP8_SCALE_ROW) ra = m, rb = n;
+  if (cs->sc == CKJIT_FP8_SCALE_BLOCK) {
+    p->lsa = cs->lsa_extra < 0 ? p->kb : p->kb + cs->lsa_extra;
+    p->lsb = cs->lsb_extra < 0 ? p->kb : p->kb + cs->lsb_extra;
+    ra = m, ua = p->kb, rb = nbb, ub = p->kb;
+  }
+  if (host_buf(&p->a, cs->at, (size_t)(m * p->lda)) || host_buf(&p->b, cs->bt, (size_t)(n * p->ldb)) ||
+      host_buf(&p->d, cs->out, (size_t)(m * p->ldd)) || host_buf(&p->sa, CKJIT_F32, (size_t)(ra * p->lsa)) ||
+      host_buf(&p->sb, CKJIT_F32, (size_t)(rb * p->lsb)) ||
+      host_buf(&p->bias, cs->out, (size_t)(cs->bias == CKJIT_BIAS_PER_ROW ? m : n)))
+    return -1;
+  memset(p->a.host, 0xFF, p->a.elems); /* NaN padding */
+  memset(p->b.host, 0xFF, p->b.elems);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t q = 0; q < k; q++) p->a.host[i * p->lda + q] = gen_code(cs->at, cs->gen, r);
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t q = 0; q < k; q++) p->b.host[j * p->ldb + q] = gen_code(cs->bt, cs->gen, r);
+  if (cs->nan_a && m > 0 && k > 0) p->a.host[(m / 2) * p->lda + k / 3] = cs->at == E4 ? 0x7F : 0x7E;
+  fill_scales(cs, &p->sa, ra, ua, p->lsa, r);
+  fill_scales(cs, &p->sb, rb, ub, p->lsb, r);
+  gt_fill_nan(cs->out, p->bias.host, p->bias.elems);
+  for (size_t i = 0; i + GUARD < p->bias.elems && cs->bias != CKJIT_BIAS_NONE; i++)
+    gt_put(cs->out, p->bias.host, i, gt_uniform(r, -4.0, 4.0));
+  memset(p->d.host, 0xFF, p->d.elems * gt_esize(cs->out));
+  const size_t dbytes = p->d.elems * gt_esize(cs->out);
+  p->before = malloc(dbytes);
+  p->got = malloc(dbytes);
+  if (!p->before || !p->got) return -1;
+  memcpy(p->before, p->d.host, dbytes);
+
+  ckjit_gemm_fp8_desc *d = &p->desc;
+  ckjit_gemm_fp8_desc_init(d);
+  d->m = m, d->n = n, d->k = k;
+  d->a_dtype = cs->at, d->b_dtype = cs->bt, d->out_dtype = cs->out;
+  d->lda = p->lda, d->ldb = p->ldb, d->ldd = p->ldd;
+  d->scaling = cs->sc;
+  if (cs->sc == CKJIT_FP8_SCALE_BLOCK) {
+    d->ld_scale_a = cs->lsa_extra < 0 ? 0 : p->lsa;
+    d->ld_scale_b = cs->lsb_extra < 0 ? 0 : p->lsb;
+  }
+  d->alpha = cs->alpha;
+  d->bias_mode = cs->bias;
+  d->activation = (ckjit_unary_op)cs->act;
+  return 0;
+}
+
+static gt_buf *bufs(prob *p, int i) {
+  gt_buf *const all[6] = {&p->a, &p->b, &p->sa, &p->sb, &p->bias, &p->d};
+  return all[i];
+}
+
+static int upload(gt_check *ck, prob *p) {
+  for (int i = 0; i < 6; i++)
+    if (to_device(ck, bufs(p, i))) return -1;
+  ckjit_gemm_fp8_desc *d = &p->desc;
+  d->a = p->a.dev, d->b = p->b.dev, d->d = p->d.dev;
+  d->scale_a = p->sa.dev, d->scale_b = p->sb.dev;
+  d->bias = p->cs->bias != CKJIT_BIAS_NONE ? p->bias.dev : NULL;
+  return 0;
+}
+
+static void free_prob(prob *p) {
+  for (int i = 0; i < 6; i++) gt_buf_free(bufs(p, i));
+  free(p->before);
+  free(p->got);
+}
+
+/* ---- checks -------------------------------------------------------------------------- */
+
+static void check_outside(gt_check *ck, const prob *p) {
+  const size_t s = gt_esize(p->cs->out);
+  for (size_t e = 0; e < p->d.elems; e++) {
+    const int in = (int64_t)e / p->ldd < p->cs->m && (int64_t)e % p->ldd < p->cs->n;
+    if (!in && memcmp(p->got + e * s, p->before + e * s, s) != 0) {
+      gt_fail(ck, "D written outside its m x n entries at element %zu (row %lld, col %lld; ldd %lld, %zu elements)",
+              e, LL((int64_t)e / p->ldd), LL((int64_t)e % p->ldd), LL(p->ldd), p->d.elems);
+      return;
+    }
+  }
+  gt_pass(ck);
+}
+
+static void check_inputs(gt_check *ck, prob *p) {
+  static const char *const names[5] = {"A", "B", "scale_a", "scale_b", "bias"};
+  for (int i = 0; i < 5; i++) {
+    gt_buf *b = bufs(p, i);
+    const size_t bytes = b->elems * gt_esize(b->dt);
+    uint8_t *tmp = bytes <= (16u << 20) ? malloc(bytes) : NULL;
+    if (!tmp) continue;
+    if (gt_buf_download(ck, b, tmp) == 0) {
+      if (memcmp(tmp, b->host, bytes) != 0)
+        gt_fail(ck, "input %s was modified", names[i]);
+      else
+        gt_pass(ck);
+    }
+    free(tmp);
+  }
+}
+
+static void check_entry(gt_check *ck, const prob *p, const double *dA, const double *dB, int64_t i, int64_t j) {
+  double ref, tol;
+  ref_entry(p, dA + i * p->cs->k, dB + j * p->cs->k, i, j, &ref, &tol);
+  const double got = gt_get(p->cs->out, p->got, (size_t)(i * p->ldd + j));
+  if (gt_close(got, ref, tol))
+    gt_pass(ck);
+  else
+    gt_fail(ck, "D[%lld][%lld] = %.9g, want %.9g (|diff| %.3g > tol %.3g)", LL(i), LL(j), got, ref,
+            fabs(got - ref), tol);
+}
+
+static void check_values(gt_check *ck, const prob *p, tu_rng *r) {
+  const fcase *cs = p->cs;
+  const int64_t m = cs->m, n = cs->n, k = cs->k;
+  if (m == 0 || n == 0) return;
+  double *dA = malloc((size_t)((m + n) * k + 1) * sizeof(double)), *dB = dA + m * k;
+  if (!dA) {
+    gt_fail(ck, "host malloc failed");
+    return;
+  }
+  dequant(p, MUT_NONE, dA, dB);
+  if (cs->sample <= 0) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) check_entry(ck, p, dA, dB, i, j);
+  } else {
+    for (int s = 0; s < cs->sample; s++) check_entry(ck, p, dA, dB, tu_rng_range(r, 0, m - 1), tu_rng_range(r, 0, n - 1));
+    for (int64_t j = 0; j < n; j++) check_entry(ck, p, dA, dB, m - 1, j);
+    for (int64_t i = 0; i + 1 < m; i++) check_entry(ck, p, dA, dB, i, n - 1);
+  }
+  free(dA);
+}
+
+/* ---- cases ------------------------------------------------------------------------------ */
+
+static fcase *g_cases;
+static size_t g_ncases, g_cap;
+
+static fcase mk(const char *name, ckjit_dtype at, ckjit_dtype bt, ckjit_dtype out, int sc, int64_t m, int64_t n,
+                int64_t k) {
+  fcase c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.name, sizeof c.name, "%s", name);
+  c.at = at, c.bt = bt, c.out = out, c.sc = (ckjit_fp8_scaling)sc;
+  c.m = m, c.n = n, c.k = k;
+  c.lsa_extra = c.lsb_extra = -1;
+  c.alpha = 1.0f;
+  return c;
+}
+
+static void add(fcase c) {
+  if (g_ncases == g_cap) {
+    g_cap = g_cap ? 2 * g_cap : 64;
+    g_cases = realloc(g_cases, g_cap * sizeof *g_cases);
+    if (!g_cases) abort();
+  }
+  g_cases[g_ncases++] = c;
+}
+
+static const ckjit_dtype OUTS[3] = {CKJIT_BF16, CKJIT_F16, CKJIT_F32};
+enum { TEN = CKJIT_FP8_SCALE_TENSOR, ROW = CKJIT_FP8_SCALE_ROW, BLK = CKJIT_FP8_SCALE_BLOCK };
+
+static void build_cases(int skip_large) {
+  fcase c;
+  /* every scaling x operand pair (mixed both ways) x out dtype, on odd shapes
+   * off the 128 tiles; some with padded lda / ldb / ldd, explicit or wider
+   * ld_scale */
+  static const ckjit_dtype pairs[4][2] = {{E4, E4}, {E5, E5}, {E4, E5}, {E5, E4}};
+  static const int64_t shapes[6][3] = {{129, 200, 300}, {7, 333, 1000}, {200, 129, 48},
+                                       {1, 200, 100},   {333, 7, 16},   {130, 257, 129}};
+  for (int s = 0; s < 3; s++)
+    for (int pr = 0; pr < 4; pr++)
+      for (int o = 0; o < 3; o++) {
+        const int i = s * 12 + pr * 3 + o;
+        const int64_t *sh = shapes[i % 6];
+        c = mk("matrix", pairs[pr][0], pairs[pr][1], OUTS[o], s, sh[0], sh[1], sh[2]);
+        c.ldd_pad = i % 4 == 1 ? 3 : 0, c.lda_extra = i % 5 == 2, c.ldb_extra = i % 7 == 3 ? 2 : 0;
+        c.lsa_extra = i % 3 - 1, c.lsb_extra = (i / 3) % 3 - 1; /* default, exact, one wider */
+        add(c);
+      }
+  /* K off the 128 block (the partial last block has its own scale) and off
+   * 16 (lda / ldb padded with NaN codes) */
+  static const int64_t ks[] = {1, 15, 16, 17, 48, 100, 127, 128, 129, 255, 256, 257, 300, 1000, 1023};
+  static const int64_t mn[5] = {1, 7, 129, 200, 333};
+  for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+    c = mk("k edge", t % 3 ? E4 : E5, t % 4 ? E4 : E5, OUTS[t % 3], t % 5 == 4 ? ROW : BLK, mn[t % 5],
+           mn[(t + 2) % 5], ks[t]);
+    c.lsa_extra = t % 2 ? -1 : 2, c.lsb_extra = t % 3 ? -1 : 1, c.ldd_pad = (int)(t % 4);
+    add(c);
+  }
+  /* ld_scale_a / ld_scale_b: both 0 (default), one or both wider than
+   * needed (NaN in the unused columns), exactly ceil(k / 128) given */
+  static const int lds[5][2] = {{-1, -1}, {5, -1}, {-1, 1}, {3, 7}, {0, 0}};
+  for (int t = 0; t < 5; t++) {
+    c = mk("ld_scale", E4, t % 2 ? E5 : E4, OUTS[t % 3], BLK, 200, 333, 1000);
+    c.lsa_extra = lds[t][0], c.lsb_extra = lds[t][1];
+    add(c);
+  }
+  /* odd M and N */
+  static const int64_t mns[6][2] = {{1, 333}, {333, 1}, {7, 7}, {129, 129}, {200, 333}, {333, 200}};
+  for (int t = 0; t < 6; t++) add(mk("odd m n", t % 2 ? E5 : E4, E4, OUTS[t % 3], t % 3, mns[t][0], mns[t][1], 300));
+  /* epilogue: alpha != 1, bias per row / column, relu and gelu_tanh, per scaling */
+  static const float alphas[3] = {0.5f, -1.75f, 3.0f};
+  for (int s = 0; s < 3; s++)
+    for (int b = 1; b <= 2; b++)
+      for (int a = 0; a < 2; a++) {
+        c = mk("epilogue", (s + a) % 2 ? E5 : E4, b == 2 ? E5 : E4, OUTS[(s + b + a) % 3], s, 129, 200, 300);
+        c.bias = (ckjit_bias_mode)b, c.act = a ? CKJIT_UNARY_GELU_TANH : CKJIT_UNARY_RELU;
+        c.alpha = alphas[(s + b) % 3], c.ldd_pad = 5;
+        add(c);
+      }
+  /* exact data: every activation checked to its own rounding (gelu_tanh
+   * is not gelu_erf), bias off by one entry shows */
+  for (int act = 0; act < 6; act++) {
+    c = mk("exact epilogue", act % 2 ? E5 : E4, act % 3 ? E4 : E5, OUTS[act % 3], act % 3, 100, 140, 300);
+    c.gen = GEN_EXACT, c.act = act, c.bias = act % 2 ? CKJIT_BIAS_PER_ROW : CKJIT_BIAS_PER_COL, c.alpha = 0.75f;
+    add(c);
+  }
+  c = mk("exact block aligned", E4, E4, CKJIT_F32, BLK, 256, 256, 512), c.gen = GEN_EXACT, add(c);
+  c = mk("exact block odd", E5, E4, CKJIT_F32, BLK, 129, 200, 1000), c.gen = GEN_EXACT, c.lsb_extra = 2, add(c);
+  /* ldd > n: the padding must stay poisoned */
+  c = mk("ldd pad 64", E4, E4, CKJIT_BF16, ROW, 70, 100, 256), c.ldd_pad = 64, add(c);
+  c = mk("ldd pad 1", E5, E5, CKJIT_F16, TEN, 33, 129, 64), c.ldd_pad = 1, c.bias = CKJIT_BIAS_PER_COL, add(c);
+  /* every finite code (values up to 448 / 57344) */
+  c = mk("full range", E4, E4, CKJIT_F32, TEN, 129, 200, 48), c.gen = GEN_FULL, add(c);
+  c = mk("full range", E5, E5, CKJIT_F32, ROW, 65, 130, 100), c.gen = GEN_FULL, add(c);
+  c = mk("full range", E4, E5, CKJIT_BF16, BLK, 40, 300, 300), c.gen = GEN_FULL, add(c);
+  /* a NaN code in A: its row is NaN (NaN propagates as in f32) */
+  c = mk("nan in A", E4, E5, CKJIT_F32, TEN, 33, 40, 200), c.nan_a = 1, add(c);
+  c = mk("nan in A", E5, E4, CKJIT_BF16, BLK, 20, 150, 300), c.nan_a = 1, add(c);
+  /* empty: m = 0 / n = 0 write nothing; k = 0 gives act(bias) or 0 */
+  c = mk("m=0", E4, E4, CKJIT_BF16, BLK, 0, 200, 300), c.bias = CKJIT_BIAS_PER_COL, add(c);
+  c = mk("n=0", E5, E4, CKJIT_F32, ROW, 7, 0, 48), c.ldd_pad = 8, c.bias = CKJIT_BIAS_PER_ROW, add(c);
+  c = mk("m=n=0", E4, E5, CKJIT_F16, TEN, 0, 0, 16), add(c);
+  c = mk("m=n=k=0", E4, E4, CKJIT_F16, BLK, 0, 0, 0), add(c);
+  c = mk("k=0 bias row gelu", E4, E4, CKJIT_BF16, BLK, 7, 129, 0);
+  c.bias = CKJIT_BIAS_PER_ROW, c.act = CKJIT_UNARY_GELU_TANH, c.ldd_pad = 3, add(c);
+  c = mk("k=0 bias col relu", E5, E4, CKJIT_F32, ROW, 129, 7, 0), c.bias = CKJIT_BIAS_PER_COL;
+  c.act = CKJIT_UNARY_RELU, c.alpha = 2.0f, add(c);
+  c = mk("k=0 no bias", E5, E5, CKJIT_F16, TEN, 33, 65, 0), c.ldd_pad = 2, add(c);
+  /* larger problems: whole tiles plus edges; 1024 x 1024 x 4096 sampled */
+  c = mk("large", E4, E4, CKJIT_BF16, BLK, 512, 384, 2048);
+  c.bias = CKJIT_BIAS_PER_COL, c.act = CKJIT_UNARY_GELU_TANH, c.alpha = 0.5f, add(c);
+  c = mk("large", E5, E4, CKJIT_F16, ROW, 512, 384, 2048), c.alpha = 0.25f, c.bias = CKJIT_BIAS_PER_ROW, add(c);
+  c = mk("large", E4, E4, CKJIT_F32, TEN, 512, 384, 2048), c.ldd_pad = 16, add(c);
+  c = mk("large odd", E4, E5, CKJIT_BF16, BLK, 333, 200, 2000), c.lsa_extra = 1, add(c);
+  if (!skip_large) {
+    c = mk("1024x1024x4096", E4, E4, CKJIT_BF16, BLK, 1024, 1024, 4096), c.sample = 3000, add(c);
+    c = mk("1024x1024x4096", E4, E4, CKJIT_F16, TEN, 1024, 1024, 4096), c.sample = 3000, c.alpha = 0.125f, add(c);
+  }
+}
+
+static void describe(const fcase *cs, const prob *p, uint64_t seed, char *buf, size_t len) {
+  snprintf(buf, len,
+           "[%s] %s x %s -> %s %s mnk=%lldx%lldx%lld lda=%lld ldb=%lld ldd=%lld ld_scale=%lld,%lld bias=%s act=%s "
+           "alpha=%g data=%s%s seed=%llu",
+           cs->name, ckjit_dtype_name(cs->at), ckjit_dtype_name(cs->bt), ckjit_dtype_name(cs->out), sc_names[cs->sc],
+           LL(cs->m), LL(cs->n), LL(cs->k), LL(p->lda), LL(p->ldb), LL(p->ldd), LL(p->desc.ld_scale_a),
+           LL(p->desc.ld_scale_b), bias_names[cs->bias], act_names[cs->act], (double)cs->alpha, gen_names[cs->gen],
+           cs->nan_a ? " +NaN" : "", (unsigned long long)seed);
+}
+
+/* ---- the runner ----------------------------------------------------------------------------- */
+
+/* Runs one case; returns its failures. */
+static long run_case(gt_check *ck, size_t index, const fcase *cs, uint64_t seed) {
+  const long f0 = ck->failures;
+  tu_rng r = {seed};
+  prob p;
+  char d[600];
+  const int made = make_host(&p, cs, &r);
+  describe(cs, &p, seed, d, sizeof d);
+  gt_check_begin(ck, "case %zu %s", index, d);
+  if (made) gt_fail(ck, "host malloc failed");
+  if (made || upload(ck, &p)) goto done;
+  const ckjit_status st = ckjit_gemm_fp8(&p.desc, NULL); /* the default stream */
+  if (st != CKJIT_SUCCESS) {
+    gt_fail(ck, "ckjit_gemm_fp8 returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    goto done;
+  }
+  gt_pass(ck);
+  if (gt_sync(ck) || gt_buf_download(ck, &p.d, p.got)) goto done;
+  check_outside(ck, &p);
+  check_values(ck, &p, &r);
+  check_inputs(ck, &p);
+done:
+  free_prob(&p);
+  gt_check_end(ck);
+  return ck->failures - f0;
+}
+
+/* ---- self-checks and the device requirement --------------------------------------------------- */
+
+/* The reference against a simulated device on the host: the correct one
+ * passes every entry, each bug (block 0's B scale everywhere, the partial
+ * last block with its neighbour's scale, A's scale rows at ceil(k / 128)
+ * instead of ld_scale_a, A read one code late, gelu_erf for gelu_tanh on
+ * exact data) fails at least one.  Returns the wrong outcomes. */
+static int mutation_checks(const fcase *cs, int first_mut, int last_mut) {
+  int bad = 0;
+  tu_rng r = {12345};
+  prob p;
+  const size_t na = (size_t)(cs->m * cs->k), nb = (size_t)(cs->n * cs->k);
+  double *tA = malloc(2 * (na + nb) * sizeof(double)), *tB = tA + na, *dA = tB + nb, *dB = dA + na;
+  if (!tA || make_host(&p, cs, &r)) return 1; /* tiny: not reached */
+  dequant(&p, MUT_NONE, tA, tB);
+  for (int mut = first_mut; mut <= last_mut; mut++) {
+    dequant(&p, mut == MUT_ERF ? MUT_NONE : mut, dA, dB);
+    long fails = 0;
+    for (int64_t i = 0; i < cs->m; i++)
+      for (int64_t j = 0; j < cs->n; j++) {
+        double ref, tol;
+        ref_entry(&p, tA + i * cs->k, tB + j * cs->k, i, j, &ref, &tol);
+        fails += !gt_close(simulate(&p, dA + i * cs->k, dB + j * cs->k, i, j, mut), ref, tol);
+      }
+    if ((mut == MUT_NONE) != (fails == 0)) {
+      printf("self-check [%s] mutation %d: %ld of %lld entries fail\n", cs->name, mut, fails, LL(cs->m * cs->n));
+      bad++;
+    }
+  }
+  free_prob(&p);
+  free(tA);
+  return bad;
+}
+
+static int self_checks(void) {
+  int bad = 0;
+  bad += fp8_value(E4, 0x7E) != 448.0 || fp8_value(E4, 0x01) != 0x1p-9 || fp8_value(E4, 0x08) != 0x1p-6;
+  bad += fp8_value(E4, 0x38) != 1.0 || fp8_value(E4, 0xB4) != -0.75 || !isnan(fp8_value(E4, 0xFF));
+  bad += fp8_value(E5, 0x7B) != 57344.0 || fp8_value(E5, 0x01) != 0x1p-16 || fp8_value(E5, 0x3C) != 1.0;
+  bad += fp8_value(E5, 0x7C) != INFINITY || !isnan(fp8_value(E5, 0x7D)) || fp8_value(E5, 0xBA) != -0.75;
+  bad += fabs(act_ref(CKJIT_UNARY_GELU_TANH, 1.0) - 0.8411919906) > 1e-9;
+  tu_rng r = {7};
+  for (int g = 0; g < 3; g++) /* the generators never make NaN / inf, narrow stays below 4 */
+    for (int i = 0; i < 20000; i++) {
+      const ckjit_dtype dt = i % 2 ? E5 : E4;
+      const double v = fp8_value(dt, gen_code(dt, g, &r));
+      bad += !isfinite(v) || (g == GEN_NARROW && fabs(v) >= 4.0) || (g == GEN_EXACT && v * 4 != floor(v * 4));
+    }
+  fcase c = mk("mutations block", E4, E5, CKJIT_BF16, BLK, 5, 260, 300);
+  c.lsa_extra = 2, c.lsb_extra = 1, c.bias = CKJIT_BIAS_PER_COL, c.alpha = 0.5f;
+  bad += mutation_checks(&c, MUT_NONE, MUT_A_SHIFT);
+  c = mk("mutations k=256", E5, E4, CKJIT_F32, BLK, 3, 130, 256); /* lda == k: the shift reads the next row */
+  c.lsa_extra = 1;
+  bad += mutation_checks(&c, MUT_NONE, MUT_B_BLOCK0) + mutation_checks(&c, MUT_A_LD_DEFAULT, MUT_A_SHIFT);
+  c = mk("mutations exact gelu", E4, E4, CKJIT_F32, ROW, 16, 40, 300);
+  c.gen = GEN_EXACT, c.act = CKJIT_UNARY_GELU_TANH, c.bias = CKJIT_BIAS_PER_ROW, c.alpha = 0.75f;
+  bad += mutation_checks(&c, MUT_NONE, MUT_NONE) + mutation_checks(&c, MUT_ERF, MUT_ERF);
+  return bad;
+}
+
+static int is_sm90(const char *a) { return strncmp(a, "sm_90", 5) == 0 && (!a[5] || !strcmp(a + 5, "a")); }
+
+/* sm_90 device and compile arch; elsewhere one small call must return
+ * CKJIT_ERROR_UNSUPPORTED, and the suite is skipped.  (Any other answer
+ * there runs the suite, which then checks it.) */
+static int requires(gt_ctx *ctx, char *why, size_t len) {
+  if (is_sm90(ctx->info.device_arch) && is_sm90(ctx->info.arch)) return 1;
+  const fcase c = mk("probe", E4, E4, CKJIT_BF16, TEN, 16, 16, 32);
+  tu_rng r = {1};
+  prob p;
+  gt_check_begin(ctx->ck, "unsupported-device probe");
+  ckjit_status st = CKJIT_ERROR_INTERNAL;
+  if (make_host(&p, &c, &r) == 0 && upload(ctx->ck, &p) == 0) st = ckjit_gemm_fp8(&p.desc, NULL);
+  free_prob(&p);
+  if (st == CKJIT_ERROR_UNSUPPORTED) {
+    snprintf(why, len, "ckjit_gemm_fp8 needs sm_90; device %s (%s), compile arch %s: CKJIT_ERROR_UNSUPPORTED (%s)",
+             ctx->info.name, ctx->info.device_arch, ctx->info.arch, ckjit_last_error());
+    return 0;
+  }
+  printf("note: device %s, compile arch %s is not sm_90, yet ckjit_gemm_fp8 returned %s: running the cases\n",
+         ctx->info.device_arch, ctx->info.arch, ckjit_status_string(st));
+  return 1;
+}
+
+static gt_result run(gt_ctx *ctx) {
+  if (ctx->skip_large) printf("SKIP large cases (1024x1024x4096): CKJIT_TEST_SKIP_LARGE is set\n");
+  build_cases(ctx->skip_large);
+  int failed = 0;
+  for (size_t i = 0; i < g_ncases; i++)
+    failed += run_case(ctx->ck, i, &g_cases[i], ctx->seed ^ (0x9E3779B97F4A7C15ull * (i + 1))) != 0;
+  printf("gemm_fp8: %zu cases (%d failed), %ld checks, %ld failures\n", g_ncases, failed, ctx->ck->checks,
+         ctx->ck->failures);
+  free(g_cases);
+  return (gt_result){(long)g_ncases, failed};
+}
+
+static const gt_suite suite = {
+    .name = "gemm_fp8_gpu",
+    .cache_tag = "gemm-fp8-gpu",
+    .self_check = self_checks,
+    .requires = requires,
+    .run = run,
+    .check_stats = 1,
+};
+
+GT_MAIN(suite)
