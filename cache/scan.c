@@ -34,14 +34,19 @@ static int add(ckjit_scan *s, const char *hex, const struct stat *st) {
 
 /* Walks one open subdirectory; calls add() for its entries when `s` is not
  * NULL, else only counts them.  Returns 0 or -1 (out of memory). */
+/* A directory stream over its own copy of the open directory `fd` (the
+ * caller keeps fd for openat / fstatat); NULL when it cannot be read. */
+static DIR *dir_stream(int fd) {
+  int dfd = dup(fd);
+  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d && dfd >= 0) close(dfd);
+  return d;
+}
+
 static int walk_subdir(int sub, const char *subname, ckjit_scan *s, int64_t stale_before,
                        uint64_t *bytes, uint64_t *entries, uint64_t *temps_removed) {
-  int dfd = dup(sub);
-  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-  if (!d) {
-    if (dfd >= 0) close(dfd);
-    return 0;
-  }
+  DIR *d = dir_stream(sub);
+  if (!d) return 0;
   int rc = 0;
   struct dirent *de;
   while (rc == 0 && (de = readdir(d)) != NULL) {
@@ -70,12 +75,8 @@ static int walk_subdir(int sub, const char *subname, ckjit_scan *s, int64_t stal
  * counts the whole directory).  Returns 0 or -1 (out of memory). */
 static int walk_root(int root, ckjit_scan *s, int64_t stale_before, uint64_t *bytes,
                      uint64_t *entries, uint64_t *temps_removed) {
-  int dfd = dup(root);
-  DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-  if (!d) {
-    if (dfd >= 0) close(dfd);
-    return 0;
-  }
+  DIR *d = dir_stream(root);
+  if (!d) return 0;
   int rc = 0;
   struct dirent *de;
   while (rc == 0 && (de = readdir(d)) != NULL) {

@@ -16,3 +16,24 @@ CKJIT_INLINE float ckjit_gelu_tanh(float x) {
   return x * (1.0f - __fdividef(1.0f, 1.0f + __expf(2.0f * u)));
 }
 CKJIT_INLINE float ckjit_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
+
+// The epilogue activation of a kernel whose spec has an `act` parameter
+// (ACT and the ACT_* constants of abi/gemm_args.h, defined before this
+// header): the GEMM epilogues (gemm/epilogue.h, gemm/fp8.cu).
+#ifdef ACT
+CKJIT_INLINE float activation(float v) {
+#if ACT == ACT_RELU
+  return v < 0.0f ? 0.0f : v; // NaN stays NaN, as torch.relu
+#elif ACT == ACT_GELU_TANH
+  return ckjit_gelu_tanh(v);
+#elif ACT == ACT_GELU_ERF
+  return ckjit_gelu_erf(v);
+#elif ACT == ACT_SILU
+  return v * ckjit_sigmoid(v);
+#elif ACT == ACT_SIGMOID
+  return ckjit_sigmoid(v);
+#else
+  return v;
+#endif
+}
+#endif

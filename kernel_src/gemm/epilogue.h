@@ -12,22 +12,6 @@
 #include "core/activations.h"
 #include "gemm/problem.h"
 
-CKJIT_INLINE float activation(float v) {
-#if ACT == ACT_RELU
-  return v < 0.0f ? 0.0f : v; // NaN stays NaN, as torch.relu
-#elif ACT == ACT_GELU_TANH
-  return ckjit_gelu_tanh(v);
-#elif ACT == ACT_GELU_ERF
-  return ckjit_gelu_erf(v);
-#elif ACT == ACT_SILU
-  return v * ckjit_sigmoid(v);
-#elif ACT == ACT_SIGMOID
-  return ckjit_sigmoid(v);
-#else
-  return v;
-#endif
-}
-
 template <typename S> CKJIT_INLINE float load_elem(const void *base, long long i) {
   return ckjit_to_float(static_cast<const S *>(base)[i]);
 }

@@ -74,21 +74,6 @@ CKJIT_INLINE void step(float (&acc)[ACC], unsigned sa, unsigned sb, int cw, bool
   }
 }
 
-CKJIT_INLINE float activation(float v) {
-#if ACT == ACT_RELU
-  return v < 0.0f ? 0.0f : v; // NaN stays NaN
-#elif ACT == ACT_GELU_TANH
-  return ckjit_gelu_tanh(v);
-#elif ACT == ACT_GELU_ERF
-  return ckjit_gelu_erf(v);
-#elif ACT == ACT_SILU
-  return v * ckjit_sigmoid(v);
-#elif ACT == ACT_SIGMOID
-  return ckjit_sigmoid(v);
-#else
-  return v;
-#endif
-}
 
 // The tile of block `b`: groups of 8 tile rows walked down their columns,
 // so that a wave of blocks shares A's and B's tiles in L2.

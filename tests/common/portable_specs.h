@@ -15,7 +15,7 @@
 enum { PS_PORTABLE, PS_NVIDIA_ONLY, PS_AMD_ONLY };
 
 static __attribute__((unused)) int ps_vendor_only(const char *spec) {
-  static const char *const nvidia[] = {"gemm_mma:", "gemm_wgmma:", "gemm_tf32:", "attention_decode:",
+  static const char *const nvidia[] = {"gemm_mma:", "gemm_wgmma:", "gemm_tf32:", "gemm_fp8:", "attention_decode:",
                                        "attention_mma:", "attention_wgmma:"};
   static const char *const amd[] = {"gemm_mfma:", "attention_mfma:"};
   for (size_t i = 0; i < sizeof nvidia / sizeof nvidia[0]; i++)
