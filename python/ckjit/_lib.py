@@ -82,6 +82,8 @@ PROTOTYPES = {
     'ckjit_gemm_desc_init': (None, [_P(S.GemmDesc)]),
     'ckjit_gemm': (S.ENUM, [S.PTR, S.PTR]),
     'ckjit_gemm_grouped': (S.ENUM, [S.PTR, S.I32, S.PTR]),
+    'ckjit_gemm_fp8_desc_init': (None, [_P(S.GemmFp8Desc)]),
+    'ckjit_gemm_fp8': (S.ENUM, [S.PTR, S.PTR]),
     'ckjit_attention_desc_init': (None, [_P(S.AttentionDesc)]),
     'ckjit_attention_strides_bshd': (S.AttentionStrides, [S.I64, S.I64, S.I64]),
     'ckjit_attention_strides_bhsd': (S.AttentionStrides, [S.I64, S.I64, S.I64]),

@@ -1,5 +1,5 @@
-"""ctypes mirrors of every public struct and enum of include/ckjit/ckjit.h and
-include/ckjit/paged_attention.h.
+"""ctypes mirrors of every public struct and enum of include/ckjit/ckjit.h,
+include/ckjit/paged_attention.h and include/ckjit/gemm_fp8.h.
 
 The field lists copy the headers in order; the layout test
 (python/tests/test_struct_layout.py) compares every size and field offset with a C
@@ -66,6 +66,10 @@ GEMM_STREAM_K = -1
 # ckjit_attention_mask
 MASK_NONE, MASK_CAUSAL, MASK_WINDOW = 0, 1, 2
 
+# ckjit_fp8_scaling (gemm_fp8.h): scaled_mm's scaling= names
+FP8_SCALE_TENSOR, FP8_SCALE_ROW, FP8_SCALE_BLOCK = 0, 1, 2
+FP8_SCALINGS = {'tensor': FP8_SCALE_TENSOR, 'row': FP8_SCALE_ROW, 'block': FP8_SCALE_BLOCK}
+
 
 # ---- structs ---------------------------------------------------------------------------
 class Options(ctypes.Structure):
@@ -122,6 +126,14 @@ class GemmDesc(ctypes.Structure):
                 ('batch', I64), ('stride_a', I64), ('stride_b', I64), ('stride_c', I64),
                 ('stride_d', I64), ('stride_d0', I64), ('stride_d1', I64), ('split_k', I32),
                 ('allow_tf32', I32)]
+
+
+class GemmFp8Desc(ctypes.Structure):
+    _fields_ = [('m', I64), ('n', I64), ('k', I64), ('a_dtype', ENUM), ('b_dtype', ENUM),
+                ('out_dtype', ENUM), ('a', PTR), ('lda', I64), ('b', PTR), ('ldb', I64),
+                ('d', PTR), ('ldd', I64), ('scaling', ENUM), ('scale_a', PTR),
+                ('scale_b', PTR), ('ld_scale_a', I64), ('ld_scale_b', I64), ('alpha', F32),
+                ('bias', PTR), ('bias_mode', ENUM), ('activation', ENUM)]
 
 
 class AttentionStrides(ctypes.Structure):
@@ -181,6 +193,7 @@ STRUCTS = {
     'ckjit_softmax_params': SoftmaxParams,
     'ckjit_norm_params': NormParams,
     'ckjit_gemm_desc': GemmDesc,
+    'ckjit_gemm_fp8_desc': GemmFp8Desc,
     'ckjit_attention_strides': AttentionStrides,
     'ckjit_attention_desc': AttentionDesc,
     'ckjit_paged_strides': PagedStrides,

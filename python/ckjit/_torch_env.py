@@ -1,9 +1,9 @@
 """What the op modules take from torch, bound once, and the checks they share.
 
 `import ckjit` does not need torch.  When torch imports, activate(torch) gives every op
-module (rows, reduce, elementwise, gemm, attention, paged) plain module globals for
-what its hot path uses: the dtype codes, the raw-stream and current-device accessors,
-torch.compiler.is_compiling and the custom-op wrappers.  Without torch those globals
+module (rows, reduce, elementwise, gemm, gemm_fp8, attention, paged) plain module
+globals for what its hot path uses: the dtype codes, the raw-stream and current-device
+accessors, torch.compiler.is_compiling and the custom-op wrappers.  Without torch those globals
 are stubs whose first call raises ImportError, so an op called without torch says so.
 
 The CPU tests activate a small fake torch (python/tests/conftest.py) to reach the

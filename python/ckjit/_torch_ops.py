@@ -21,7 +21,8 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import elementwise as _ew, gemm as _gemm, paged as _paged, reduce as _reduce
+from . import elementwise as _ew, gemm as _gemm, gemm_fp8 as _fp8, paged as _paged
+from . import reduce as _reduce
 from . import rows as _rows
 # (ckjit.attention is the function once the package is imported; take the module's names)
 from .attention import attention as _attention_fn, output_shapes as _attention_shapes
@@ -196,6 +197,18 @@ def _grouped_matmul_fake(a, b, bias, activation, out_dtype, alpha):
             for x, y in zip(a, b)]
 
 
+def _scaled_mm_impl(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor,
+                    out_dtype: Optional[torch.dtype], bias: Optional[Tensor],
+                    activation: Optional[str], alpha: float, scaling: Optional[str]) -> Tensor:
+    return _fp8.scaled_mm(a, b, scale_a, scale_b, out_dtype=out_dtype, bias=bias,
+                          activation=activation, alpha=alpha, scaling=scaling)
+
+
+def _scaled_mm_fake(a, b, scale_a, scale_b, out_dtype, bias, activation, alpha, scaling):
+    return a.new_empty(_fp8.output_shape('scaled_mm', a.shape, b.shape),
+                       dtype=out_dtype or torch.bfloat16)
+
+
 # ---- attention -----------------------------------------------------------------------------
 def _attention_impl(q: Tensor, k: Tensor, v: Tensor, causal: bool, window_left: int,
                     window_right: int, softcap: float, scale: Optional[float],
@@ -288,6 +301,7 @@ def register():
     _register('transpose', _transpose_impl, _transpose_fake)
     _register('matmul', _matmul_impl, _matmul_fake)
     _register('grouped_matmul', _grouped_matmul_impl, _grouped_matmul_fake)
+    _register('scaled_mm', _scaled_mm_impl, _scaled_mm_fake)
     _register('attention', _attention_impl, _attention_fake)
     _register('paged_attention', _paged_attention_impl, _paged_attention_fake,
               mutates_args=('error',))
@@ -363,6 +377,11 @@ def matmul(a, b, bias, activation, out_dtype, alpha, beta, c, d0, d1, bias_per_r
 def grouped_matmul(a, b, bias, activation, out_dtype, alpha, out):
     ys = OPS['grouped_matmul'](a, b, list(bias or []), activation, out_dtype, float(alpha))
     return ys if out is None else [_into(o, y) for o, y in zip(out, ys)]
+
+
+def scaled_mm(a, b, scale_a, scale_b, out_dtype, bias, activation, alpha, scaling, out):
+    return _into(out, OPS['scaled_mm'](a, b, scale_a, scale_b, out_dtype, bias, activation,
+                                       float(alpha), scaling))
 
 
 def _window(window):

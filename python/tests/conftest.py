@@ -168,7 +168,8 @@ class FakeTorch(types.SimpleNamespace):
                       bfloat16=FakeDtype('bfloat16', 2, 0.0078125),
                       float64=FakeDtype('float64', 8, 2.220446049250313e-16),
                       int8=FakeDtype('int8', 1), int32=FakeDtype('int32', 4),
-                      int64=FakeDtype('int64', 8), float8_e4m3fn=FakeDtype('float8_e4m3fn', 1))
+                      int64=FakeDtype('int64', 8), float8_e4m3fn=FakeDtype('float8_e4m3fn', 1),
+                      float8_e5m2=FakeDtype('float8_e5m2', 1))
         super().__init__(**dtypes)
         self.current = 0
         self.guard_entries = []

@@ -15,8 +15,8 @@ from conftest import PACKAGE_ROOT
 import ckjit
 
 MODULES = {'__init__.py', '_errors.py', '_lib.py', '_structs.py', '_torch_env.py',
-           '_torch_ops.py', 'attention.py', 'elementwise.py', 'gemm.py', 'paged.py',
-           'reduce.py', 'rows.py', 'runtime.py'}
+           '_torch_ops.py', 'attention.py', 'elementwise.py', 'gemm.py', 'gemm_fp8.py',
+           'paged.py', 'reduce.py', 'rows.py', 'runtime.py'}
 
 
 @pytest.fixture

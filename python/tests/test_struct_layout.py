@@ -21,7 +21,7 @@ from ckjit import _lib, _structs as S
 
 INCLUDE = os.path.join(REPO, 'include')
 HEADERS = [os.path.join(INCLUDE, 'ckjit', h)
-           for h in ('ckjit.h', 'paged_attention.h', 'prepared.h')]
+           for h in ('ckjit.h', 'paged_attention.h', 'prepared.h', 'gemm_fp8.h')]
 
 
 def _header_text():
@@ -101,6 +101,7 @@ PACKERS = [
     (S.GemmDesc, 'm', 'ldd'),
     (S.GemmDesc, 'c', 'allow_tf32'),
     (S.GemmDesc, 'm', 'allow_tf32'),
+    (S.GemmFp8Desc, 'm', 'activation'),
     (S.AttentionDesc, 'dtype', 'softcap'),
     (S.PagedAttentionDesc, 'dtype', 'softcap'),
     (S.PagedKVAppendDesc, 'dtype', 'kv.scale_stride'),
@@ -217,7 +218,7 @@ def test_enum_values_match_the_c_library():
         assert _lib.lib.ckjit_status_string(value).decode() == name
     text = _header_text()
     for table, prefix in ((S.UNARY_OPS, 'CKJIT_UNARY_'), (S.BINARY_OPS, 'CKJIT_BINARY_'),
-                          (S.REDUCE_OPS, 'CKJIT_REDUCE_')):
+                          (S.REDUCE_OPS, 'CKJIT_REDUCE_'), (S.FP8_SCALINGS, 'CKJIT_FP8_SCALE_')):
         for name, value in table.items():
             m = re.search(rf'{prefix}{name.upper()}\s*=\s*(\d+)', text)
             assert m and int(m.group(1)) == value, f'{prefix}{name.upper()}'

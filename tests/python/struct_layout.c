@@ -1,5 +1,5 @@
 /* Prints, as JSON, sizeof and the offset and size of every field of every public struct
- * of ckjit.h and paged_attention.h, for python/tests/test_struct_layout.py,
+ * of ckjit.h, paged_attention.h and gemm_fp8.h, for python/tests/test_struct_layout.py,
  * which compares them with the package's ctypes mirrors (python/ckjit/_structs.py)
  * and the field names with the headers' text.  A struct added to a header must
  * be added here too: the Python test checks that this program lists every
@@ -85,6 +85,18 @@ int main(void) {
   F(ckjit_gemm_desc, batch); F(ckjit_gemm_desc, stride_a); F(ckjit_gemm_desc, stride_b);
   F(ckjit_gemm_desc, stride_c); F(ckjit_gemm_desc, stride_d); F(ckjit_gemm_desc, stride_d0);
   F(ckjit_gemm_desc, stride_d1); F(ckjit_gemm_desc, split_k); F(ckjit_gemm_desc, allow_tf32);
+  end();
+
+  BEGIN(ckjit_gemm_fp8_desc);
+  F(ckjit_gemm_fp8_desc, m); F(ckjit_gemm_fp8_desc, n); F(ckjit_gemm_fp8_desc, k);
+  F(ckjit_gemm_fp8_desc, a_dtype); F(ckjit_gemm_fp8_desc, b_dtype);
+  F(ckjit_gemm_fp8_desc, out_dtype); F(ckjit_gemm_fp8_desc, a); F(ckjit_gemm_fp8_desc, lda);
+  F(ckjit_gemm_fp8_desc, b); F(ckjit_gemm_fp8_desc, ldb); F(ckjit_gemm_fp8_desc, d);
+  F(ckjit_gemm_fp8_desc, ldd); F(ckjit_gemm_fp8_desc, scaling);
+  F(ckjit_gemm_fp8_desc, scale_a); F(ckjit_gemm_fp8_desc, scale_b);
+  F(ckjit_gemm_fp8_desc, ld_scale_a); F(ckjit_gemm_fp8_desc, ld_scale_b);
+  F(ckjit_gemm_fp8_desc, alpha); F(ckjit_gemm_fp8_desc, bias); F(ckjit_gemm_fp8_desc, bias_mode);
+  F(ckjit_gemm_fp8_desc, activation);
   end();
 
   BEGIN(ckjit_attention_strides);
