@@ -116,8 +116,10 @@ typedef struct ckjit_device {
    * (CKJIT_F32, CKJIT_F16, CKJIT_BF16, or a 1-byte type moved as bytes) at `addr`, innermost dimension
    * first (strides in bytes, for dims 1..rank-1), moved in boxes of `box`
    * elements to or from 128-byte-swizzled shared memory; out-of-bounds
-   * elements read as zero and are not written. */
-  ckjit_status (*tensor_map_encode)(void *map, ckjit_dtype dtype, int rank, const void *addr,
+   * elements read as zero and are not written.  Made in d's context (the
+   * driver refuses maps without a current one), whatever the caller has. */
+  ckjit_status (*tensor_map_encode)(const struct ckjit_device *d, void *map, ckjit_dtype dtype,
+                                    int rank, const void *addr,
                                     const unsigned long long *dims,
                                     const unsigned long long *strides, const unsigned *box);
   /* Releases what open took (ckjit_shutdown). */

@@ -239,7 +239,8 @@ static ckjit_status cuda_get_function(const ckjit_device *d, void *module, const
   return CKJIT_SUCCESS;
 }
 
-static ckjit_status cuda_tensor_map_encode(void *map, ckjit_dtype dtype, int rank, const void *addr,
+static ckjit_status cuda_tensor_map_encode(const ckjit_device *d, void *map, ckjit_dtype dtype,
+                                           int rank, const void *addr,
                                            const unsigned long long *dims,
                                            const unsigned long long *strides, const unsigned *box) {
   const unsigned elem_strides[5] = {1, 1, 1, 1, 1};
@@ -247,8 +248,12 @@ static ckjit_status cuda_tensor_map_encode(void *map, ckjit_dtype dtype, int ran
    * bytes), INTERLEAVE_NONE, SWIZZLE_128B 3, L2_PROMOTION_L2_256B 3,
    * FLOAT_OOB_FILL_NONE (zeros) */
   const int type = dtype == CKJIT_BF16 ? 9 : dtype == CKJIT_F16 ? 6 : ckjit_dtype_size(dtype) == 1 ? 0 : 7;
+  ckjit_device_scope scope;
+  ckjit_status st = cuda_enter(d, &scope);
+  if (st) return st;
   CUresult r = cu.tensor_map_encode_tiled(map, type, (unsigned)rank, (void *)addr, dims, strides,
                                           box, elem_strides, 0, 3, 3, 0);
+  cuda_leave(d, &scope);
   return r ? cuda_fail(CKJIT_ERROR_LAUNCH, r, "cuTensorMapEncodeTiled") : CKJIT_SUCCESS;
 }
 

@@ -39,7 +39,7 @@ static int encode(const ckjit_gpu *gpu, ckjit_tensor_map *map, const ckjit_atten
                                       (unsigned long long)heads, (unsigned long long)batch};
   const unsigned long long strides[3] = {s_seq, s_head, s_batch};
   const unsigned box[4] = {64, rows, 1, 1};
-  return gpu->device.tensor_map_encode(map, d->dtype, 4, ptr, dims, strides, box) == CKJIT_SUCCESS;
+  return gpu->device.tensor_map_encode(&gpu->device, map, d->dtype, 4, ptr, dims, strides, box) == CKJIT_SUCCESS;
 }
 
 /* A paged pool: head dim, slot, head, page; boxes of min(page, bn) slots
@@ -59,7 +59,7 @@ static int encode_pool(const ckjit_gpu *gpu, ckjit_tensor_map *map, ckjit_dtype 
                                          heads > 1 ? (uint64_t)st->head * es : 16,
                                          kv->num_pages > 1 ? (uint64_t)st->page * es : 16};
   const unsigned box[4] = {64, page < bn ? (unsigned)page : bn, 1, 1};
-  return gpu->device.tensor_map_encode(map, dtype, 4, pool, dims, strides, box) == CKJIT_SUCCESS;
+  return gpu->device.tensor_map_encode(&gpu->device, map, dtype, 4, pool, dims, strides, box) == CKJIT_SUCCESS;
 }
 
 int ckjit__attention_encode_maps(const ckjit_gpu *gpu, const attention_call *c,
@@ -67,12 +67,7 @@ int ckjit__attention_encode_maps(const ckjit_gpu *gpu, const attention_call *c,
   const ckjit_attention_desc *d = c->desc;
   if (!gpu->device.tensor_map_encode || d->seqlen_k == 0) return 0;
   const unsigned bm = (unsigned)spec->value[AT_BM], bn = (unsigned)spec->value[AT_BN];
-  /* A refused map is not an error: the cp.async copies take the call.  The
-   * driver makes maps in a current context only: the GPU's own, entered
-   * (without one, every map was refused for callers with no context
-   * current). */
-  ckjit_device_scope scope;
-  if (gpu->device.enter(&gpu->device, &scope)) return 0;
+  /* A refused map is not an error: the cp.async copies take the call. */
   const int quiet = ckjit__error_quiet(1);
   const ckjit_paged_kv *kv = c->paged;
   int ok = encode(gpu, &x->q_map, d, d->q, &d->q_strides, d->num_heads_q, d->seqlen_q,
@@ -90,6 +85,5 @@ int ckjit__attention_encode_maps(const ckjit_gpu *gpu, const attention_call *c,
          encode(gpu, &x->v_map, d, d->v, &d->v_strides, d->num_heads_kv, d->seqlen_k,
                 d->head_dim_v, bn);
   ckjit__error_quiet(quiet);
-  gpu->device.leave(&gpu->device, &scope);
   return ok;
 }

@@ -14,24 +14,9 @@ int ckjit__gemm_tma_ok(const ckjit_gpu *gpu, const ckjit_gemm_desc *g) {
          !(g->batch > 1 && (g->stride_a == 0 || g->stride_b == 0));
 }
 
-static int encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
-                       ckjit_tensor_map *map_a, ckjit_tensor_map *map_b, ckjit_tensor_map *map_d);
-
-/* The driver makes tensor maps in a current context (without one it
- * refuses them, which sent callers with no context current to the cp.async
- * pipeline): the GPU's own, entered for the call. */
 int ckjit__gemm_encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
                             ckjit_tensor_map *map_a, ckjit_tensor_map *map_b,
                             ckjit_tensor_map *map_d) {
-  ckjit_device_scope scope;
-  if (gpu->device.enter(&gpu->device, &scope)) return 0;
-  const int made = encode_maps(gpu, g, pl, map_a, map_b, map_d);
-  gpu->device.leave(&gpu->device, &scope);
-  return made;
-}
-
-static int encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
-                       ckjit_tensor_map *map_a, ckjit_tensor_map *map_b, ckjit_tensor_map *map_d) {
   const int a_k = g->a_order == CKJIT_ROW_MAJOR, b_k = g->b_order == CKJIT_COL_MAJOR;
   const unsigned long long m = (unsigned long long)g->m, n = (unsigned long long)g->n,
                            k = (unsigned long long)g->k, b = (unsigned long long)g->batch;
@@ -45,8 +30,8 @@ static int encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan
   const unsigned bk = (unsigned)(128 / es);
   const unsigned box_a[3] = {a_k ? bk : 64u, a_k ? (unsigned)pl->tile.bm : bk, 1};
   const unsigned box_b[3] = {b_k ? bk : 64u, b_k ? (unsigned)pl->tile.bn : bk, 1};
-  if (gpu->device.tensor_map_encode(map_a, g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
-      gpu->device.tensor_map_encode(map_b, g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
+  if (gpu->device.tensor_map_encode(&gpu->device, map_a, g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
+      gpu->device.tensor_map_encode(&gpu->device, map_b, g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
     return 0;
   /* D through TMA stores: 16-byte aligned rows and batch entries. */
   const unsigned long long es_d = ckjit_dtype_size(g->out_dtype), ldd = (unsigned long long)g->ldd * es_d;
@@ -54,7 +39,7 @@ static int encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan
   if (!map_d || (uintptr_t)g->d % 16 || ldd % 16 || sd % 16 || sd == 0) return 1;
   const unsigned long long dims_d[3] = {n, m, b}, str_d[2] = {ldd, sd};
   const unsigned box_d[3] = {(unsigned)(128 / es_d), 128, 1};
-  return gpu->device.tensor_map_encode(map_d, g->out_dtype, 3, g->d, dims_d, str_d, box_d) ? 1 : 2;
+  return gpu->device.tensor_map_encode(&gpu->device, map_d, g->out_dtype, 3, g->d, dims_d, str_d, box_d) ? 1 : 2;
 }
 
 int ckjit__gemm_large_arguments_ok(void) {

@@ -142,17 +142,17 @@ static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, int6
                            str_b[2] = {(unsigned long long)g->ldb,
                                        (unsigned long long)(g->ldb * g->n)};
   const unsigned box_a[3] = {128, 128, 1}, box_b[3] = {128, (unsigned)bn, 1};
-  /* The driver makes tensor maps in a current context: the GPU's own. */
-  ckjit_device_scope scope;
-  ckjit_status st = gpu->device.enter(&gpu->device, &scope);
-  if (st) return st;
-  const int bad_a = gpu->device.tensor_map_encode(&x->map_a, g->a_dtype, 3, g->a, dims_a, str_a, box_a) != 0;
-  st = bad_a ? ckjit_last_status()
-             : gpu->device.tensor_map_encode(&x->map_b, g->b_dtype, 3, g->b, dims_b, str_b, box_b);
-  gpu->device.leave(&gpu->device, &scope);
-  if (st)
-    return ckjit__fail(st, "%s: the driver refused %s's tensor map: %s", api, bad_a ? "A" : "B",
-                       ckjit_last_error());
+  const ckjit_device *dev = &gpu->device;
+  const char *which = "A";
+  ckjit_status st = dev->tensor_map_encode(dev, &x->map_a, g->a_dtype, 3, g->a, dims_a, str_a, box_a);
+  if (!st) {
+    which = "B";
+    st = dev->tensor_map_encode(dev, &x->map_b, g->b_dtype, 3, g->b, dims_b, str_b, box_b);
+  }
+  if (st) { /* the driver's message stays; this names the call and the operand */
+    ckjit__error_append(" (%s: %s's tensor map)", api, which);
+    return st;
+  }
   x->d = g->d;
   x->bias = g->bias;
   x->scale_a = g->scale_a;

@@ -223,18 +223,24 @@ static ckjit_status run_split(ckjit_gpu *gpu, const rownorm_call *c,
   return st ? st : fst;
 }
 
+/* The vector width of c's operands and c's tile policy on `gpu`. */
+static int policy(const rownorm_call *c, const ckjit_gpu *gpu, ckjit_rownorm_policy *pol) {
+  const int vec = pick_vec(c);
+  const ckjit_rownorm_shape shape = {
+      .op = c->op, .rows = c->rows, .cols = c->cols, .vec = vec,
+      .elem_size = ckjit_dtype_size(c->dtype), .reread_operands = c->res && !c->sum_out ? 2 : 1};
+  ckjit__rownorm_policy(&shape, gpu->device.multiprocessors, gpu->device.l2_bytes, pol);
+  return vec;
+}
+
 /* The steps after the front-end's checks. */
 static ckjit_status rownorm(const rownorm_call *c) {
   ckjit_status st = validate_pointers(c);
   if (st) return st;
-  const int vec = pick_vec(c);
   ckjit_gpu *gpu;
   if ((st = ckjit__stream_gpu(c->stream, &gpu))) return st;
-  const ckjit_rownorm_shape shape = {
-      .op = c->op, .rows = c->rows, .cols = c->cols, .vec = vec,
-      .elem_size = ckjit_dtype_size(c->dtype), .reread_operands = c->res && !c->sum_out ? 2 : 1};
   ckjit_rownorm_policy pol;
-  ckjit__rownorm_policy(&shape, gpu->device.multiprocessors, gpu->device.l2_bytes, &pol);
+  const int vec = policy(c, gpu, &pol);
   if (!pol.split) return run_pass(gpu, c, &pol, vec, PASS_FUSED, NULL);
   return run_split(gpu, c, &pol, vec);
 }
@@ -314,11 +320,8 @@ ckjit_status ckjit_softmax_prepare(ckjit_dtype dtype, int64_t rows, int64_t cols
   p->call.ld_x = ld_x;
   p->call.ld_y = ld_y;
   p->call.softmax = *params;
-  const int vec = pick_vec(&c);
-  const ckjit_rownorm_shape shape = {.op = c.op, .rows = rows, .cols = cols, .vec = vec,
-                                     .elem_size = ckjit_dtype_size(dtype), .reread_operands = 1};
   ckjit_rownorm_policy pol;
-  ckjit__rownorm_policy(&shape, gpu->device.multiprocessors, gpu->device.l2_bytes, &pol);
+  const int vec = policy(&c, gpu, &pol);
   if (!pol.split) {
     ckjit_kernel *k;
     plan(&c, &pol, vec, PASS_FUSED, &p->plan);
