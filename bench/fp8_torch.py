@@ -17,7 +17,8 @@ Records (JSON lines on stdout and in --json, kind "gemm_fp8", for bench/make_res
   gemm fp8 MxNxK blockwise vs scaled_mm rowwise   (peer: torch's row-wise at that shape)
   gemm fp8 MxNxK blockwise vs scaled_mm blockwise (only where this torch takes
                                                    DeepSeek-style block scales on sm_90)
-value = ckjit TFLOP/s (2*m*n*k / median time), peer_value = the peer's.  Every case is
+value = ckjit TFLOP/s (2*m*n*k / median time), peer_value = the peer's; details.ckjit_cluster2_ms:
+ckjit's median with CKJIT_GEMM_FP8_CLUSTER=2 (pairs of blocks multicasting A) in the same rounds.  Every case is
 checked before it is timed; one that fails posts no number ("check": "failed: ...").
 Cases run in child processes (a crash or hang costs only its case; torch_bench_common).
 Exit status 0 when every case was measured or CKJIT_ERROR_UNSUPPORTED, 2 when a check
@@ -302,6 +303,18 @@ def kernel_names(fn):
         return None
 
 
+def in_clusters(call):
+    """call with CKJIT_GEMM_FP8_CLUSTER=2 (read by each ckjit_gemm_fp8 call): the same
+    tile in pairs of blocks multicasting A, for the clusters' effect in the same run."""
+    def run():
+        os.environ['CKJIT_GEMM_FP8_CLUSTER'] = '2'
+        try:
+            call()
+        finally:
+            del os.environ['CKJIT_GEMM_FP8_CLUSTER']
+    return run
+
+
 def run_case(ctx, case):
     ctx.gen.manual_seed(7000 + CASES.index(case))
     m, n, k = case.m, case.n, case.k
@@ -347,6 +360,7 @@ def run_case(ctx, case):
     peer_out = ref = None
     if peer_fn:
         sides['torch'] = peer_fn
+    sides['ckjit cluster 2'] = in_clusters(ck)
     check_vs = (f'f32 matmul of the dequantized inputs on the first and last {REF_ROWS} rows'
                 + (', and torch._scaled_mm every element' if compared else '') +
                 f'; |diff| <= {RTOL} * max |ref| of the row')
@@ -367,7 +381,9 @@ def run_case(ctx, case):
             '; '.join(notes) or None)))
     res = ctx.time_sides(sides)
     ck_ms, ck_min = res['ckjit']
-    details.update(ckjit_ms=ck_ms, ckjit_min_ms=ck_min)
+    details.update(ckjit_ms=ck_ms, ckjit_min_ms=ck_min, ckjit_cluster2_ms=res['ckjit cluster 2'][0])
+    log(f'{case.base}: ckjit as planned {ck_ms:.4f} ms, in clusters of two (CKJIT_GEMM_FP8_CLUSTER=2) '
+        f"{res['ckjit cluster 2'][0]:.4f} ms")
     peers = {'torch': (f'{PEER_NAME}, row-wise scales' if case.scaling == 'block' else
                        PEER_NAME, form)}
     metrics = list(case.metrics)

@@ -64,6 +64,7 @@ typedef struct ckjit_device {
   long long l2_bytes;     /* last-level cache size (0: unknown) */
   int max_shared_bytes;   /* shared memory (LDS) one block may use, dynamic included */
   unsigned matrix_units;  /* CKJIT_MATRIX_* the GPU has (the GEMM pipelines' choice) */
+  int clusters;           /* launch() takes clusters of blocks (sm_90 with cuLaunchKernelEx) */
   int device_count;       /* devices of this vendor the process sees */
   /* The context ckjit's kernels for this GPU are loaded into: CUDA, the
    * device's primary context (retained while open); HIP, the ordinal + 1.
@@ -99,8 +100,11 @@ typedef struct ckjit_device {
   ckjit_status (*get_function)(const struct ckjit_device *d, void *module, const char *name,
                                void **function);
   /* The calls below run with the device entered (see enter). */
+  /* `cluster` > 1: blocks run in clusters of that many along x (sm_90:
+   * they share distributed shared memory and multicast loads); the grid's
+   * x is a multiple of it.  Only where clusters is set. */
   ckjit_status (*launch)(void *function, const unsigned grid[3], const unsigned block[3],
-                         unsigned shared_bytes, void *stream, void **args);
+                         unsigned cluster, unsigned shared_bytes, void *stream, void **args);
   ckjit_status (*mem_alloc)(void **ptr, size_t bytes);
   ckjit_status (*mem_free)(void *ptr);
   /* Stream-ordered scratch memory (cuMemAllocAsync / hipMallocAsync): the

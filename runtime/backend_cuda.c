@@ -21,6 +21,24 @@ typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef unsigned long long CUdeviceptr;
 
+/* cuLaunchKernelEx's configuration, with the one attribute used: the
+ * cluster shape (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION). */
+struct cu_launch_attribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    unsigned cluster[3];
+  } value;
+};
+struct cu_launch_config {
+  unsigned grid[3], block[3], shared_bytes;
+  void *stream;
+  struct cu_launch_attribute *attrs;
+  unsigned attr_count;
+};
+enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+
 static struct {
   CUresult (*init)(unsigned);
   CUresult (*device_count)(int *);
@@ -46,6 +64,7 @@ static struct {
   CUresult (*func_set_attribute)(void *, int, int);
   CUresult (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                      void *, void **, void **);
+  CUresult (*launch_ex)(const struct cu_launch_config *, void *, void **, void **);
   CUresult (*mem_alloc)(CUdeviceptr *, size_t);
   CUresult (*mem_free)(CUdeviceptr);
   CUresult (*mem_alloc_async)(CUdeviceptr *, size_t, void *);
@@ -258,7 +277,17 @@ static ckjit_status cuda_tensor_map_encode(const ckjit_device *d, void *map, ckj
 }
 
 static ckjit_status cuda_launch(void *function, const unsigned grid[3], const unsigned block[3],
-                                unsigned shared_bytes, void *stream, void **args) {
+                                unsigned cluster, unsigned shared_bytes, void *stream, void **args) {
+  if (cluster > 1) {
+    struct cu_launch_attribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+    attr.value.cluster[0] = cluster, attr.value.cluster[1] = attr.value.cluster[2] = 1;
+    const struct cu_launch_config config = {
+        {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, shared_bytes, stream, &attr, 1};
+    if (!cu.launch_ex) /* never planned: device.clusters is 0 then */
+      return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "cuLaunchKernelEx: missing from this driver");
+    CUresult r = cu.launch_ex(&config, function, args, NULL);
+    return r ? cuda_fail(CKJIT_ERROR_LAUNCH, r, "cuLaunchKernelEx (clusters)") : CKJIT_SUCCESS;
+  }
   CUresult r = cu.launch(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                          shared_bytes, stream, args, NULL);
   return r ? cuda_fail(CKJIT_ERROR_LAUNCH, r, "cuLaunchKernel") : CKJIT_SUCCESS;
@@ -365,6 +394,7 @@ static ckjit_status cuda_load(void) {
   /* Optional: TMA descriptors and the shared-memory opt-in (GEMM on sm_90;
    * older drivers lack them and the GEMMs take other pipelines) ... */
   *(void **)&cu.tensor_map_encode_tiled = dlsym(h, "cuTensorMapEncodeTiled");
+  *(void **)&cu.launch_ex = dlsym(h, "cuLaunchKernelEx");
   *(void **)&cu.func_get_attribute = dlsym(h, "cuFuncGetAttribute");
   *(void **)&cu.func_set_attribute = dlsym(h, "cuFuncSetAttribute");
   if (!cu.func_get_attribute) cu.func_set_attribute = NULL;
@@ -430,6 +460,7 @@ ckjit_status ckjit__cuda_device_open(int ordinal, ckjit_device *out) {
   out->get_function = cuda_get_function;
   out->launch = cuda_launch;
   out->tensor_map_encode = cu.tensor_map_encode_tiled && major >= 9 ? cuda_tensor_map_encode : NULL;
+  out->clusters = cu.launch_ex && major >= 9;
   out->mem_alloc = cuda_mem_alloc;
   out->mem_free = cuda_mem_free;
   out->mem_alloc_async = cuda_mem_alloc_async;

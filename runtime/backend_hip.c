@@ -295,7 +295,9 @@ static ckjit_status hip_get_function(const ckjit_device *d, void *module, const 
 }
 
 static ckjit_status hip_launch(void *function, const unsigned grid[3], const unsigned block[3],
-                               unsigned shared_bytes, void *stream, void **args) {
+                               unsigned cluster, unsigned shared_bytes, void *stream, void **args) {
+  if (cluster > 1) /* never planned: device.clusters is 0 here */
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "hipModuleLaunchKernel: HIP has no block clusters");
   hip_error r = hip.launch(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                            shared_bytes, stream, args, NULL);
   return r ? hip_fail(CKJIT_ERROR_LAUNCH, r, "hipModuleLaunchKernel") : CKJIT_SUCCESS;

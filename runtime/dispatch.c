@@ -138,7 +138,8 @@ static ckjit_status explain_stream_failure(ckjit_gpu *gpu, ckjit_status st, void
 }
 
 ckjit_status ckjit__kernel_launch(ckjit_gpu *gpu, const ckjit_kernel *k, const unsigned grid[3],
-                                  const unsigned block[3], unsigned shared_bytes, void *stream,
+                                  const unsigned block[3], unsigned cluster,
+                                  unsigned shared_bytes, void *stream,
                                   const void *args, const ckjit_abi_params *params) {
   void *param[CKJIT_ABI_MAX_PARAMS];
   for (int i = 0; i < params->count; i++) param[i] = (char *)args + params->offset[i];
@@ -146,7 +147,7 @@ ckjit_status ckjit__kernel_launch(ckjit_gpu *gpu, const ckjit_kernel *k, const u
   ckjit_device_scope scope;
   ckjit_status st = d->enter(d, &scope);
   if (st) return st;
-  st = d->launch(k->function, grid, block, shared_bytes, stream, param);
+  st = d->launch(k->function, grid, block, cluster, shared_bytes, stream, param);
   d->leave(d, &scope);
   return explain_stream_failure(gpu, st, stream);
 }

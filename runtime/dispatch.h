@@ -29,9 +29,12 @@ ckjit_status ckjit__kernel_get(ckjit_gpu *gpu, const ckjit_spec *spec, ckjit_ker
 
 /* Launches on `stream` (a stream of `gpu`) without synchronizing.  `args`
  * is the kernel's argument struct from kernel_src/abi/ and `params` where
- * each parameter starts in it (its S_params, or ckjit_abi_by_value). */
+ * each parameter starts in it (its S_params, or ckjit_abi_by_value).
+ * `cluster`: blocks per cluster along x (1: none; more only where
+ * gpu->device.clusters). */
 ckjit_status ckjit__kernel_launch(ckjit_gpu *gpu, const ckjit_kernel *k, const unsigned grid[3],
-                                  const unsigned block[3], unsigned shared_bytes, void *stream,
+                                  const unsigned block[3], unsigned cluster,
+                                  unsigned shared_bytes, void *stream,
                                   const void *args, const ckjit_abi_params *params);
 
 /* Stream-ordered scratch memory for multi-kernel ops (split reductions):

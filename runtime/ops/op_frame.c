@@ -10,6 +10,7 @@ void ckjit__plan_init(ckjit_launch_plan *plan, ckjit_family_id family) {
   memset(plan, 0, sizeof *plan);
   plan->spec.family = (uint32_t)family;
   for (int i = 0; i < 3; i++) plan->grid[i] = plan->block[i] = 1;
+  plan->cluster = 1;
 }
 
 ckjit_status ckjit__op_run(ckjit_gpu *gpu, const ckjit_launch_plan *plan, const void *args,
@@ -17,7 +18,7 @@ ckjit_status ckjit__op_run(ckjit_gpu *gpu, const ckjit_launch_plan *plan, const 
   ckjit_kernel *k;
   ckjit_status st = ckjit__kernel_get(gpu, &plan->spec, &k);
   if (st) return st;
-  return ckjit__kernel_launch(gpu, k, plan->grid, plan->block, plan->shared_bytes, stream, args,
+  return ckjit__kernel_launch(gpu, k, plan->grid, plan->block, plan->cluster, plan->shared_bytes, stream, args,
                               params);
 }
 

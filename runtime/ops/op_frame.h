@@ -25,6 +25,7 @@
 typedef struct ckjit_launch_plan {
   ckjit_spec spec;
   unsigned grid[3], block[3];
+  unsigned cluster; /* blocks per cluster along x (1: none; ckjit__kernel_launch) */
   unsigned shared_bytes;
 } ckjit_launch_plan;
 

@@ -62,7 +62,8 @@ ckjit_status ckjit_prepared_run(const ckjit_prepared *p, const void *x, void *y,
   memcpy(args + p->x_offset, &x, sizeof x);
   memcpy(args + p->y_offset, &y, sizeof y);
   atomic_fetch_add_explicit(&gpu->memory_hits, 1, memory_order_relaxed);
-  return ckjit__kernel_launch(gpu, p->kernel, p->plan.grid, p->plan.block, p->plan.shared_bytes,
+  return ckjit__kernel_launch(gpu, p->kernel, p->plan.grid, p->plan.block, p->plan.cluster,
+                              p->plan.shared_bytes,
                               stream, args, p->params);
 }
 

@@ -44,7 +44,7 @@ ckjit_status ckjit__gemm_launch(ckjit_gpu *gpu, const ckjit_spec *spec, int64_t 
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "ckjit_gemm: %lld tiles are too many for one launch",
                        (long long)blocks);
   unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {threads, 1, 1};
-  return ckjit__kernel_launch(gpu, k, grid, block, smem, stream, args, &ckjit_abi_by_value);
+  return ckjit__kernel_launch(gpu, k, grid, block, 1, smem, stream, args, &ckjit_abi_by_value);
 }
 
 void ckjit__gemm_operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) {

@@ -1,6 +1,7 @@
 /* ckjit_gemm_fp8 (include/ckjit/gemm_fp8.h): validate, plan, arguments
  * (A's and B's tensor maps), run. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "abi/gemm_args.h"
@@ -104,11 +105,28 @@ static ckjit_status validate(const ckjit_gemm_fp8_desc *g, int64_t *kb) {
 
 /* ---- plan ------------------------------------------------------------------------ */
 
+/* Blocks per cluster: 1.  Pairs of blocks multicasting A's tile (2)
+ * measured 4-10% slower on every benchmark shape (bench/NOTES.md #146), so
+ * they run only when CKJIT_GEMM_FP8_CLUSTER=2 asks (tests and benchmarks:
+ * the results are the same bits either way), on a GPU that runs clusters,
+ * with two tiles along N. */
+static int cluster_size(const ckjit_device *dev, int64_t tiles_n) {
+  const char *forced = getenv("CKJIT_GEMM_FP8_CLUSTER");
+  return forced && !strcmp(forced, "2") && dev->clusters && tiles_n >= 2 ? 2 : 1;
+}
+
 /* 128 x 128 tiles, unless they leave most multiprocessors idle: then
- * 128 x 64 (twice the blocks). */
-static void plan(const ckjit_gemm_fp8_desc *g, int sms, ckjit_launch_plan *p) {
+ * 128 x 64 (twice the blocks); per-tensor scales on large problems (four
+ * waves of 128 x 128 tiles or more) 128 x 192, which reads fewer operand
+ * bytes per product (bench/NOTES.md #147).  Row scales keep 128: their
+ * column factors, read before the K loop, need the registers 192 columns
+ * would take. */
+static void plan(const ckjit_gemm_fp8_desc *g, const ckjit_device *dev, ckjit_launch_plan *p) {
+  const int sms = dev->multiprocessors;
   const int64_t tiles_128 = ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, 128);
-  const int bn = tiles_128 < sms / 2 ? 64 : 128;
+  const int bn = tiles_128 < sms / 2                                          ? 64
+                 : g->scaling == CKJIT_FP8_SCALE_TENSOR && tiles_128 >= 4 * sms ? 192
+                                                                               : 128;
   ckjit__plan_init(p, CKJIT_FAMILY_GEMM_FP8);
   int32_t *v = p->spec.value;
   v[G8_A] = g->a_dtype == CKJIT_FP8_E5M2 ? FP8_E5M2 : FP8_E4M3;
@@ -120,20 +138,26 @@ static void plan(const ckjit_gemm_fp8_desc *g, int sms, ckjit_launch_plan *p) {
   v[G8_PROMOTE] = 1;
   v[G8_BIAS] = (int32_t)g->bias_mode;
   v[G8_ACT] = (int32_t)g->activation;
-  /* Persistent: a block per multiprocessor walks the tiles. */
-  const int64_t tiles = ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, bn);
-  p->grid[0] = (unsigned)(tiles < sms ? tiles : sms);
+  const int cluster = cluster_size(dev, ckjit__ceil_div(g->n, bn));
+  v[G8_CLUSTER] = cluster;
+  /* Persistent: a block per multiprocessor walks the tiles (a cluster its
+   * units of `cluster` tiles along N). */
+  const int64_t units = ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(ckjit__ceil_div(g->n, bn), cluster),
+                clusters = sms / cluster;
+  p->grid[0] = (unsigned)((units < clusters ? units : clusters) * cluster);
+  p->cluster = (unsigned)cluster;
   p->block[0] = 384;
-  p->shared_bytes = ckjit__gemm_fp8_smem(bn, v[G8_STAGES]);
+  p->shared_bytes = ckjit__gemm_fp8_smem(v);
 }
 
 /* ---- arguments ------------------------------------------------------------------- */
 
 static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, int64_t kb, int bn,
-                              ckjit_gemm_fp8_args *x) {
+                              int cluster, ckjit_gemm_fp8_args *x) {
   memset(x, 0, sizeof *x);
-  /* K-major boxes of 128 bytes x 128 rows of A (bn of B); k 0 still needs a
-   * valid map (no step reads it). */
+  /* K-major boxes of 128 bytes x 128 rows of A (each block of a cluster
+   * loads its share of them), bn of B; k 0 still needs a valid map (no
+   * step reads it). */
   const unsigned long long k = (unsigned long long)(g->k ? g->k : 16);
   const unsigned long long dims_a[3] = {k, (unsigned long long)g->m, 1},
                            dims_b[3] = {k, (unsigned long long)g->n, 1};
@@ -141,7 +165,7 @@ static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, int6
                                        (unsigned long long)(g->lda * g->m)},
                            str_b[2] = {(unsigned long long)g->ldb,
                                        (unsigned long long)(g->ldb * g->n)};
-  const unsigned box_a[3] = {128, 128, 1}, box_b[3] = {128, (unsigned)bn, 1};
+  const unsigned box_a[3] = {128, 128 / (unsigned)cluster, 1}, box_b[3] = {128, (unsigned)bn, 1};
   const ckjit_device *dev = &gpu->device;
   const char *which = "A";
   ckjit_status st = dev->tensor_map_encode(dev, &x->map_a, g->a_dtype, 3, g->a, dims_a, str_a, box_a);
@@ -184,11 +208,11 @@ ckjit_status ckjit_gemm_fp8(const ckjit_gemm_fp8_desc *g, void *stream) {
                        gpu->arch, gpu->device.tensor_map_encode ? "" : " and its driver makes no tensor maps");
   if (g->m == 0 || g->n == 0) return CKJIT_SUCCESS;
   ckjit_launch_plan p;
-  plan(g, gpu->device.multiprocessors, &p);
+  plan(g, &gpu->device, &p);
   if ((int)p.shared_bytes > gpu->device.max_shared_bytes)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s: the tile needs %u bytes of shared memory; the "
                        "GPU allows %d", api, p.shared_bytes, gpu->device.max_shared_bytes);
   ckjit_gemm_fp8_args x;
-  if ((st = arguments(gpu, g, kb, p.spec.value[G8_BN], &x))) return st;
+  if ((st = arguments(gpu, g, kb, p.spec.value[G8_BN], p.spec.value[G8_CLUSTER], &x))) return st;
   return ckjit__op_run(gpu, &p, &x, &ckjit_abi_by_value, stream);
 }

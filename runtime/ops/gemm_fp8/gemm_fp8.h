@@ -10,9 +10,11 @@
 /* a, b: the operands' FP8 types; out: D's dtype; scaling; bn: the tile's
  * columns (rows: 128); stages; promote: K steps (of 128) between additions
  * of the tensor cores' partial sums into f32 registers (0: never; block
- * scaling: 1); bias, act: the epilogue. */
+ * scaling: 1); bias, act: the epilogue; cluster: blocks per cluster (2:
+ * neighbouring tiles along N share A's loads, multicast). */
 enum {
-  G8_A, G8_B, G8_OUT, G8_SCALING, G8_BN, G8_STAGES, G8_PROMOTE, G8_BIAS, G8_ACT, G8_COUNT
+  G8_A, G8_B, G8_OUT, G8_SCALING, G8_BN, G8_STAGES, G8_PROMOTE, G8_BIAS, G8_ACT, G8_CLUSTER,
+  G8_COUNT
 };
 
 enum { CKJIT_FP8_TYPES(CKJIT_ENUM_CONSTANT) };
@@ -21,10 +23,12 @@ enum { CKJIT_FP8_SCALINGS(CKJIT_ENUM_CONSTANT) CKJIT_FP8_SCALING_COUNT };
 /* The stages the policy and the default set give a bn. */
 int ckjit__gemm_fp8_stages(int bn);
 
-/* Dynamic shared memory of a spec's launch: its stages and 1 KiB of slack
- * for the swizzle atoms' alignment. */
-static inline unsigned ckjit__gemm_fp8_smem(int bn, int stages) {
-  return (unsigned)((128 + bn) * 128 * stages + 1024);
+/* Dynamic shared memory of a spec's launch (its parameter values): the
+ * stages, 1 KiB of slack for the swizzle atoms' alignment, and for 16-bit
+ * outputs 2 KiB per consumer warp to stage D's rows in. */
+static inline unsigned ckjit__gemm_fp8_smem(const int32_t *v) {
+  const int staged = ckjit__dtype_param_size(v[G8_OUT]) == 2;
+  return (unsigned)((128 + v[G8_BN]) * 128 * v[G8_STAGES] + 1024 + (staged ? 8 * 2048 : 0));
 }
 
 #endif

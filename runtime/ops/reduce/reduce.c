@@ -236,12 +236,12 @@ static ckjit_status reduce_run(const reduce_call *c) {
   }
 
   const ckjit_reduce_args args = arguments(c, &pb, &pol, pval, pidx);
-  st = ckjit__kernel_launch(gpu, k1, pass1.grid, pass1.block, pass1.shared_bytes, stream, &args,
+  st = ckjit__kernel_launch(gpu, k1, pass1.grid, pass1.block, 1, pass1.shared_bytes, stream, &args,
                             &ckjit_reduce_args_params);
   if (pol.nsplit > 1) {
     if (st == CKJIT_SUCCESS) {
       const ckjit_reduce_args cargs = combine_arguments(c, &pb, &pol, pval, pidx);
-      st = ckjit__kernel_launch(gpu, k2, combine.grid, combine.block, combine.shared_bytes, stream,
+      st = ckjit__kernel_launch(gpu, k2, combine.grid, combine.block, 1, combine.shared_bytes, stream,
                                 &cargs, &ckjit_reduce_args_params);
     }
     /* Stream-ordered: freed after the kernels that use it. */

@@ -39,7 +39,13 @@
  *
  * Runs on an sm_90 device with an sm_90 compile arch; elsewhere one small
  * call must return CKJIT_ERROR_UNSUPPORTED and the suite is skipped with
- * the reason (exit 77).  CKJIT_TEST_SKIP_LARGE=1 skips 1024 x 1024 x 4096. */
+ * the reason (exit 77).  CKJIT_TEST_SKIP_LARGE=1 skips 1024 x 1024 x 4096.
+ *
+ * Clusters: calls run as the policy plans them (no clusters); every third
+ * case and the edge cases (odd tile counts along N, a pair's second tile
+ * past N) run again with CKJIT_GEMM_FP8_CLUSTER=2 (pairs of blocks, each
+ * loading half of their shared A tile for both), which must give the same
+ * bits (same tile, same K order). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,6 +78,7 @@ typedef struct fcase {
   int act, gen, nan_a;      /* nan_a: one NaN code in A's row m / 2 */
   float alpha;
   int sample;               /* > 0: that many random entries + last row and column */
+  int same_bits;            /* rerun with CKJIT_GEMM_FP8_CLUSTER=2: D must be bit-identical */
 } fcase;
 
 typedef struct prob {
@@ -482,6 +489,18 @@ static void build_cases(int skip_large) {
   c = mk("large", E5, E4, CKJIT_F16, ROW, 512, 384, 2048), c.alpha = 0.25f, c.bias = CKJIT_BIAS_PER_ROW, add(c);
   c = mk("large", E4, E4, CKJIT_F32, TEN, 512, 384, 2048), c.ldd_pad = 16, add(c);
   c = mk("large odd", E4, E5, CKJIT_BF16, BLK, 333, 200, 2000), c.lsa_extra = 1, add(c);
+  /* the 128 x 128 tiles (the policy's choice from 66 tiles on): tile
+   * counts along N even and odd (a cluster's second tile past N) */
+  c = mk("bn128 pairs", E4, E4, CKJIT_BF16, ROW, 1100, 1000, 640), c.sample = 3000, c.same_bits = 1, add(c);
+  c = mk("bn128 odd pairs", E5, E4, CKJIT_F32, BLK, 1152, 1100, 300), c.sample = 3000, c.same_bits = 1;
+  c.bias = CKJIT_BIAS_PER_COL, add(c);
+  c = mk("bn128 one column", E4, E4, CKJIT_F16, TEN, 9000, 100, 256), c.sample = 3000, c.same_bits = 1, add(c);
+  c = mk("bn64 odd pairs", E4, E4, CKJIT_BF16, ROW, 130, 257, 129), c.same_bits = 1, add(c);
+  /* the 128 x 192 tiles (per-tensor scales from four waves of 128 x 128
+   * tiles on): N a multiple of 192 and not */
+  c = mk("bn192", E4, E4, CKJIT_BF16, TEN, 3000, 3072, 384), c.sample = 3000, c.same_bits = 1, add(c);
+  c = mk("bn192 edge", E5, E4, CKJIT_F32, TEN, 3001, 2900, 300), c.sample = 3000, c.alpha = 0.5f;
+  c.bias = CKJIT_BIAS_PER_ROW, c.act = CKJIT_UNARY_SILU, c.ldd_pad = 3, add(c);
   if (!skip_large) {
     c = mk("1024x1024x4096", E4, E4, CKJIT_BF16, BLK, 1024, 1024, 4096), c.sample = 3000, add(c);
     c = mk("1024x1024x4096", E4, E4, CKJIT_F16, TEN, 1024, 1024, 4096), c.sample = 3000, c.alpha = 0.125f, add(c);
@@ -496,6 +515,28 @@ static void describe(const fcase *cs, const prob *p, uint64_t seed, char *buf, s
            LL(cs->m), LL(cs->n), LL(cs->k), LL(p->lda), LL(p->ldb), LL(p->ldd), LL(p->desc.ld_scale_a),
            LL(p->desc.ld_scale_b), bias_names[cs->bias], act_names[cs->act], (double)cs->alpha, gen_names[cs->gen],
            cs->nan_a ? " +NaN" : "", (unsigned long long)seed);
+}
+
+/* D again in clusters of two: the same bits, padding included. */
+static void check_in_clusters(gt_check *ck, prob *p) {
+  const size_t bytes = p->d.elems * gt_esize(p->d.dt);
+  uint8_t *again = malloc(bytes);
+  if (!again) {
+    gt_fail(ck, "host malloc failed");
+    return;
+  }
+  setenv("CKJIT_GEMM_FP8_CLUSTER", "2", 1);
+  const ckjit_status st = ckjit_gemm_fp8(&p->desc, NULL);
+  unsetenv("CKJIT_GEMM_FP8_CLUSTER");
+  if (st != CKJIT_SUCCESS)
+    gt_fail(ck, "in clusters: ckjit_gemm_fp8 returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+  else if (!gt_sync(ck) && !gt_buf_download(ck, &p->d, again)) {
+    size_t i = 0;
+    while (i < bytes && again[i] == p->got[i]) i++;
+    if (i < bytes)
+      gt_fail(ck, "in clusters: D differs first at byte %zu (%02x vs %02x without)", i, again[i], p->got[i]);
+  }
+  free(again);
 }
 
 /* ---- the runner ----------------------------------------------------------------------------- */
@@ -521,6 +562,7 @@ static long run_case(gt_check *ck, size_t index, const fcase *cs, uint64_t seed)
   check_outside(ck, &p);
   check_values(ck, &p, &r);
   check_inputs(ck, &p);
+  if (cs->same_bits || index % 3 == 0) check_in_clusters(ck, &p);
 done:
   free_prob(&p);
   gt_check_end(ck);
