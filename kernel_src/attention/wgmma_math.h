@@ -20,14 +20,6 @@
 #define CKJIT_CAT(a, b) CKJIT_CAT_(a, b)
 #define CKJIT_CAT3(a, b, c) CKJIT_CAT(CKJIT_CAT(a, b), c)
 
-// Pins accumulator registers at a wgmma group boundary: the compiler may
-// not move their reads or writes across it (a read inside a group in
-// flight would make it serialize the products).
-template <int N> CKJIT_INLINE void fence_regs(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
-}
-
 // s = Q[row0 .. row0 + 64) K[tile]ᵀ (issued; the caller waits).  The
 // first K step overwrites s (scale-d 0), so no registers are zeroed
 // between the turn's start and the first product.

@@ -20,6 +20,13 @@ CKJIT_INLINE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned
 template <int N> CKJIT_INLINE void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
+// Pins accumulator registers at a wgmma group boundary: the compiler may
+// not move their reads or writes across it (a read inside a group in
+// flight would make ptxas serialize the products, C7514).
+template <int N> CKJIT_INLINE void fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
 
 // One wgmma, m64 x N x one K step, into the accumulator d[N / 2] of each
 // thread.  The PTX operands are the accumulators %0 .., then the two
@@ -34,7 +41,6 @@ template <int N> CKJIT_INLINE void wgmma_wait() {
 #define WG_ACC16(i) WG_ACC16_("+f", i)
 #define WG_ACC_64_(C) WG_ACC16_(C, 0), WG_ACC16_(C, 16)
 #define WG_ACC_128_(C) WG_ACC_64_(C), WG_ACC16_(C, 32), WG_ACC16_(C, 48)
-#define WG_ACC_192_(C) WG_ACC_128_(C), WG_ACC16_(C, 64), WG_ACC16_(C, 80)
 #define WG_ACC_256_(C) WG_ACC_128_(C), WG_ACC16_(C, 64), WG_ACC16_(C, 80), WG_ACC16_(C, 96), WG_ACC16_(C, 112)
 #define WG_ACC_80_(C) WG_ACC_64_(C), WG_ACC4_(C, 32), WG_ACC4_(C, 36)
 #define WG_ACC_176_(C) WG_ACC_128_(C), WG_ACC16_(C, 64), WG_ACC4_(C, 80), WG_ACC4_(C, 84)
@@ -127,7 +133,6 @@ WGMMA_TF32(256)
   WGMMA_FP8(e4m3, e4m3, N) WGMMA_FP8(e4m3, e5m2, N) WGMMA_FP8(e5m2, e4m3, N) WGMMA_FP8(e5m2, e5m2, N)
 WGMMA_FP8_PAIRS(64)
 WGMMA_FP8_PAIRS(128)
-WGMMA_FP8_PAIRS(192)
 
 // The register-A form (wgmma ... d, {a0..a3}, b-desc): A is this warp's 16
 // rows x 16 K of the m64 tile in registers, in the layout of an m16n8k16

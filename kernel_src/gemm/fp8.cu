@@ -5,8 +5,8 @@
 //           K-major (A row-major, B column-major): FP8 wgmma reads no other
 //           layout.
 // Policy:   a persistent block (one per multiprocessor) of three
-//           warpgroups walks 128 x BN tiles (BN 64, 128 or 192: the promoted
-//           accumulators double the registers); warpgroup 0 produces, 1 and
+//           warpgroups walks 128 x BN tiles (BN 64 or 128: the promoted
+//           accumulators take registers); warpgroup 0 produces, 1 and
 //           2 each compute a 64 x BN half.  K advances one
 //           128-byte row per step: 128 FP8 elements, exactly one scale block.
 //           CLUSTER 2: blocks run in pairs on neighbouring tiles of one tile
@@ -59,10 +59,12 @@ typedef OUT TC;
 #define STORE_STAGE_BYTES (sizeof(OUT) == 2 ? 2048 : 0)
 
 static_assert(SCALING != SCALE_BLOCK || PROMOTE == 1, "block scales are applied at each step");
-static_assert(BN == 64 || BN == 128 || (BN == 192 && SCALING != SCALE_BLOCK),
-              "bn 64 or 128, or 192 (one B scale block a tile: not with block scaling)");
+static_assert(BN == 64 || BN == 128, "bn 64 or 128");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "cluster 1 or 2");
 #define A_SLICE (BM / CLUSTER) // rows of A each block of a cluster loads
+// Promotion every step, two steps at a time into two accumulators (2 x 64
+// registers and the f32 total at BN 128).
+#define DOUBLE_ACC (PROMOTE == 1)
 
 #if A_TYPE == FP8_E4M3
 #define TA_NAME e4m3
@@ -77,16 +79,16 @@ static_assert(CLUSTER == 1 || CLUSTER == 2, "cluster 1 or 2");
 #define WG_FP8_(first, a, b, n) wgmma_fp8_##first##a##_##b##_n##n
 #define WG_FP8(first, a, b, n) WG_FP8_(first, a, b, n)
 
-// One K step on the stage at sa / sb: four wgmma of K 32 (32 bytes into
-// each swizzled 128-byte row), rows 64 cw.. of A.  `first`: the step
-// starts a new partial sum (overwrites acc).
-CKJIT_INLINE void step(float (&acc)[ACC], unsigned sa, unsigned sb, int cw, bool first) {
+// One K step: four wgmma of K 32 (32 bytes into each swizzled 128-byte
+// row) from the descriptors of A's rows and B's at the step's stage.
+// `first`: the step starts a new partial sum (overwrites acc).  A
+// descriptor's low bits are the address / 16, so moving 32 bytes along K
+// adds 2.
+CKJIT_INLINE void step(float (&acc)[ACC], ckjit_u64 da, ckjit_u64 db, bool first) {
 #pragma unroll
-  for (int kk = 0; kk < BK; kk += 32) {
-    const ckjit_u64 da = wgmma_smem_desc(sa + cw * 64 * 128 + kk, 16, 1024);
-    const ckjit_u64 db = wgmma_smem_desc(sb + kk, 16, 1024);
-    if (kk == 0 && first) WG_FP8(first_, TA_NAME, TB_NAME, BN)(acc, da, db);
-    else WG_FP8(, TA_NAME, TB_NAME, BN)(acc, da, db);
+  for (int kk = 0; kk < BK / 16; kk += 2) {
+    if (kk == 0 && first) WG_FP8(first_, TA_NAME, TB_NAME, BN)(acc, da + kk, db + kk);
+    else WG_FP8(, TA_NAME, TB_NAME, BN)(acc, da + kk, db + kk);
   }
 }
 
@@ -102,114 +104,17 @@ CKJIT_INLINE void tile_of(const ckjit_gemm_fp8_args &x, long long u, long long &
   tn = u % group / rows * CLUSTER + (CLUSTER > 1 ? cluster_rank() : 0);
 }
 
-// D's element (m, n) from its sum v and scale factor f: bias, activation.
-// (m, n) must be inside D (the bias is read there).
-CKJIT_INLINE float finish(const ckjit_gemm_fp8_args &x, long long m, long long n, float v, float f) {
-  v *= f;
-#if BIAS == BIAS_ROW
-  v += ckjit_to_float(static_cast<const TC *>(x.bias)[m]);
-#elif BIAS == BIAS_COL
-  v += ckjit_to_float(static_cast<const TC *>(x.bias)[n]);
-#endif
-  (void)m, (void)n;
-  return activation(v);
-}
-
-// Accumulator 4j + e of a thread is row r0 (+8 for e >= 2), column
-// 8 j + 2 (lane % 4) + e % 2 of the warp's 16 x BN piece; its scale factor
-// is row_f[e / 2] col_f[2 j + e % 2].
-
-// f32 D: two adjacent columns a store, straight from the registers.
-CKJIT_INLINE void store_direct(const ckjit_gemm_fp8_args &x, const float (&sum)[ACC],
-                               const float (&row_f)[2], const float (&col_f)[BN / 4], long long r0,
-                               long long n0) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const long long m = r0 + 8 * r;
-    if (m >= x.m) continue;
-    TC *row = static_cast<TC *>(x.d) + m * x.ldd;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
-      const long long n = n0 + j * 8 + 2 * (lane % 4);
-      if (n >= x.n) continue;
-      const TC o0 = ckjit_from_float<TC>(finish(x, m, n, sum[4 * j + 2 * r], row_f[r] * col_f[2 * j]));
-      if (n + 1 < x.n && reinterpret_cast<unsigned long long>(row + n) % (2 * sizeof(TC)) == 0) {
-        ckjit_vec<TC, 2> v;
-        v.v[0] = o0;
-        v.v[1] = ckjit_from_float<TC>(finish(x, m, n + 1, sum[4 * j + 2 * r + 1], row_f[r] * col_f[2 * j + 1]));
-        ckjit_store<TC, 2>(row + n, v);
-      } else {
-        row[n] = o0;
-        if (n + 1 < x.n)
-          row[n + 1] = ckjit_from_float<TC>(finish(x, m, n + 1, sum[4 * j + 2 * r + 1], row_f[r] * col_f[2 * j + 1]));
-      }
-    }
-  }
-}
-
-// 16-bit D: the warp's rows packed into registers, then 64 columns at a
-// time through its staging buffer `stage` (stmatrix: lane l addresses row
-// l % 8 of 8 x 8 matrix l / 8; 16-byte pieces XOR-swizzled by row), read
-// back a 16-byte piece of one row per lane and stored whole where D's
-// alignment and edge allow, element by element where not.
-CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const float (&sum)[ACC],
-                               const float (&row_f)[2], const float (&col_f)[BN / 4], long long r0,
-                               long long n0, unsigned stage) {
-  const int lane = threadIdx.x % 32;
-  unsigned v[2][BN / 8]; // rows r0 and r0 + 8, two columns a register
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const long long m = r0 + 8 * r;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
-      const long long n = n0 + j * 8 + 2 * (lane % 4);
-      ckjit_vec<TC, 2> p;
-      p.v[0] = ckjit_from_float<TC>(
-          m < x.m && n < x.n ? finish(x, m, n, sum[4 * j + 2 * r], row_f[r] * col_f[2 * j]) : 0.0f);
-      p.v[1] = ckjit_from_float<TC>(m < x.m && n + 1 < x.n ? finish(x, m, n + 1, sum[4 * j + 2 * r + 1],
-                                                                     row_f[r] * col_f[2 * j + 1])
-                                                           : 0.0f);
-      v[r][j] = *reinterpret_cast<const unsigned *>(&p);
-    }
-  }
-  const long long row0 = r0 - lane / 4; // the warp's first row
-  const bool whole = x.ldd % 8 == 0 && reinterpret_cast<unsigned long long>(x.d) % 16 == 0;
-  const int srow = 8 * (lane / 8 % 2) + lane % 8;
-#pragma unroll
-  for (int slab = 0; slab < BN / 64; slab++) {
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-      const int chunk = 2 * k + lane / 16;
-      stmatrix_x4(stage + srow * 128 + ((chunk ^ (srow % 8)) << 4), v[0][8 * slab + 2 * k],
-                  v[1][8 * slab + 2 * k], v[0][8 * slab + 2 * k + 1], v[1][8 * slab + 2 * k + 1]);
-    }
-    __syncwarp();
-#pragma unroll
-    for (int it = 0; it < 4; it++) { // 16 rows x 8 pieces over 32 lanes
-      const int idx = lane + 32 * it, row = idx / 8, chunk = idx % 8;
-      uint4 piece;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(piece.x), "=r"(piece.y), "=r"(piece.z), "=r"(piece.w)
-                   : "r"(stage + row * 128 + ((chunk ^ (row % 8)) << 4)));
-      const long long m = row0 + row, n = n0 + 64 * slab + 8 * chunk;
-      if (m >= x.m || n >= x.n) continue;
-      TC *d = static_cast<TC *>(x.d) + m * x.ldd + n;
-      if (whole && n + 8 <= x.n) {
-        *reinterpret_cast<uint4 *>(d) = piece;
-      } else {
-        const TC *e = reinterpret_cast<const TC *>(&piece);
-        for (int i = 0; i < 8 && n + i < x.n; i++) d[i] = e[i];
-      }
-    }
-    __syncwarp();
-  }
-}
+#include "gemm/fp8_epilogue.h"
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) ckjit_u64 full[STAGES], empty[STAGES];
+#if SCALING == SCALE_ROW
+  // Each consumer warpgroup's column scales of its tile, in two buffers
+  // (tile parity), so a tile's are written while the last tile's are read.
+  __shared__ __align__(16) float col_scale[2][2][BN];
+#endif
   const unsigned raw = smem_addr(smem_raw), base = (raw + 1023) & ~1023u; // swizzle atoms: 1 KiB
   // Work units: tiles, or (CLUSTER 2) pairs of tiles, one per cluster.
   const long long units = x.tiles_m * ((x.tiles_n + CLUSTER - 1) / CLUSTER);
@@ -233,13 +138,13 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
 #endif
 
   // Persistent: a block (cluster) takes units first_unit, + unit_stride,
-  // ...; `it` counts K steps across them, so stages and phases run on and
-  // the producer fills the next tile's stages while the consumers store
-  // this one.  Both blocks of a cluster walk the same units, step for step.
+  // ...; the stages and their phases run on across them, so the producer
+  // fills the next tile's stages while the consumers store this one.  Both blocks of a cluster walk the same units, step for step.
   if (threadIdx.x < 128) { // the producer
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
-      unsigned it = 0;
+      unsigned fill = 0, phase = 1; // the next stage to fill; its empty barrier's phase
+      bool first_round = true;      // the stages start empty
       for (long long u = first_unit; u < units; u += unit_stride) {
         long long tm, tn;
         tile_of(x, u, tm, tn);
@@ -247,10 +152,11 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
         // tile's B: its loads must still come (they complete A's
         // transaction count) and its results are not stored.
         const int b_row = (int)((tn < x.tiles_n ? tn : x.tiles_n - 1) * BN);
-        for (int kb = 0; kb < steps; kb++, it++) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(smem_addr(&empty[s]), (it / STAGES - 1) & 1);
-          const unsigned bar = smem_addr(&full[s]), sa = base + (unsigned)(s * STAGE_BYTES);
+        for (int kb = 0; kb < steps; kb++) {
+          const unsigned s = fill;
+          if (!first_round) mbar_wait(smem_addr(&empty[s]), phase);
+          if (++fill == STAGES) fill = 0, phase ^= 1, first_round = false;
+          const unsigned bar = smem_addr(&full[s]), sa = base + s * STAGE_BYTES;
           mbar_expect(bar, STAGE_BYTES);
 #if CLUSTER > 1
           tma_load_multicast(sa + rank * A_SLICE * BK, &x.map_a, kb * BK,
@@ -270,119 +176,173 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
 
   setmaxnreg_inc<232>();
   const int cw = threadIdx.x / 128 - 1; // consumer warpgroup 0 or 1: rows 64 cw ..
-  const bool leader = threadIdx.x % 128 == 0;
-  const int w = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-  static_assert(BN % 64 == 0 || STORE_STAGE_BYTES == 0, "the staged store moves 64 columns at a time");
+  const int t = threadIdx.x % 128, w = t / 32, lane = t % 32;
+  const bool leader = t == 0;
+  // Stages are taken (full) and handed back (empty) in order; the next of
+  // each, with the full barrier's phase.  Counted across tiles.
+  unsigned take = 0, phase = 0, give = 0;
   // A stage back to its producer, and in a cluster to the other block's
   // (whose multicast writes this block's copy too).
-  auto release = [&](unsigned step) {
-    const unsigned bar = smem_addr(&empty[step % STAGES]);
+  auto release = [&]() {
+    if (leader) {
+      const unsigned bar = smem_addr(&empty[give]);
+      mbar_arrive(bar);
 #if CLUSTER > 1
-    mbar_arrive(bar);
-    mbar_arrive_cluster(bar, rank ^ 1);
-#else
-    mbar_arrive(bar);
+      mbar_arrive_cluster(bar, rank ^ 1);
 #endif
+    }
+    give = give + 1 == STAGES ? 0 : give + 1;
+  };
+  // The descriptors of stage 0 (A: this warpgroup's 64 rows); stage s is
+  // s * STAGE_BYTES / 16 on.
+  const ckjit_u64 da0 = wgmma_smem_desc(base + cw * 64 * 128, 16, 1024),
+                  db0 = wgmma_smem_desc(base + A_BYTES, 16, 1024);
+  // Waits for the next stage and issues its K step into acc.
+  auto issue = [&](float (&acc)[ACC], bool first) {
+    mbar_wait(smem_addr(&full[take]), phase);
+    const unsigned off = take * (STAGE_BYTES / 16);
+    take = take + 1 == STAGES ? 0 : take + 1;
+    phase ^= take == 0;
+    wgmma_fence();
+    step(acc, da0 + off, db0 + off, first);
+    wgmma_commit();
   };
 #if SCALING == SCALE_TENSOR
   const float alpha = x.alpha * x.scale_a[0] * x.scale_b[0];
 #else
   const float alpha = x.alpha;
 #endif
-  unsigned it = 0, released = 0; // K steps begun, and handed back, across tiles
-  for (long long u = first_unit; u < units; u += unit_stride) {
+  unsigned parity = 0; // of this block's tiles: which col_scale buffer
+  for (long long u = first_unit; u < units; u += unit_stride, parity ^= 1) {
     long long tm, tn;
     tile_of(x, u, tm, tn);
     const long long m0 = tm * BM, n0 = tn * BN;
     const long long r0 = m0 + cw * 64 + w * 16 + lane / 4; // this thread's rows: r0, r0 + 8
-    // The scale factors of this thread's outputs: row r0 + 8 i times column
-    // 8 j + 2 (lane % 4) + e.  Read now, so the loads are done by the
-    // epilogue (not one dependent load per store).
-    float row_f[2], col_f[BN / 4];
-    auto load_factors = [&]() {
+    // The scale factors of this thread's outputs: row r0 (+ 8) in
+    // registers, the tile's columns in shared memory (the registers go to
+    // the accumulators), both read now, so the loads are done by the
+    // epilogue.
+    float row_f[2];
 #if SCALING == SCALE_ROW
+    float *const col_f = col_scale[parity][cw];
+    static_assert(BN <= 128, "one column scale a consumer thread");
+    // Into shared memory only before the epilogue: a store now would wait
+    // for the load, ahead of the tile's first products.
+    const float my_col = t < BN && n0 + t < x.n ? x.scale_b[n0 + t] : 0.0f;
 #pragma unroll
-      for (int i = 0; i < 2; i++) row_f[i] = r0 + 8 * i < x.m ? alpha * x.scale_a[r0 + 8 * i] : 0.0f;
-#pragma unroll
-      for (int j = 0; j < BN / 4; j++) {
-        const long long n = n0 + (j / 2) * 8 + 2 * (lane % 4) + j % 2;
-        col_f[j] = n < x.n ? x.scale_b[n] : 0.0f;
-      }
+    for (int i = 0; i < 2; i++) row_f[i] = r0 + 8 * i < x.m ? x.scale_a[r0 + 8 * i] : 0.0f; // times alpha below
 #else
-      row_f[0] = row_f[1] = alpha;
-#pragma unroll
-      for (int j = 0; j < BN / 4; j++) col_f[j] = 1.0f;
+    const float *const col_f = nullptr;
+    row_f[0] = row_f[1] = alpha;
 #endif
-    };
-    // The widest tile has no registers to hold them through the K loop.
-    if (BN <= 128) load_factors();
-    float acc[ACC];
-#if PROMOTE
+    // Partial sums: the f32 total, and the tensor cores' accumulators.
     float total[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; i++) total[i] = 0.0f;
-#else
-#pragma unroll
-    for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
-#endif
-#if SCALING == SCALE_BLOCK
-    // Block scales one step ahead: their loads are in flight while the
-    // step before runs, not on the promotion's path.
-    float next0 = 0.0f, next1 = 0.0f, next_b = 0.0f;
+    // Block scales of steps kb and kb + 1 as loaded (B's, then A's rows r0
+    // and r0 + 8), read an iteration ahead and multiplied only when used:
+    // their loads are in flight while products run, not on the
+    // promotion's path (a multiply right after a load waits for it).
+    float raw[2][3] = {{1.0f, 1.0f, 1.0f}, {1.0f, 1.0f, 1.0f}};
     auto load_scales = [&](int kb) {
-      if (kb >= steps) return;
-      next_b = x.scale_b[(n0 / 128) * x.ld_scale_b + kb];
-      next0 = r0 < x.m ? x.scale_a[r0 * x.ld_scale_a + kb] : 0.0f;
-      next1 = r0 + 8 < x.m ? x.scale_a[(r0 + 8) * x.ld_scale_a + kb] : 0.0f;
+#if SCALING == SCALE_BLOCK
+#pragma unroll
+      for (int i = 0; i < 2; i++) {
+        if (kb + i >= steps) break;
+        raw[i][0] = x.scale_b[(n0 / 128) * x.ld_scale_b + kb + i];
+        raw[i][1] = r0 < x.m ? x.scale_a[r0 * x.ld_scale_a + kb + i] : 0.0f;
+        raw[i][2] = r0 + 8 < x.m ? x.scale_a[(r0 + 8) * x.ld_scale_a + kb + i] : 0.0f;
+      }
+#else
+      (void)kb;
+#endif
+    };
+    auto factors = [&](int i, float (&f)[2]) {
+#if SCALING == SCALE_BLOCK
+      f[0] = raw[i][0] * raw[i][1], f[1] = raw[i][0] * raw[i][2];
+#else
+      (void)i;
+      f[0] = f[1] = 1.0f;
+#endif
+    };
+    auto promote = [&](const float (&acc)[ACC], const float (&f)[2]) {
+#pragma unroll
+      for (int j = 0; j < BN / 8; j++) {
+        total[4 * j] += acc[4 * j] * f[0];
+        total[4 * j + 1] += acc[4 * j + 1] * f[0];
+        total[4 * j + 2] += acc[4 * j + 2] * f[1];
+        total[4 * j + 3] += acc[4 * j + 3] * f[1];
+      }
     };
     load_scales(0);
-#endif
-    for (int kb = 0; kb < steps; kb++, it++) {
-      const int s = it % STAGES;
-      mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
-      const unsigned sa = base + (unsigned)(s * STAGE_BYTES);
-      wgmma_fence();
-      step(acc, sa, sa + A_BYTES, cw, PROMOTE ? kb % (PROMOTE ? PROMOTE : 1) == 0 : kb == 0);
-      wgmma_commit();
-#if PROMOTE
-      if ((kb + 1) % PROMOTE == 0 || kb + 1 == steps) {
-#if SCALING == SCALE_BLOCK
-        const float s0 = next0 * next_b, s1 = next1 * next_b;
-        load_scales(kb + 1);
+#if DOUBLE_ACC
+    // Two steps an iteration into two accumulators: the first is promoted
+    // while the second's products run, so the tensor cores wait for this
+    // warpgroup's promotion once every two steps.  No group is in flight
+    // across the loop's back edge: otherwise ptxas cannot tell which
+    // accumulator is being written and serializes the products (C7514).
+    float acc0[ACC], acc1[ACC];
+    int kb = 0;
+    for (; kb + 1 < steps; kb += 2) {
+      issue(acc0, true);
+      issue(acc1, true);
+      wgmma_wait<1>();
+      fence_regs(acc0);
+      release();
+      float f0[2], f1[2];
+      factors(0, f0);
+      factors(1, f1);
+      load_scales(kb + 2);
+      promote(acc0, f0);
+      wgmma_wait<0>();
+      fence_regs(acc1);
+      release();
+      promote(acc1, f1);
+    }
+    if (kb < steps) { // an odd last step
+      issue(acc0, true);
+      wgmma_wait<0>();
+      fence_regs(acc0);
+      release();
+      float f[2];
+      factors(0, f);
+      promote(acc0, f);
+    }
 #else
-        const float s0 = 1.0f, s1 = 1.0f;
-#endif
+    float acc[ACC];
+    for (int kb = 0; kb < steps; kb++) {
+#if PROMOTE
+      issue(acc, kb % PROMOTE == 0);
+      if ((kb + 1) % PROMOTE == 0 || kb + 1 == steps) {
         wgmma_wait<0>();
-        if (leader)
-          for (; released <= it; released++) release(released);
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++) {
-          total[4 * j] += acc[4 * j] * s0;
-          total[4 * j + 1] += acc[4 * j + 1] * s0;
-          total[4 * j + 2] += acc[4 * j + 2] * s1;
-          total[4 * j + 3] += acc[4 * j + 3] * s1;
-        }
+        release();
+        float f[2];
+        factors(0, f);
+        load_scales(kb + 1);
+        promote(acc, f);
         continue;
       }
-#endif
-      wgmma_wait<1>(); // step it - 1 is done: hand its stage back
-      if (leader)
-        for (; released < it; released++) release(released);
-    }
-#if PROMOTE
-    const float(&sum)[ACC] = total;
 #else
-    wgmma_wait<0>();
-    if (leader)
-      for (; released < it; released++) release(released);
-    const float(&sum)[ACC] = acc;
+      issue(acc, kb == 0);
 #endif
-    if (BN > 128) load_factors();
-    if constexpr (STORE_STAGE_BYTES > 0)
-      store_staged(x, sum, row_f, col_f, r0, n0,
-                   base + STAGES * STAGE_BYTES + (threadIdx.x / 32 - 4) * STORE_STAGE_BYTES);
-    else
-      store_direct(x, sum, row_f, col_f, r0, n0);
+      wgmma_wait<1>(); // step kb - 1 is done: hand its stage back
+      if (kb > 0) release();
+    }
+#if !PROMOTE
+    if (steps) {
+      wgmma_wait<0>();
+      release();
+      for (int i = 0; i < ACC; i++) total[i] = acc[i];
+    }
+#endif
+#endif
+#if SCALING == SCALE_ROW
+    row_f[0] *= alpha, row_f[1] *= alpha;
+    if (t < BN) col_f[t] = my_col;
+    named_barrier_sync(1 + cw, 128); // the warpgroup's col_f written
+#endif
+    store_tile(x, total, row_f, col_f, m0, n0, r0,
+               base + STAGES * STAGE_BYTES + (threadIdx.x / 32 - 4) * STORE_STAGE_BYTES);
   }
 #if CLUSTER > 1
   cluster_sync(); // see the producer's

@@ -115,18 +115,23 @@ static int cluster_size(const ckjit_device *dev, int64_t tiles_n) {
   return forced && !strcmp(forced, "2") && dev->clusters && tiles_n >= 2 ? 2 : 1;
 }
 
+/* K steps between promotions: 1 (each 128-element block of K summed on the
+ * tensor cores, then added in f32); CKJIT_GEMM_FP8_PROMOTE=0..64 (tests
+ * and benchmarks; 0: never) sets it for tensor and row scaling. */
+static int promote_interval(const ckjit_gemm_fp8_desc *g) {
+  const char *forced = getenv("CKJIT_GEMM_FP8_PROMOTE");
+  if (!forced || !*forced || g->scaling == CKJIT_FP8_SCALE_BLOCK) return 1;
+  char *end;
+  const long v = strtol(forced, &end, 10);
+  return !*end && v >= 0 && v <= 64 ? (int)v : 1;
+}
+
 /* 128 x 128 tiles, unless they leave most multiprocessors idle: then
- * 128 x 64 (twice the blocks); per-tensor scales on large problems (four
- * waves of 128 x 128 tiles or more) 128 x 192, which reads fewer operand
- * bytes per product (bench/NOTES.md #147).  Row scales keep 128: their
- * column factors, read before the K loop, need the registers 192 columns
- * would take. */
+ * 128 x 64 (twice the blocks). */
 static void plan(const ckjit_gemm_fp8_desc *g, const ckjit_device *dev, ckjit_launch_plan *p) {
   const int sms = dev->multiprocessors;
   const int64_t tiles_128 = ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, 128);
-  const int bn = tiles_128 < sms / 2                                          ? 64
-                 : g->scaling == CKJIT_FP8_SCALE_TENSOR && tiles_128 >= 4 * sms ? 192
-                                                                               : 128;
+  const int bn = tiles_128 < sms / 2 ? 64 : 128;
   ckjit__plan_init(p, CKJIT_FAMILY_GEMM_FP8);
   int32_t *v = p->spec.value;
   v[G8_A] = g->a_dtype == CKJIT_FP8_E5M2 ? FP8_E5M2 : FP8_E4M3;
@@ -135,7 +140,7 @@ static void plan(const ckjit_gemm_fp8_desc *g, const ckjit_device *dev, ckjit_la
   v[G8_SCALING] = (int32_t)g->scaling;
   v[G8_BN] = bn;
   v[G8_STAGES] = ckjit__gemm_fp8_stages(bn);
-  v[G8_PROMOTE] = 1;
+  v[G8_PROMOTE] = promote_interval(g);
   v[G8_BIAS] = (int32_t)g->bias_mode;
   v[G8_ACT] = (int32_t)g->activation;
   const int cluster = cluster_size(dev, ckjit__ceil_div(g->n, bn));

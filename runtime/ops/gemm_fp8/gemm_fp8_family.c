@@ -25,7 +25,7 @@ static const ckjit_param_desc params[G8_COUNT] = {
     [G8_B] = {.name = "b", .macro = "B_TYPE", .names = fp8_type_names, .symbols = fp8_type_symbols},
     [G8_OUT] = CKJIT_DTYPE_PARAM_NAMED("out", DTYPE_BF16),
     [G8_SCALING] = CKJIT_ENUM_PARAM("scaling", scaling, 0),
-    [G8_BN] = CKJIT_INT_PARAM("bn", 64, 192, 128),
+    [G8_BN] = CKJIT_INT_PARAM("bn", 64, 128, 128),
     [G8_STAGES] = CKJIT_INT_PARAM("stages", 2, 12, 6),
     [G8_PROMOTE] = CKJIT_INT_PARAM("promote", 0, 64, 1),
     [G8_BIAS] = CKJIT_ENUM_PARAM("bias", fp8_bias, 0),
@@ -35,12 +35,9 @@ static const ckjit_param_desc params[G8_COUNT] = {
 
 static ckjit_status check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  if (v[G8_BN] != 64 && v[G8_BN] != 128 && v[G8_BN] != 192)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_fp8 bn=%d must be 64, 128 or 192",
+  if (v[G8_BN] != 64 && v[G8_BN] != 128)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_fp8 bn=%d must be 64 or 128",
                        v[G8_BN]);
-  if (v[G8_BN] == 192 && v[G8_SCALING] == SCALE_BLOCK)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "spec: gemm_fp8 bn=192 spans two B scale blocks: not with scaling=block");
   if (v[G8_SCALING] == SCALE_BLOCK && v[G8_PROMOTE] != 1)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 scaling=block applies its scales at every K step: promote=1");
@@ -55,19 +52,19 @@ static ckjit_status check(const ckjit_spec *s) {
 
 /* The stages a bn fits in shared memory (as many as fit: the K loop waits
  * on memory less with every stage). */
-int ckjit__gemm_fp8_stages(int bn) { return bn == 64 ? 8 : bn == 128 ? 6 : 5; }
+int ckjit__gemm_fp8_stages(int bn) { return bn == 64 ? 8 : 6; }
 
 /* Default set: e4m3 x e4m3 into bf16 with each scaling, on both tiles, no
- * epilogue (what serving engines call); the wide tile of per-tensor
- * scaling; f16 and f32 outputs of the large tile; one kernel in clusters
- * of two (compiled by CI like the rest; CKJIT_GEMM_FP8_CLUSTER=2). */
+ * epilogue (what serving engines call); f16 and f32 outputs of the large
+ * tile; one kernel in clusters of two (compiled by CI like the rest;
+ * CKJIT_GEMM_FP8_CLUSTER=2). */
 static int default_spec(size_t index, ckjit_spec *out) {
   static const struct { int out, scaling, bn, cluster; } set[] = {
       {DTYPE_BF16, SCALE_TENSOR, 128, 1}, {DTYPE_BF16, SCALE_ROW, 128, 1},
       {DTYPE_BF16, SCALE_BLOCK, 128, 1},  {DTYPE_BF16, SCALE_TENSOR, 64, 1},
       {DTYPE_BF16, SCALE_ROW, 64, 1},     {DTYPE_BF16, SCALE_BLOCK, 64, 1},
-      {DTYPE_BF16, SCALE_TENSOR, 192, 1}, {1, SCALE_ROW, 128, 1},
-      {0, SCALE_BLOCK, 128, 1},           {DTYPE_BF16, SCALE_ROW, 128, 2},
+      {1, SCALE_ROW, 128, 1},             {0, SCALE_BLOCK, 128, 1},
+      {DTYPE_BF16, SCALE_ROW, 128, 2},
   };
   if (index >= sizeof set / sizeof set[0]) return 0;
   memset(out, 0, sizeof *out);

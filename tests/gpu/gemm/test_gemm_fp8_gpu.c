@@ -19,9 +19,10 @@
  *
  * Tolerance of D[i][j] (S = sum_kk |deq(A)[i][kk] deq(B)[kk][j]|,
  * kb = ceil(k / 128), L = |alpha acc| + |bias|):
- *   e = |alpha| S (2^-9 + (kb + 2) 2^-24)  [header: each 128-block summed on
- *       the tensor cores with fewer bits than f32, at most 2^-9 of its
- *       magnitude; kb f32 adds and the scaling; 0 for exact data]
+ *   e = |alpha| S (b 2^-9 + (kb + 2) 2^-24)  [header: each 128-block summed
+ *       on the tensor cores with fewer bits than f32, at most 2^-9 of its
+ *       magnitude, b blocks a sum (1; more with CKJIT_GEMM_FP8_PROMOTE);
+ *       kb f32 adds and the scaling; 0 for exact data]
  *     + L 2^-21                            [alpha, scales, bias: f32, x2]
  *   e_act = slope e + 2^-20 (1 + |v|) for the transcendental activations
  *           (slope 1 identity / relu, 1.2 gelu / silu, 0.25 sigmoid)
@@ -45,7 +46,12 @@
  * case and the edge cases (odd tile counts along N, a pair's second tile
  * past N) run again with CKJIT_GEMM_FP8_CLUSTER=2 (pairs of blocks, each
  * loading half of their shared A tile for both), which must give the same
- * bits (same tile, same K order). */
+ * bits (same tile, same K order).
+ *
+ * Promotion: every fifth case with tensor or row scales runs again with
+ * CKJIT_GEMM_FP8_PROMOTE=0 (one tensor-core sum over all of K) and =3, its
+ * D checked like the first (the tolerance bounds the tensor cores' sums
+ * relative to S, however K is grouped). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +90,7 @@ typedef struct fcase {
 typedef struct prob {
   const fcase *cs;
   int64_t lda, ldb, ldd, kb, lsa, lsb; /* lsa / lsb: the scale strides in effect */
+  int64_t tc_blocks;                    /* 128-blocks of K a tensor-core sum spans (promotion) */
   gt_buf a, b, d, sa, sb, bias;
   uint8_t *before, *got; /* D's bytes before and after the call */
   ckjit_gemm_fp8_desc desc;
@@ -176,7 +183,8 @@ static void ref_entry(const prob *p, const double *ar, const double *bc, int64_t
   }
   const double alpha = cs->alpha, bias = bias_at(p, i, j);
   const double pre = alpha * acc + bias;
-  const double coef = cs->gen == GEN_EXACT ? 0.0 : 0x1p-9 + (double)(p->kb + 2) * 0x1p-24;
+  const double blocks = (double)(p->tc_blocks > 1 ? p->tc_blocks : 1);
+  const double coef = cs->gen == GEN_EXACT ? 0.0 : blocks * 0x1p-9 + (double)(p->kb + 2) * 0x1p-24;
   double e = fabs(alpha) * s * coef + (fabs(alpha * acc) + fabs(bias)) * 0x1p-21;
   e = act_slope(cs->act) * e + (cs->act >= CKJIT_UNARY_GELU_TANH ? 0x1p-20 * (1.0 + fabs(pre)) : 0.0);
   *ref = act_ref(cs->act, pre);
@@ -496,11 +504,6 @@ static void build_cases(int skip_large) {
   c.bias = CKJIT_BIAS_PER_COL, add(c);
   c = mk("bn128 one column", E4, E4, CKJIT_F16, TEN, 9000, 100, 256), c.sample = 3000, c.same_bits = 1, add(c);
   c = mk("bn64 odd pairs", E4, E4, CKJIT_BF16, ROW, 130, 257, 129), c.same_bits = 1, add(c);
-  /* the 128 x 192 tiles (per-tensor scales from four waves of 128 x 128
-   * tiles on): N a multiple of 192 and not */
-  c = mk("bn192", E4, E4, CKJIT_BF16, TEN, 3000, 3072, 384), c.sample = 3000, c.same_bits = 1, add(c);
-  c = mk("bn192 edge", E5, E4, CKJIT_F32, TEN, 3001, 2900, 300), c.sample = 3000, c.alpha = 0.5f;
-  c.bias = CKJIT_BIAS_PER_ROW, c.act = CKJIT_UNARY_SILU, c.ldd_pad = 3, add(c);
   if (!skip_large) {
     c = mk("1024x1024x4096", E4, E4, CKJIT_BF16, BLK, 1024, 1024, 4096), c.sample = 3000, add(c);
     c = mk("1024x1024x4096", E4, E4, CKJIT_F16, TEN, 1024, 1024, 4096), c.sample = 3000, c.alpha = 0.125f, add(c);
@@ -539,6 +542,29 @@ static void check_in_clusters(gt_check *ck, prob *p) {
   free(again);
 }
 
+/* D again with other promotion intervals, checked against the reference. */
+static void check_promotion_intervals(gt_check *ck, prob *p, tu_rng *r) {
+  static const char *const intervals[2] = {"0", "3"};
+  const int64_t blocks[2] = {p->kb, 3};
+  for (int i = 0; i < 2; i++) {
+    p->tc_blocks = blocks[i];
+    setenv("CKJIT_GEMM_FP8_PROMOTE", intervals[i], 1);
+    const ckjit_status st = ckjit_gemm_fp8(&p->desc, NULL);
+    unsetenv("CKJIT_GEMM_FP8_PROMOTE");
+    if (st != CKJIT_SUCCESS) {
+      gt_fail(ck, "promote=%s: ckjit_gemm_fp8 returned %s: %s", intervals[i], ckjit_status_string(st),
+              ckjit_last_error());
+      return;
+    }
+    if (gt_sync(ck) || gt_buf_download(ck, &p->d, p->got)) return;
+    const long f0 = ck->failures;
+    check_outside(ck, p);
+    check_values(ck, p, r);
+    if (ck->failures != f0) printf("  (the failures above: CKJIT_GEMM_FP8_PROMOTE=%s)\n", intervals[i]);
+  }
+  p->tc_blocks = 1;
+}
+
 /* ---- the runner ----------------------------------------------------------------------------- */
 
 /* Runs one case; returns its failures. */
@@ -563,6 +589,7 @@ static long run_case(gt_check *ck, size_t index, const fcase *cs, uint64_t seed)
   check_values(ck, &p, &r);
   check_inputs(ck, &p);
   if (cs->same_bits || index % 3 == 0) check_in_clusters(ck, &p);
+  if (cs->sc != CKJIT_FP8_SCALE_BLOCK && index % 5 == 1) check_promotion_intervals(ck, &p, &r);
 done:
   free_prob(&p);
   gt_check_end(ck);
