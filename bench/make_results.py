@@ -184,7 +184,8 @@ ATTN_KINDS = ('attention', 'attention_launch', 'attention_compile', 'attention_c
 PAGED_METRIC = re.compile(r'^paged (decode|prefill|append) (\S+) (.+) '
                           r'vs (copy|dense|cudnn|cudnn\+gather)$')
 FP8_METRIC = re.compile(r'^gemm fp8 (\d+x\d+x\d+) (tensor|rowwise|blockwise)'
-                        r'(?: vs (scaled_mm(?: rowwise| blockwise)?))?$')
+                        r'((?: moe (?:contiguous|masked) E\d+ top\d+)?)'
+                        r'(?: vs (scaled_mm(?: rowwise| blockwise)?|dense ckjit|dense scaled_mm))?$')
 ATTN_RATIO_TARGETS = {'cudnn': 1.0, 'flash': 1.8}  # issue 17
 ATTN_TFLOPS_TARGET = 700.0                         # issue 17: d256, non-causal
 
@@ -963,7 +964,8 @@ def fp8_md(recs):
              '| peer ms | target | check | peer | note |',
              '| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |']
     for r in recs:
-        shape, scaling, vs = FP8_METRIC.match(r['metric']).groups()
+        shape, scaling, moe, vs = FP8_METRIC.match(r['metric']).groups()
+        scaling += moe  # grouped: 'blockwise moe contiguous E64 top8' (bench/moe_fp8_torch.py)
         d = r.get('details') or {}
         met = {True: 'met', False: 'not met'}.get(r.get('target_met'), '?')
         cells = [shape, scaling, vs or '—', r.get('card'), fmt(r.get('ckjit')),

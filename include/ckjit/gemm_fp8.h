@@ -86,6 +86,59 @@ CKJIT_API void ckjit_gemm_fp8_desc_init(ckjit_gemm_fp8_desc *desc);
 /* One FP8 GEMM (above). */
 CKJIT_API ckjit_status ckjit_gemm_fp8(const ckjit_gemm_fp8_desc *desc, void *stream);
 
+/* ---- grouped, for mixture-of-experts layers ---------------------------------------
+ *
+ * ckjit_gemm_fp8_moe: for every expert e, the GEMM above with expert e's
+ * rows of A, expert e's B, its scales and its bias, in one launch.  Which
+ * rows belong to which expert is read on the device (no host
+ * synchronization: a CUDA graph replays the call for any routing).  Every
+ * expert has the same n and k; B_e = b + e * stride_b (K-major, ldb; a
+ * multiple of 16), its scales at scale_b + e * stride_scale_b (the layout
+ * of ckjit_gemm_fp8's scale_b), its bias (CKJIT_BIAS_PER_COL or none) at
+ * bias + e * stride_bias.  Two layouts of A and D:
+ *
+ *   CKJIT_MOE_CONTIGUOUS  A and D have m rows (the capacity), grouped by
+ *       expert, each expert's rows padded to a multiple of 128:
+ *       tile_experts[t] (device int32, ceil(m / 128) entries) is the expert
+ *       of rows 128 t .. 128 t + 127, -1 (or any id outside 0 .. experts -
+ *       1) where no expert owns them: those rows of D are not written.
+ *       Tensor scales: scale_a[0] for all of A; row and block scales of A
+ *       per row of A (as ckjit_gemm_fp8).
+ *   CKJIT_MOE_MASKED      A is [experts][m][k]: expert e's at a + e *
+ *       stride_a (a multiple of 16); D [experts][m][n] at d + e * stride_d.
+ *       counts[e] (device int32) of expert e's m rows are computed, the
+ *       rest of its D is not written (a count outside 0 .. m: none).  A's
+ *       scales per expert at scale_a + e * stride_scale_a.
+ *
+ * Strides left 0 take: stride_b n * ldb; stride_scale_b 1 (tensor), n
+ * (row), ceil(n / 128) * ld_scale_b (block); stride_bias n; stride_a m *
+ * lda; stride_d m * ldd; stride_scale_a 0 (tensor: one scale for every
+ * expert), m (row), m * ld_scale_a (block).  An expert id or count out of
+ * range never makes the kernel read out of range.  gemm.m, n, k and the
+ * other fields are as in ckjit_gemm_fp8; bias_mode CKJIT_BIAS_PER_ROW is
+ * refused. */
+typedef enum ckjit_moe_layout { CKJIT_MOE_CONTIGUOUS = 0, CKJIT_MOE_MASKED = 1 } ckjit_moe_layout;
+
+typedef struct ckjit_gemm_fp8_moe_desc {
+  ckjit_gemm_fp8_desc gemm;     /* b, scale_b, bias: expert 0's */
+  ckjit_moe_layout layout;
+  int32_t experts;              /* 1 .. 65536 */
+  const int32_t *tile_experts;  /* CONTIGUOUS: device, ceil(m / 128) entries */
+  const int32_t *counts;        /* MASKED: device, experts entries */
+  int64_t stride_a, stride_d;   /* MASKED */
+  int64_t stride_b;
+  int64_t stride_scale_a;       /* MASKED */
+  int64_t stride_scale_b;
+  int64_t stride_bias;
+} ckjit_gemm_fp8_moe_desc;
+
+/* ckjit_gemm_fp8_desc_init on gemm, then layout CONTIGUOUS, experts 1,
+ * every stride 0 (the defaults above). */
+CKJIT_API void ckjit_gemm_fp8_moe_desc_init(ckjit_gemm_fp8_moe_desc *desc);
+
+/* The grouped MoE FP8 GEMM (above). */
+CKJIT_API ckjit_status ckjit_gemm_fp8_moe(const ckjit_gemm_fp8_moe_desc *desc, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

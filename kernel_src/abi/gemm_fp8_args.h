@@ -12,10 +12,20 @@
 /* Scaling modes, in the order of the public ckjit_fp8_scaling. */
 #define CKJIT_FP8_SCALINGS(X) X(SCALE_TENSOR, tensor) X(SCALE_ROW, row) X(SCALE_BLOCK, block)
 
-/* D = act(alpha * deq(A) deq(B) + bias) (include/ckjit/gemm_fp8.h).
- *   map_a, map_b  K-major boxes of 128 K bytes x BM rows of A / BN rows of B
+/* Grouped (mixture-of-experts) layouts, in the order of the public
+ * ckjit_moe_layout after NONE (the plain GEMM). */
+#define CKJIT_FP8_MOE_LAYOUTS(X) X(MOE_NONE, none) X(MOE_CONTIGUOUS, contiguous) X(MOE_MASKED, masked)
+
+/* D = act(alpha * deq(A) deq(B) + bias) (include/ckjit/gemm_fp8.h), per
+ * expert under a MoE layout.
+ *   map_a, map_b  K-major boxes of 128 K bytes x BM rows of A / BN rows of
+ *                 B; the third dimension is the expert (A: MASKED only)
  *   ld_scale_a/b  block scaling: entries between rows of the scale arrays
- *   tiles_m/_n    the grid's tiles along M and N */
+ *   tiles_m/_n    the grid's tiles along M (per expert when MASKED) and N
+ *   experts       MoE: the experts; tile_experts (CONTIGUOUS) the expert
+ *                 of each 128-row tile, counts (MASKED) each expert's rows
+ *   stride_*      MoE: elements between experts' D, A scales, B scales
+ *                 and bias */
 #define CKJIT_GEMM_FP8_FIELDS(X)                                               \
   X(ckjit_tensor_map, map_a, 0)                                                \
   X(ckjit_tensor_map, map_b, 128)                                              \
@@ -32,9 +42,15 @@
   X(long long, tiles_m, 336)                                                   \
   X(long long, tiles_n, 344)                                                   \
   X(float, alpha, 352)                                                         \
-  X(float, unused, 356)                                                        \
-  X(long long, tail_padding, 360)
-CKJIT_ABI_STRUCT(ckjit_gemm_fp8_args, CKJIT_GEMM_FP8_FIELDS, 384)
+  X(int, experts, 356)                                                         \
+  X(const int *, tile_experts, 360)                                            \
+  X(const int *, counts, 368)                                                  \
+  X(long long, stride_d, 376)                                                  \
+  X(long long, stride_scale_a, 384)                                            \
+  X(long long, stride_scale_b, 392)                                            \
+  X(long long, stride_bias, 400)                                               \
+  X(long long, tail_padding, 408)
+CKJIT_ABI_STRUCT(ckjit_gemm_fp8_args, CKJIT_GEMM_FP8_FIELDS, 448)
 /* The kernel's one parameter (the host launches with ckjit_abi_by_value). */
 #define CKJIT_GEMM_FP8_PARAM(X) X(ckjit_gemm_fp8_args, x, 0)
 

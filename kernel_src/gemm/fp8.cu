@@ -3,7 +3,9 @@
 //
 // Problem:  D = act(alpha * deq(A) deq(B) + bias), A m x k and B k x n, both
 //           K-major (A row-major, B column-major): FP8 wgmma reads no other
-//           layout.
+//           layout.  MOE: one such product per expert, the expert of each
+//           128-row tile read on the device (CONTIGUOUS: tile_experts;
+//           MASKED: A and D per expert, counts of their rows).
 // Policy:   a persistent block (one per multiprocessor) of three
 //           warpgroups walks 128 x BN tiles (BN 64 or 128: the promoted
 //           accumulators take registers); warpgroup 0 produces, 1 and
@@ -61,6 +63,7 @@ typedef OUT TC;
 static_assert(SCALING != SCALE_BLOCK || PROMOTE == 1, "block scales are applied at each step");
 static_assert(BN == 64 || BN == 128, "bn 64 or 128");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "cluster 1 or 2");
+static_assert(MOE == MOE_NONE || BIAS != BIAS_ROW, "MoE: bias per column of each expert");
 #define A_SLICE (BM / CLUSTER) // rows of A each block of a cluster loads
 // Promotion every step, two steps at a time into two accumulators (2 x 64
 // registers and the f32 total at BN 128).
@@ -93,15 +96,41 @@ CKJIT_INLINE void step(float (&acc)[ACC], ckjit_u64 da, ckjit_u64 db, bool first
 }
 
 
-// The tile of work unit `u` (a tile, or a cluster's row of CLUSTER
-// tiles): groups of 8 tile rows walked down their columns, so that a wave
-// of blocks shares A's and B's tiles in L2.
-CKJIT_INLINE void tile_of(const ckjit_gemm_fp8_args &x, long long u, long long &tm, long long &tn) {
+// A work unit's tile: tile row and column, expert, D's rows that exist
+// for it, and whether it runs at all (a MoE tile no expert owns does not).
+struct unit_tile {
+  long long tm, tn, rows;
+  int e;
+  bool on;
+};
+
+// The tile of work unit `u` (a tile, or a cluster's row of CLUSTER tiles):
+// groups of 8 tile rows walked down their columns, so that a wave of blocks
+// shares A's and B's tiles in L2; MASKED walks the experts one after
+// another.  The producer and the consumers read the same routing, so they
+// skip the same units.
+CKJIT_INLINE unit_tile tile_of(const ckjit_gemm_fp8_args &x, long long u) {
   const long long units_n = (x.tiles_n + CLUSTER - 1) / CLUSTER;
+  unit_tile r;
+  r.e = 0, r.rows = x.m, r.on = true;
+#if MOE == MOE_MASKED
+  const long long per_expert = x.tiles_m * units_n;
+  r.e = (int)(u / per_expert);
+  u %= per_expert;
+#endif
   const long long group = 8 * units_n, first = u / group * 8;
   const long long rows = x.tiles_m - first < 8 ? x.tiles_m - first : 8;
-  tm = first + u % group % rows;
-  tn = u % group / rows * CLUSTER + (CLUSTER > 1 ? cluster_rank() : 0);
+  r.tm = first + u % group % rows;
+  r.tn = u % group / rows * CLUSTER + (CLUSTER > 1 ? cluster_rank() : 0);
+#if MOE == MOE_CONTIGUOUS
+  r.e = x.tile_experts[r.tm];
+  r.on = r.e >= 0 && r.e < x.experts;
+#elif MOE == MOE_MASKED
+  const int count = x.counts[r.e];
+  r.on = count >= 0 && count <= x.m && r.tm * BM < count;
+  r.rows = count;
+#endif
+  return r;
 }
 
 #include "gemm/fp8_epilogue.h"
@@ -116,8 +145,10 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
   __shared__ __align__(16) float col_scale[2][2][BN];
 #endif
   const unsigned raw = smem_addr(smem_raw), base = (raw + 1023) & ~1023u; // swizzle atoms: 1 KiB
-  // Work units: tiles, or (CLUSTER 2) pairs of tiles, one per cluster.
-  const long long units = x.tiles_m * ((x.tiles_n + CLUSTER - 1) / CLUSTER);
+  // Work units: tiles, or (CLUSTER 2) pairs of tiles, one per cluster;
+  // MASKED: of every expert.
+  const long long units = x.tiles_m * ((x.tiles_n + CLUSTER - 1) / CLUSTER) *
+                          (MOE == MOE_MASKED ? x.experts : 1);
   const long long first_unit = blockIdx.x / CLUSTER, unit_stride = gridDim.x / CLUSTER;
   const int steps = (int)((x.k + BK - 1) / BK);
   if (threadIdx.x == 0) {
@@ -139,15 +170,18 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
 
   // Persistent: a block (cluster) takes units first_unit, + unit_stride,
   // ...; the stages and their phases run on across them, so the producer
-  // fills the next tile's stages while the consumers store this one.  Both blocks of a cluster walk the same units, step for step.
+  // fills the next tile's stages while the consumers store this one.  Both
+  // blocks of a cluster walk the same units, step for step.
   if (threadIdx.x < 128) { // the producer
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       unsigned fill = 0, phase = 1; // the next stage to fill; its empty barrier's phase
       bool first_round = true;      // the stages start empty
       for (long long u = first_unit; u < units; u += unit_stride) {
-        long long tm, tn;
-        tile_of(x, u, tm, tn);
+        const unit_tile ut = tile_of(x, u);
+        if (!ut.on) continue;
+        const long long tm = ut.tm, tn = ut.tn;
+        const int e_a = MOE == MOE_MASKED ? ut.e : 0;
         // A pair's second tile past N (odd tiles_n) reads the last real
         // tile's B: its loads must still come (they complete A's
         // transaction count) and its results are not stored.
@@ -160,11 +194,11 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
           mbar_expect(bar, STAGE_BYTES);
 #if CLUSTER > 1
           tma_load_multicast(sa + rank * A_SLICE * BK, &x.map_a, kb * BK,
-                             (int)(tm * BM + rank * A_SLICE), 0, bar, (1u << CLUSTER) - 1);
+                             (int)(tm * BM + rank * A_SLICE), e_a, bar, (1u << CLUSTER) - 1);
 #else
-          tma_load(sa, &x.map_a, kb * BK, (int)(tm * BM), 0, bar);
+          tma_load(sa, &x.map_a, kb * BK, (int)(tm * BM), e_a, bar);
 #endif
-          tma_load(sa + A_BYTES, &x.map_b, kb * BK, b_row, 0, bar);
+          tma_load(sa + A_BYTES, &x.map_b, kb * BK, b_row, ut.e, bar);
         }
       }
     }
@@ -207,17 +241,21 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     step(acc, da0 + off, db0 + off, first);
     wgmma_commit();
   };
-#if SCALING == SCALE_TENSOR
-  const float alpha = x.alpha * x.scale_a[0] * x.scale_b[0];
-#else
-  const float alpha = x.alpha;
-#endif
   unsigned parity = 0; // of this block's tiles: which col_scale buffer
-  for (long long u = first_unit; u < units; u += unit_stride, parity ^= 1) {
-    long long tm, tn;
-    tile_of(x, u, tm, tn);
-    const long long m0 = tm * BM, n0 = tn * BN;
+  for (long long u = first_unit; u < units; u += unit_stride) {
+    const unit_tile ut = tile_of(x, u);
+    if (!ut.on) continue;
+    parity ^= 1;
+    const long long m0 = ut.tm * BM, n0 = ut.tn * BN;
     const long long r0 = m0 + cw * 64 + w * 16 + lane / 4; // this thread's rows: r0, r0 + 8
+    // This tile's expert's D, scales and bias (MoE; the plain GEMM's
+    // strides are 0).
+    fp8_out out;
+    out.d = static_cast<TC *>(x.d) + ut.e * x.stride_d;
+    out.bias = static_cast<const TC *>(x.bias) + ut.e * x.stride_bias;
+    out.rows = ut.rows;
+    const float *const scale_a = x.scale_a + ut.e * x.stride_scale_a,
+                       *const scale_b = x.scale_b + ut.e * x.stride_scale_b;
     // The scale factors of this thread's outputs: row r0 (+ 8) in
     // registers, the tile's columns in shared memory (the registers go to
     // the accumulators), both read now, so the loads are done by the
@@ -228,12 +266,15 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     static_assert(BN <= 128, "one column scale a consumer thread");
     // Into shared memory only before the epilogue: a store now would wait
     // for the load, ahead of the tile's first products.
-    const float my_col = t < BN && n0 + t < x.n ? x.scale_b[n0 + t] : 0.0f;
+    const float my_col = t < BN && n0 + t < x.n ? scale_b[n0 + t] : 0.0f;
 #pragma unroll
-    for (int i = 0; i < 2; i++) row_f[i] = r0 + 8 * i < x.m ? x.scale_a[r0 + 8 * i] : 0.0f; // times alpha below
+    for (int i = 0; i < 2; i++) row_f[i] = r0 + 8 * i < out.rows ? scale_a[r0 + 8 * i] : 0.0f; // times alpha below
+#elif SCALING == SCALE_TENSOR
+    const float *const col_f = nullptr;
+    row_f[0] = scale_a[0], row_f[1] = scale_b[0]; // multiplied below
 #else
     const float *const col_f = nullptr;
-    row_f[0] = row_f[1] = alpha;
+    row_f[0] = row_f[1] = x.alpha;
 #endif
     // Partial sums: the f32 total, and the tensor cores' accumulators.
     float total[ACC];
@@ -249,9 +290,9 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
 #pragma unroll
       for (int i = 0; i < 2; i++) {
         if (kb + i >= steps) break;
-        raw[i][0] = x.scale_b[(n0 / 128) * x.ld_scale_b + kb + i];
-        raw[i][1] = r0 < x.m ? x.scale_a[r0 * x.ld_scale_a + kb + i] : 0.0f;
-        raw[i][2] = r0 + 8 < x.m ? x.scale_a[(r0 + 8) * x.ld_scale_a + kb + i] : 0.0f;
+        raw[i][0] = scale_b[(n0 / 128) * x.ld_scale_b + kb + i];
+        raw[i][1] = r0 < out.rows ? scale_a[r0 * x.ld_scale_a + kb + i] : 0.0f;
+        raw[i][2] = r0 + 8 < out.rows ? scale_a[(r0 + 8) * x.ld_scale_a + kb + i] : 0.0f;
       }
 #else
       (void)kb;
@@ -337,11 +378,13 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
 #endif
 #endif
 #if SCALING == SCALE_ROW
-    row_f[0] *= alpha, row_f[1] *= alpha;
+    row_f[0] *= x.alpha, row_f[1] *= x.alpha;
     if (t < BN) col_f[t] = my_col;
     named_barrier_sync(1 + cw, 128); // the warpgroup's col_f written
+#elif SCALING == SCALE_TENSOR
+    row_f[0] = row_f[1] = x.alpha * row_f[0] * row_f[1];
 #endif
-    store_tile(x, total, row_f, col_f, m0, n0, r0,
+    store_tile(x, out, total, row_f, col_f, m0, n0, r0,
                base + STAGES * STAGE_BYTES + (threadIdx.x / 32 - 4) * STORE_STAGE_BYTES);
   }
 #if CLUSTER > 1

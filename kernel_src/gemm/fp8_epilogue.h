@@ -9,16 +9,24 @@
 // epilogue's instructions otherwise).
 #pragma once
 
+// Where a tile's D goes: its expert's D (row 0) and bias, and the rows
+// that exist (m, or a MASKED expert's count); the columns are x.n.
+struct fp8_out {
+  TC *d;
+  const TC *bias;
+  long long rows;
+};
+
 // D's element (m, n) from its sum v and scale factor f: bias, activation.
 // (m, n) must be inside D (the bias is read there).
-CKJIT_INLINE float finish(const ckjit_gemm_fp8_args &x, long long m, long long n, float v, float f) {
+CKJIT_INLINE float finish(const fp8_out &o, long long m, long long n, float v, float f) {
   v *= f;
 #if BIAS == BIAS_ROW
-  v += ckjit_to_float(static_cast<const TC *>(x.bias)[m]);
+  v += ckjit_to_float(o.bias[m]);
 #elif BIAS == BIAS_COL
-  v += ckjit_to_float(static_cast<const TC *>(x.bias)[n]);
+  v += ckjit_to_float(o.bias[n]);
 #endif
-  (void)m, (void)n;
+  (void)o, (void)m, (void)n;
   return activation(v);
 }
 
@@ -29,34 +37,34 @@ CKJIT_INLINE float2 col_factors(const float *col_f, int c) {
 
 // The finished values of row r0 + 8 r, columns n and n + 1 (0 outside D).
 template <bool EDGE>
-CKJIT_INLINE void finish_pair(const ckjit_gemm_fp8_args &x, const float (&sum)[ACC], float row_f,
-                              const float *col_f, int r, int j, long long m, long long n, float &o0,
-                              float &o1) {
+CKJIT_INLINE void finish_pair(const ckjit_gemm_fp8_args &x, const fp8_out &o, const float (&sum)[ACC],
+                              float row_f, const float *col_f, int r, int j, long long m, long long n,
+                              float &o0, float &o1) {
   const int c = 8 * j + 2 * (threadIdx.x % 4);
   const float2 f = col_factors(col_f, c);
-  const bool in = !EDGE || m < x.m;
-  o0 = in && (!EDGE || n < x.n) ? finish(x, m, n, sum[4 * j + 2 * r], row_f * f.x) : 0.0f;
-  o1 = in && (!EDGE || n + 1 < x.n) ? finish(x, m, n + 1, sum[4 * j + 2 * r + 1], row_f * f.y) : 0.0f;
+  const bool in = !EDGE || m < o.rows;
+  o0 = in && (!EDGE || n < x.n) ? finish(o, m, n, sum[4 * j + 2 * r], row_f * f.x) : 0.0f;
+  o1 = in && (!EDGE || n + 1 < x.n) ? finish(o, m, n + 1, sum[4 * j + 2 * r + 1], row_f * f.y) : 0.0f;
 }
 
 // f32 D: two adjacent columns a store, straight from the registers.
 template <bool EDGE>
-CKJIT_INLINE void store_direct(const ckjit_gemm_fp8_args &x, const float (&sum)[ACC],
+CKJIT_INLINE void store_direct(const ckjit_gemm_fp8_args &x, const fp8_out &o, const float (&sum)[ACC],
                                const float (&row_f)[2], const float *col_f, long long r0,
                                long long n0) {
   const int lane = threadIdx.x % 32;
-  const bool pairs = x.ldd % 2 == 0 && reinterpret_cast<unsigned long long>(x.d) % (2 * sizeof(TC)) == 0;
+  const bool pairs = x.ldd % 2 == 0 && reinterpret_cast<unsigned long long>(o.d) % (2 * sizeof(TC)) == 0;
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const long long m = r0 + 8 * r;
-    if (EDGE && m >= x.m) continue;
-    TC *row = static_cast<TC *>(x.d) + m * x.ldd;
+    if (EDGE && m >= o.rows) continue;
+    TC *row = o.d + m * x.ldd;
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
       const long long n = n0 + j * 8 + 2 * (lane % 4);
       if (EDGE && n >= x.n) continue;
       float o0, o1;
-      finish_pair<EDGE>(x, sum, row_f[r], col_f, r, j, m, n, o0, o1);
+      finish_pair<EDGE>(x, o, sum, row_f[r], col_f, r, j, m, n, o0, o1);
       if (pairs && (!EDGE || n + 1 < x.n)) {
         ckjit_vec<TC, 2> v;
         v.v[0] = ckjit_from_float<TC>(o0);
@@ -76,7 +84,7 @@ CKJIT_INLINE void store_direct(const ckjit_gemm_fp8_args &x, const float (&sum)[
 // back a 16-byte piece of one row per lane and stored whole where D's
 // alignment and edge allow, element by element where not.
 template <bool EDGE>
-CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const float (&sum)[ACC],
+CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const fp8_out &o, const float (&sum)[ACC],
                                const float (&row_f)[2], const float *col_f, long long r0,
                                long long n0, unsigned stage) {
   const int lane = threadIdx.x % 32;
@@ -86,7 +94,8 @@ CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const float (&sum)[
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
       float o0, o1;
-      finish_pair<EDGE>(x, sum, row_f[r], col_f, r, j, r0 + 8 * r, n0 + j * 8 + 2 * (lane % 4), o0, o1);
+      finish_pair<EDGE>(x, o, sum, row_f[r], col_f, r, j, r0 + 8 * r, n0 + j * 8 + 2 * (lane % 4), o0,
+                        o1);
       ckjit_vec<TC, 2> p;
       p.v[0] = ckjit_from_float<TC>(o0);
       p.v[1] = ckjit_from_float<TC>(o1);
@@ -94,7 +103,7 @@ CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const float (&sum)[
     }
   }
   const long long row0 = r0 - lane / 4; // the warp's first row
-  const bool whole = x.ldd % 8 == 0 && reinterpret_cast<unsigned long long>(x.d) % 16 == 0;
+  const bool whole = x.ldd % 8 == 0 && reinterpret_cast<unsigned long long>(o.d) % 16 == 0;
   const int srow = 8 * (lane / 8 % 2) + lane % 8;
 #pragma unroll
   for (int slab = 0; slab < BN / 64; slab++) {
@@ -113,8 +122,8 @@ CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const float (&sum)[
                    : "=r"(piece.x), "=r"(piece.y), "=r"(piece.z), "=r"(piece.w)
                    : "r"(stage + row * 128 + ((chunk ^ (row % 8)) << 4)));
       const long long m = row0 + row, n = n0 + 64 * slab + 8 * chunk;
-      if (EDGE && (m >= x.m || n >= x.n)) continue;
-      TC *d = static_cast<TC *>(x.d) + m * x.ldd + n;
+      if (EDGE && (m >= o.rows || n >= x.n)) continue;
+      TC *d = o.d + m * x.ldd + n;
       if (whole && (!EDGE || n + 8 <= x.n)) {
         *reinterpret_cast<uint4 *>(d) = piece;
       } else {
@@ -127,16 +136,16 @@ CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const float (&sum)[
 }
 
 // The tile's epilogue: the checked form only on tiles at D's edges.
-CKJIT_INLINE void store_tile(const ckjit_gemm_fp8_args &x, const float (&sum)[ACC],
+CKJIT_INLINE void store_tile(const ckjit_gemm_fp8_args &x, const fp8_out &o, const float (&sum)[ACC],
                              const float (&row_f)[2], const float *col_f, long long m0, long long n0,
                              long long r0, unsigned stage) {
-  const bool edge = m0 + 128 > x.m || n0 + BN > x.n;
+  const bool edge = m0 + 128 > o.rows || n0 + BN > x.n;
   if constexpr (sizeof(TC) == 2) {
-    if (edge) store_staged<true>(x, sum, row_f, col_f, r0, n0, stage);
-    else store_staged<false>(x, sum, row_f, col_f, r0, n0, stage);
+    if (edge) store_staged<true>(x, o, sum, row_f, col_f, r0, n0, stage);
+    else store_staged<false>(x, o, sum, row_f, col_f, r0, n0, stage);
   } else {
     (void)stage;
-    if (edge) store_direct<true>(x, sum, row_f, col_f, r0, n0);
-    else store_direct<false>(x, sum, row_f, col_f, r0, n0);
+    if (edge) store_direct<true>(x, o, sum, row_f, col_f, r0, n0);
+    else store_direct<false>(x, o, sum, row_f, col_f, r0, n0);
   }
 }

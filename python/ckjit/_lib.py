@@ -84,6 +84,8 @@ PROTOTYPES = {
     'ckjit_gemm_grouped': (S.ENUM, [S.PTR, S.I32, S.PTR]),
     'ckjit_gemm_fp8_desc_init': (None, [_P(S.GemmFp8Desc)]),
     'ckjit_gemm_fp8': (S.ENUM, [S.PTR, S.PTR]),
+    'ckjit_gemm_fp8_moe_desc_init': (None, [_P(S.GemmFp8MoeDesc)]),
+    'ckjit_gemm_fp8_moe': (S.ENUM, [S.PTR, S.PTR]),
     'ckjit_attention_desc_init': (None, [_P(S.AttentionDesc)]),
     'ckjit_attention_strides_bshd': (S.AttentionStrides, [S.I64, S.I64, S.I64]),
     'ckjit_attention_strides_bhsd': (S.AttentionStrides, [S.I64, S.I64, S.I64]),

@@ -136,6 +136,13 @@ class GemmFp8Desc(ctypes.Structure):
                 ('bias', PTR), ('bias_mode', ENUM), ('activation', ENUM)]
 
 
+class GemmFp8MoeDesc(ctypes.Structure):
+    _fields_ = [('gemm', GemmFp8Desc), ('layout', ENUM), ('experts', ctypes.c_int32),
+                ('tile_experts', PTR), ('counts', PTR), ('stride_a', I64), ('stride_d', I64),
+                ('stride_b', I64), ('stride_scale_a', I64), ('stride_scale_b', I64),
+                ('stride_bias', I64)]
+
+
 class AttentionStrides(ctypes.Structure):
     _fields_ = [('batch', I64), ('head', I64), ('seq', I64), ('dim', I64)]
 
@@ -194,6 +201,7 @@ STRUCTS = {
     'ckjit_norm_params': NormParams,
     'ckjit_gemm_desc': GemmDesc,
     'ckjit_gemm_fp8_desc': GemmFp8Desc,
+    'ckjit_gemm_fp8_moe_desc': GemmFp8MoeDesc,
     'ckjit_attention_strides': AttentionStrides,
     'ckjit_attention_desc': AttentionDesc,
     'ckjit_paged_strides': PagedStrides,

@@ -99,6 +99,15 @@ int main(void) {
   F(ckjit_gemm_fp8_desc, activation);
   end();
 
+  BEGIN(ckjit_gemm_fp8_moe_desc);
+  F(ckjit_gemm_fp8_moe_desc, gemm); F(ckjit_gemm_fp8_moe_desc, layout);
+  F(ckjit_gemm_fp8_moe_desc, experts); F(ckjit_gemm_fp8_moe_desc, tile_experts);
+  F(ckjit_gemm_fp8_moe_desc, counts); F(ckjit_gemm_fp8_moe_desc, stride_a);
+  F(ckjit_gemm_fp8_moe_desc, stride_d); F(ckjit_gemm_fp8_moe_desc, stride_b);
+  F(ckjit_gemm_fp8_moe_desc, stride_scale_a); F(ckjit_gemm_fp8_moe_desc, stride_scale_b);
+  F(ckjit_gemm_fp8_moe_desc, stride_bias);
+  end();
+
   BEGIN(ckjit_attention_strides);
   F(ckjit_attention_strides, batch); F(ckjit_attention_strides, head);
   F(ckjit_attention_strides, seq); F(ckjit_attention_strides, dim);

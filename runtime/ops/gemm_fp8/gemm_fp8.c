@@ -1,5 +1,7 @@
 /* ckjit_gemm_fp8 (include/ckjit/gemm_fp8.h): validate, plan, arguments
- * (A's and B's tensor maps), run. */
+ * (A's and B's tensor maps), run; also the shared path of
+ * ckjit_gemm_fp8_moe (gemm_fp8_moe.c), whose experts are a third dimension
+ * of the maps and a few strides. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,7 @@
 #include "runtime/dispatch.h"
 #include "runtime/ops/op_frame.h"
 
-static const char api[] = "ckjit_gemm_fp8";
+static const char plain_api[] = "ckjit_gemm_fp8";
 
 void ckjit_gemm_fp8_desc_init(ckjit_gemm_fp8_desc *desc) {
   if (!desc) return;
@@ -28,8 +30,10 @@ void ckjit_gemm_fp8_desc_init(ckjit_gemm_fp8_desc *desc) {
 
 static int is_fp8(ckjit_dtype t) { return t == CKJIT_FP8_E4M3 || t == CKJIT_FP8_E5M2; }
 
-static ckjit_status check_operand(const char *name, const void *p, int64_t rows, int64_t k,
-                                  int64_t ld, const char *ld_name) {
+/* An operand of `rows` rows of k bytes, ld apart; `extent`: the bytes the
+ * call may read from p (0: rows * ld). */
+static ckjit_status check_operand(const char *api, const char *name, const void *p, int64_t rows,
+                                  int64_t k, int64_t ld, const char *ld_name, int64_t extent) {
   if (!p) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", api, name);
   if (ld < k || ld < 1)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s %lld is smaller than k %lld", api,
@@ -39,14 +43,16 @@ static ckjit_status check_operand(const char *name, const void *p, int64_t rows,
                        "%s: %s must be 16-byte aligned and %s a multiple of 16 (%p, %lld): the "
                        "tensor memory accelerator reads it",
                        api, name, ld_name, p, (long long)ld);
-  int64_t bytes;
-  if (__builtin_mul_overflow(rows, ld, &bytes) || (uintptr_t)p + (uint64_t)bytes < (uintptr_t)p)
+  int64_t bytes = extent;
+  if ((!extent && __builtin_mul_overflow(rows, ld, &bytes)) ||
+      (uintptr_t)p + (uint64_t)bytes < (uintptr_t)p)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s overflows the address space", api,
                        name);
   return CKJIT_SUCCESS;
 }
 
-static ckjit_status validate(const ckjit_gemm_fp8_desc *g, int64_t *kb) {
+static ckjit_status validate(const char *api, const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe,
+                             int64_t *kb) {
   if (!g) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", api);
   if (g->m < 0 || g->n < 0 || g->k < 0)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: m, n, k (%lld, %lld, %lld) must be >= 0",
@@ -93,8 +99,10 @@ static ckjit_status validate(const ckjit_gemm_fp8_desc *g, int64_t *kb) {
                          api, (long long)g->ld_scale_a, (long long)g->ld_scale_b, (long long)*kb);
   }
   ckjit_status st;
-  if ((st = check_operand("a", g->a, g->m, g->k, g->lda, "lda")) ||
-      (st = check_operand("b", g->b, g->n, g->k, g->ldb, "ldb")))
+  const int64_t a_extent = moe && moe->layout == MOE_MASKED ? moe->extent_a : 0,
+                b_extent = moe ? moe->extent_b : 0;
+  if ((st = check_operand(api, "a", g->a, g->m, g->k, g->lda, "lda", a_extent)) ||
+      (st = check_operand(api, "b", g->b, g->n, g->k, g->ldb, "ldb", b_extent)))
     return st;
   if (!g->d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: d is NULL", api);
   if (g->ldd < g->n || g->ldd < 1)
@@ -128,9 +136,11 @@ static int promote_interval(const ckjit_gemm_fp8_desc *g) {
 
 /* 128 x 128 tiles, unless they leave most multiprocessors idle: then
  * 128 x 64 (twice the blocks). */
-static void plan(const ckjit_gemm_fp8_desc *g, const ckjit_device *dev, ckjit_launch_plan *p) {
+static void plan(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe, const ckjit_device *dev,
+                 ckjit_launch_plan *p) {
   const int sms = dev->multiprocessors;
-  const int64_t tiles_128 = ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, 128);
+  const int64_t experts = moe && moe->layout == MOE_MASKED ? moe->experts : 1;
+  const int64_t tiles_128 = experts * ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, 128);
   const int bn = tiles_128 < sms / 2 ? 64 : 128;
   ckjit__plan_init(p, CKJIT_FAMILY_GEMM_FP8);
   int32_t *v = p->spec.value;
@@ -143,11 +153,14 @@ static void plan(const ckjit_gemm_fp8_desc *g, const ckjit_device *dev, ckjit_la
   v[G8_PROMOTE] = promote_interval(g);
   v[G8_BIAS] = (int32_t)g->bias_mode;
   v[G8_ACT] = (int32_t)g->activation;
+  v[G8_MOE] = moe ? moe->layout : MOE_NONE;
   const int cluster = cluster_size(dev, ckjit__ceil_div(g->n, bn));
   v[G8_CLUSTER] = cluster;
   /* Persistent: a block per multiprocessor walks the tiles (a cluster its
-   * units of `cluster` tiles along N). */
-  const int64_t units = ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(ckjit__ceil_div(g->n, bn), cluster),
+   * units of `cluster` tiles along N; MASKED: every expert's, most of which
+   * routing may leave empty). */
+  const int64_t units = experts * ckjit__ceil_div(g->m, 128) *
+                        ckjit__ceil_div(ckjit__ceil_div(g->n, bn), cluster),
                 clusters = sms / cluster;
   p->grid[0] = (unsigned)((units < clusters ? units : clusters) * cluster);
   p->cluster = (unsigned)cluster;
@@ -157,23 +170,28 @@ static void plan(const ckjit_gemm_fp8_desc *g, const ckjit_device *dev, ckjit_la
 
 /* ---- arguments ------------------------------------------------------------------- */
 
-static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, int64_t kb, int bn,
-                              int cluster, ckjit_gemm_fp8_args *x) {
+static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe,
+                              int64_t kb, int bn, int cluster, ckjit_gemm_fp8_args *x) {
   memset(x, 0, sizeof *x);
+  const char *api = moe ? moe->api : plain_api;
+  const int masked = moe && moe->layout == MOE_MASKED;
+  const unsigned long long experts = moe ? (unsigned long long)moe->experts : 1;
   /* K-major boxes of 128 bytes x 128 rows of A (each block of a cluster
-   * loads its share of them), bn of B; k 0 still needs a valid map (no
-   * step reads it). */
+   * loads its share of them), bn of B; the experts are the third
+   * dimension (of A only when MASKED); k 0 still needs a valid map (no step
+   * reads it). */
   const unsigned long long k = (unsigned long long)(g->k ? g->k : 16);
-  const unsigned long long dims_a[3] = {k, (unsigned long long)g->m, 1},
-                           dims_b[3] = {k, (unsigned long long)g->n, 1};
+  const unsigned long long dims_a[3] = {k, (unsigned long long)g->m, masked ? experts : 1},
+                           dims_b[3] = {k, (unsigned long long)g->n, experts};
   const unsigned long long str_a[2] = {(unsigned long long)g->lda,
-                                       (unsigned long long)(g->lda * g->m)},
+                                       (unsigned long long)(masked ? moe->stride_a : g->lda * g->m)},
                            str_b[2] = {(unsigned long long)g->ldb,
-                                       (unsigned long long)(g->ldb * g->n)};
+                                       (unsigned long long)(moe ? moe->stride_b : g->ldb * g->n)};
   const unsigned box_a[3] = {128, 128 / (unsigned)cluster, 1}, box_b[3] = {128, (unsigned)bn, 1};
   const ckjit_device *dev = &gpu->device;
   const char *which = "A";
-  ckjit_status st = dev->tensor_map_encode(dev, &x->map_a, g->a_dtype, 3, g->a, dims_a, str_a, box_a);
+  ckjit_status st =
+      dev->tensor_map_encode(dev, &x->map_a, g->a_dtype, 3, g->a, dims_a, str_a, box_a);
   if (!st) {
     which = "B";
     st = dev->tensor_map_encode(dev, &x->map_b, g->b_dtype, 3, g->b, dims_b, str_b, box_b);
@@ -193,18 +211,32 @@ static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, int6
   x->tiles_m = ckjit__ceil_div(g->m, 128);
   x->tiles_n = ckjit__ceil_div(g->n, bn);
   x->alpha = g->alpha;
+  x->experts = (int)experts;
+  if (moe) {
+    x->tile_experts = moe->tile_experts;
+    x->counts = moe->counts;
+    x->stride_d = masked ? moe->stride_d : 0;
+    x->stride_scale_a = masked ? moe->stride_scale_a : 0;
+    x->stride_scale_b = moe->stride_scale_b;
+    x->stride_bias = g->bias ? moe->stride_bias : 0;
+  }
   return CKJIT_SUCCESS;
 }
 
 /* ---- run ------------------------------------------------------------------------------ */
 
-ckjit_status ckjit_gemm_fp8(const ckjit_gemm_fp8_desc *g, void *stream) {
+ckjit_status ckjit__gemm_fp8_run(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe,
+                                 void *stream) {
+  const char *api = moe ? moe->api : plain_api;
   int64_t kb = 0;
-  ckjit_status st = validate(g, &kb);
+  ckjit_status st = validate(api, g, moe, &kb);
   if (st) return st;
-  const void *const operands[] = {g->a, g->b, g->d, g->scale_a, g->scale_b, g->bias};
-  static const char *const names[] = {"a", "b", "d", "scale_a", "scale_b", "bias"};
-  if ((st = ckjit__check_pointers(stream, api, 6, operands, names))) return st;
+  const void *const operands[] = {g->a, g->b, g->d, g->scale_a, g->scale_b, g->bias,
+                                  moe ? (const void *)moe->tile_experts : NULL,
+                                  moe ? (const void *)moe->counts : NULL};
+  static const char *const names[] = {"a", "b", "d", "scale_a", "scale_b", "bias", "tile_experts",
+                                      "counts"};
+  if ((st = ckjit__check_pointers(stream, api, 8, operands, names))) return st;
   ckjit_gpu *gpu;
   if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
   if (!ckjit__arch_has_wgmma(gpu->arch) || !gpu->device.tensor_map_encode)
@@ -213,11 +245,15 @@ ckjit_status ckjit_gemm_fp8(const ckjit_gemm_fp8_desc *g, void *stream) {
                        gpu->arch, gpu->device.tensor_map_encode ? "" : " and its driver makes no tensor maps");
   if (g->m == 0 || g->n == 0) return CKJIT_SUCCESS;
   ckjit_launch_plan p;
-  plan(g, &gpu->device, &p);
+  plan(g, moe, &gpu->device, &p);
   if ((int)p.shared_bytes > gpu->device.max_shared_bytes)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s: the tile needs %u bytes of shared memory; the "
                        "GPU allows %d", api, p.shared_bytes, gpu->device.max_shared_bytes);
   ckjit_gemm_fp8_args x;
-  if ((st = arguments(gpu, g, kb, p.spec.value[G8_BN], p.spec.value[G8_CLUSTER], &x))) return st;
+  if ((st = arguments(gpu, g, moe, kb, p.spec.value[G8_BN], p.spec.value[G8_CLUSTER], &x))) return st;
   return ckjit__op_run(gpu, &p, &x, &ckjit_abi_by_value, stream);
+}
+
+ckjit_status ckjit_gemm_fp8(const ckjit_gemm_fp8_desc *g, void *stream) {
+  return ckjit__gemm_fp8_run(g, NULL, stream);
 }

@@ -11,14 +11,31 @@
  * columns (rows: 128); stages; promote: K steps (of 128) between additions
  * of the tensor cores' partial sums into f32 registers (0: never; block
  * scaling: 1); bias, act: the epilogue; cluster: blocks per cluster (2:
- * neighbouring tiles along N share A's loads, multicast). */
+ * neighbouring tiles along N share A's loads, multicast); moe: none, or
+ * the grouped layout (ckjit_gemm_fp8_moe). */
 enum {
   G8_A, G8_B, G8_OUT, G8_SCALING, G8_BN, G8_STAGES, G8_PROMOTE, G8_BIAS, G8_ACT, G8_CLUSTER,
-  G8_COUNT
+  G8_MOE, G8_COUNT
 };
 
 enum { CKJIT_FP8_TYPES(CKJIT_ENUM_CONSTANT) };
 enum { CKJIT_FP8_SCALINGS(CKJIT_ENUM_CONSTANT) CKJIT_FP8_SCALING_COUNT };
+enum { CKJIT_FP8_MOE_LAYOUTS(CKJIT_ENUM_CONSTANT) };
+
+/* The MoE part of a ckjit_gemm_fp8_moe call, its defaults resolved
+ * (gemm_fp8_moe.c); a plain ckjit_gemm_fp8 has none (NULL). */
+typedef struct ckjit__fp8_moe {
+  const char *api;            /* for messages */
+  int layout;                 /* MOE_CONTIGUOUS or MOE_MASKED */
+  int experts;
+  const int32_t *tile_experts, *counts;
+  int64_t stride_a, stride_b, stride_d, stride_scale_a, stride_scale_b, stride_bias; /* elements */
+  int64_t extent_a, extent_b; /* bytes the call may read from a (MASKED) and b */
+} ckjit__fp8_moe;
+
+/* Validates, plans and launches a plain (moe NULL) or grouped FP8 GEMM. */
+ckjit_status ckjit__gemm_fp8_run(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe,
+                                 void *stream);
 
 /* The stages the policy and the default set give a bn. */
 int ckjit__gemm_fp8_stages(int bn);

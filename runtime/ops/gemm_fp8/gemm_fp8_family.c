@@ -11,10 +11,13 @@ CKJIT_ENUM_TABLES(fp8_type, CKJIT_FP8_TYPES)
 CKJIT_ENUM_TABLES(scaling, CKJIT_FP8_SCALINGS)
 CKJIT_ENUM_TABLES(fp8_bias, CKJIT_GEMM_BIASES)
 CKJIT_ENUM_TABLES(fp8_act, CKJIT_GEMM_ACTIVATIONS)
+CKJIT_ENUM_TABLES(moe, CKJIT_FP8_MOE_LAYOUTS)
 _Static_assert(FP8_E4M3 == 0 && FP8_E5M2 == 1, "CKJIT_FP8_TYPES: e4m3, e5m2");
 _Static_assert(SCALE_TENSOR == (int)CKJIT_FP8_SCALE_TENSOR && SCALE_ROW == (int)CKJIT_FP8_SCALE_ROW &&
                    SCALE_BLOCK == (int)CKJIT_FP8_SCALE_BLOCK && CKJIT_FP8_SCALING_COUNT == 3,
                "CKJIT_FP8_SCALINGS: in the order of ckjit_fp8_scaling");
+_Static_assert(MOE_CONTIGUOUS == 1 + (int)CKJIT_MOE_CONTIGUOUS && MOE_MASKED == 1 + (int)CKJIT_MOE_MASKED,
+               "CKJIT_FP8_MOE_LAYOUTS: none, then the order of ckjit_moe_layout");
 
 #define DTYPE_BF16 2
 /* At most 227 KiB of shared memory with 1 KiB of alignment slack. */
@@ -31,6 +34,7 @@ static const ckjit_param_desc params[G8_COUNT] = {
     [G8_BIAS] = CKJIT_ENUM_PARAM("bias", fp8_bias, 0),
     [G8_ACT] = CKJIT_ENUM_PARAM("act", fp8_act, 0),
     [G8_CLUSTER] = CKJIT_INT_PARAM("cluster", 1, 2, 1),
+    [G8_MOE] = CKJIT_ENUM_PARAM("moe", moe, 0),
 };
 
 static ckjit_status check(const ckjit_spec *s) {
@@ -41,6 +45,10 @@ static ckjit_status check(const ckjit_spec *s) {
   if (v[G8_SCALING] == SCALE_BLOCK && v[G8_PROMOTE] != 1)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 scaling=block applies its scales at every K step: promote=1");
+  if (v[G8_MOE] != MOE_NONE && v[G8_BIAS] == (int32_t)CKJIT_BIAS_PER_ROW)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_fp8 moe=%s takes a bias per column of each expert, not bias=row",
+                       moe_names[v[G8_MOE]]);
   if (ckjit__gemm_fp8_smem(v) > MAX_SMEM)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 bn=%d with stages=%d needs %u bytes of shared memory (at "
@@ -57,14 +65,17 @@ int ckjit__gemm_fp8_stages(int bn) { return bn == 64 ? 8 : 6; }
 /* Default set: e4m3 x e4m3 into bf16 with each scaling, on both tiles, no
  * epilogue (what serving engines call); f16 and f32 outputs of the large
  * tile; one kernel in clusters of two (compiled by CI like the rest;
- * CKJIT_GEMM_FP8_CLUSTER=2). */
+ * CKJIT_GEMM_FP8_CLUSTER=2); the MoE layouts with block and tensor scales
+ * (DeepSeek-style block-scaled experts, per-tensor ones). */
 static int default_spec(size_t index, ckjit_spec *out) {
-  static const struct { int out, scaling, bn, cluster; } set[] = {
-      {DTYPE_BF16, SCALE_TENSOR, 128, 1}, {DTYPE_BF16, SCALE_ROW, 128, 1},
-      {DTYPE_BF16, SCALE_BLOCK, 128, 1},  {DTYPE_BF16, SCALE_TENSOR, 64, 1},
-      {DTYPE_BF16, SCALE_ROW, 64, 1},     {DTYPE_BF16, SCALE_BLOCK, 64, 1},
-      {1, SCALE_ROW, 128, 1},             {0, SCALE_BLOCK, 128, 1},
-      {DTYPE_BF16, SCALE_ROW, 128, 2},
+  static const struct { int out, scaling, bn, cluster, moe; } set[] = {
+      {DTYPE_BF16, SCALE_TENSOR, 128, 1, 0}, {DTYPE_BF16, SCALE_ROW, 128, 1, 0},
+      {DTYPE_BF16, SCALE_BLOCK, 128, 1, 0},  {DTYPE_BF16, SCALE_TENSOR, 64, 1, 0},
+      {DTYPE_BF16, SCALE_ROW, 64, 1, 0},     {DTYPE_BF16, SCALE_BLOCK, 64, 1, 0},
+      {1, SCALE_ROW, 128, 1, 0},             {0, SCALE_BLOCK, 128, 1, 0},
+      {DTYPE_BF16, SCALE_ROW, 128, 2, 0},
+      {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS}, {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_MASKED},
+      {DTYPE_BF16, SCALE_TENSOR, 128, 1, MOE_CONTIGUOUS}, {DTYPE_BF16, SCALE_TENSOR, 128, 1, MOE_MASKED},
   };
   if (index >= sizeof set / sizeof set[0]) return 0;
   memset(out, 0, sizeof *out);
@@ -77,6 +88,7 @@ static int default_spec(size_t index, ckjit_spec *out) {
   v[G8_STAGES] = ckjit__gemm_fp8_stages(set[index].bn);
   v[G8_PROMOTE] = 1;
   v[G8_CLUSTER] = set[index].cluster;
+  v[G8_MOE] = set[index].moe;
   return 1;
 }
 

@@ -19,10 +19,6 @@
 #define E5 CKJIT_FP8_E5M2
 
 enum { GEN_NARROW, GEN_FULL, GEN_EXACT };
-static const char *const gen_names[] = {"narrow", "full", "exact"};
-static const char *const act_names[] = {"identity", "relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid"};
-static const char *const sc_names[] = {"tensor", "row", "block"};
-static const char *const bias_names[] = {"none", "row", "col"};
 
 typedef struct fcase {
   char name[40];
@@ -52,7 +48,7 @@ typedef struct prob {
 
 /* The value of an FP8 code: e4m3fn (bias 7, 3 mantissa bits, S.1111.111 NaN,
  * no infinity) or e5m2 (bias 15, 2 mantissa bits, exponent 31: inf / NaN). */
-static double fp8_value(ckjit_dtype dt, uint8_t c) {
+static inline double fp8_value(ckjit_dtype dt, uint8_t c) {
   const int e4 = dt == E4, mb = e4 ? 3 : 2, bias = e4 ? 7 : 15;
   const int e = (c & 0x7F) >> mb, mant = c & ((1 << mb) - 1);
   const double sign = (c & 0x80) ? -1.0 : 1.0;
@@ -62,7 +58,7 @@ static double fp8_value(ckjit_dtype dt, uint8_t c) {
   return sign * ldexp((1 << mb) + mant, e - bias - mb);
 }
 
-static uint8_t gen_code(ckjit_dtype dt, int gen, tu_rng *r) {
+static inline uint8_t gen_code(ckjit_dtype dt, int gen, tu_rng *r) {
   const int mb = dt == E4 ? 3 : 2, bias = dt == E4 ? 7 : 15;
   for (;;) {
     uint8_t c = (uint8_t)tu_rng_next(r);
@@ -75,7 +71,7 @@ static uint8_t gen_code(ckjit_dtype dt, int gen, tu_rng *r) {
   }
 }
 
-static double act_ref(int act, double x) {
+static inline double act_ref(int act, double x) {
   switch (act) {
     case CKJIT_UNARY_RELU: return x > 0 ? x : 0.0;
     case CKJIT_UNARY_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
@@ -86,18 +82,18 @@ static double act_ref(int act, double x) {
   }
 }
 
-static double act_slope(int a) { return a == CKJIT_UNARY_SIGMOID ? 0.25 : a >= CKJIT_UNARY_GELU_TANH ? 1.2 : 1.0; }
+static inline double act_slope(int a) { return a == CKJIT_UNARY_SIGMOID ? 0.25 : a >= CKJIT_UNARY_GELU_TANH ? 1.2 : 1.0; }
 
-static double out_round(ckjit_dtype dt) { return dt == CKJIT_F16 ? 0x1p-11 : dt == CKJIT_BF16 ? 0x1p-8 : 0x1p-24; }
+static inline double out_round(ckjit_dtype dt) { return dt == CKJIT_F16 ? 0x1p-11 : dt == CKJIT_BF16 ? 0x1p-8 : 0x1p-24; }
 
-static float f32_at(const gt_buf *b, size_t i) { return (float)gt_get(CKJIT_F32, b->host, i); }
+static inline float f32_at(const gt_buf *b, size_t i) { return (float)gt_get(CKJIT_F32, b->host, i); }
 
 /* Mutations a simulated device may carry (self_checks): each must fail. */
 enum { MUT_NONE, MUT_B_BLOCK0, MUT_LAST_BLOCK, MUT_A_LD_DEFAULT, MUT_A_SHIFT, MUT_ERF };
 
 /* deq(A) as rows (m x k) and deq(B) as columns (n x k), scales applied as
  * the header says (or as the mutation `mut` gets them wrong). */
-static void dequant(const prob *p, int mut, double *dA, double *dB) {
+static inline void dequant(const prob *p, int mut, double *dA, double *dB) {
   const fcase *cs = p->cs;
   const int64_t k = cs->k, kb = p->kb;
   for (int64_t i = 0; i < cs->m; i++)
@@ -118,13 +114,13 @@ static void dequant(const prob *p, int mut, double *dA, double *dB) {
     }
 }
 
-static double bias_at(const prob *p, int64_t i, int64_t j) {
+static inline double bias_at(const prob *p, int64_t i, int64_t j) {
   if (p->cs->bias == CKJIT_BIAS_NONE) return 0.0;
   return gt_get(p->cs->out, p->bias.host, (size_t)(p->cs->bias == CKJIT_BIAS_PER_ROW ? i : j));
 }
 
 /* Reference and tolerance of D[i][j]; ar = deq row i of A, bc = deq column j of B. */
-static void ref_entry(const prob *p, const double *ar, const double *bc, int64_t i, int64_t j, double *ref,
+static inline void ref_entry(const prob *p, const double *ar, const double *bc, int64_t i, int64_t j, double *ref,
                       double *tol) {
   const fcase *cs = p->cs;
   double acc = 0, s = 0;
@@ -145,7 +141,7 @@ static void ref_entry(const prob *p, const double *ar, const double *bc, int64_t
 
 /* What a device with bug `mut` would store (self_checks): f32 block sums,
  * an f32 epilogue, rounded to out_dtype. */
-static double simulate(const prob *p, const double *ar, const double *bc, int64_t i, int64_t j, int mut) {
+static inline double simulate(const prob *p, const double *ar, const double *bc, int64_t i, int64_t j, int mut) {
   const fcase *cs = p->cs;
   float acc = 0;
   for (int64_t q0 = 0; q0 < cs->k; q0 += 128) {

@@ -63,6 +63,11 @@
 
 #include "fp8_reference.h"
 
+static const char *const gen_names[] = {"narrow", "full", "exact"};
+static const char *const act_names[] = {"identity", "relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid"};
+static const char *const sc_names[] = {"tensor", "row", "block"};
+static const char *const bias_names[] = {"none", "row", "col"};
+
 /* ---- set-up ------------------------------------------------------------------------ */
 
 static int host_buf(gt_buf *b, ckjit_dtype dt, size_t elems) {
