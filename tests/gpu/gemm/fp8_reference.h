@@ -12,6 +12,7 @@
 
 #include "ckjit/ckjit.h"
 #include "gpu_harness.h"
+#include "epilogue_reference.h"
 
 #define GUARD 48 /* poisoned elements after every buffer */
 #define LL(x) ((long long)(x))
@@ -71,20 +72,6 @@ static inline uint8_t gen_code(ckjit_dtype dt, int gen, tu_rng *r) {
   }
 }
 
-static inline double act_ref(int act, double x) {
-  switch (act) {
-    case CKJIT_UNARY_RELU: return x > 0 ? x : 0.0;
-    case CKJIT_UNARY_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case CKJIT_UNARY_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
-    case CKJIT_UNARY_SILU: return x / (1.0 + exp(-x));
-    case CKJIT_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    default: return x;
-  }
-}
-
-static inline double act_slope(int a) { return a == CKJIT_UNARY_SIGMOID ? 0.25 : a >= CKJIT_UNARY_GELU_TANH ? 1.2 : 1.0; }
-
-static inline double out_round(ckjit_dtype dt) { return dt == CKJIT_F16 ? 0x1p-11 : dt == CKJIT_BF16 ? 0x1p-8 : 0x1p-24; }
 
 static inline float f32_at(const gt_buf *b, size_t i) { return (float)gt_get(CKJIT_F32, b->host, i); }
 

@@ -68,6 +68,7 @@
 #include "ckjit/ckjit.h"
 #include "gemm_gpu.h"
 #include "gpu_harness.h"
+#include "epilogue_reference.h"
 
 static const char *const opnd_names[NOPS] = {"A", "B", "C", "D", "D0", "D1", "bias"};
 static const char *const act_names[] = {"identity", "relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid"};
@@ -88,24 +89,7 @@ typedef struct prob {
 
 /* ---- reference ------------------------------------------------------------------ */
 
-static double act_ref(int act, double x) {
-  switch (act) {
-    case CKJIT_UNARY_RELU: return x > 0 ? x : 0.0;
-    case CKJIT_UNARY_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case CKJIT_UNARY_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
-    case CKJIT_UNARY_SILU: return x / (1.0 + exp(-x));
-    case CKJIT_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    default: return x;
-  }
-}
-
-static double act_slope(int act) {
-  return act == CKJIT_UNARY_SIGMOID ? 0.25 : act >= CKJIT_UNARY_GELU_TANH ? 1.2 : 1.0;
-}
-
-static double out_round(ckjit_dtype dt) {
-  return dt == CKJIT_F16 ? 0x1p-11 : dt == CKJIT_BF16 ? 0x1p-8 : 0x1p-24;
-}
+/* act_ref, act_slope, out_round: epilogue_reference.h */
 
 static size_t oidx(const operand *o, int64_t b, int64_t r, int64_t c) {
   return (size_t)(o->off + (o->stride ? b : 0) * o->stride + r * o->ld + c);
