@@ -3,7 +3,7 @@
 dense FP8 GEMM of the same useful flops, ckjit's own ckjit_gemm_fp8 and torch._scaled_mm,
 in one process on one stream.
 
-usage: moe_fp8_torch.py [--lib PATH] [--json FILE] [--quick]
+usage: moe_fp8_torch.py [--lib PATH] [--json FILE] [--quick] [--sort-only]
 The problem (issue 21): 4096 tokens routed to 8 of 64 experts (uniformly at random), so
 32768 token rows, grouped by expert and each expert's rows padded to 128 (tile_experts
 names each 128-row tile's expert); the expert GEMMs of a DeepSeek-like layer: up
@@ -17,6 +17,11 @@ rounds alternating the three calls, each call between its own CUDA events after 
 flush, medians.  Records (JSON lines, kind "gemm_fp8", bench/make_results.py):
   gemm fp8 32768xNxK SCALING moe contiguous E64 top8 vs dense ckjit
   gemm fp8 32768xNxK SCALING moe contiguous E64 top8 vs dense scaled_mm
+Also ckjit_moe_sort at 16384 tokens x top-8 of 256 experts (int32 ids, tile 128), GPU time
+per call against torch's stable sort of the same ids plus its bincount (the sort a PyTorch
+MoE layer runs; it yields no padding or tile list, so it does less), kind "host_time"
+(microseconds, lower is better):
+  moe_sort i32 T16384 k8 E256 tile128 vs torch stable sort
 """
 import argparse
 import ctypes
@@ -205,11 +210,64 @@ def run_case(lib, n, k, scaling, a_args, emit, log):
         emit(rec)
 
 
+def sort_case(lib, a_args, emit, log):
+    """ckjit_moe_sort against torch.sort(stable) + bincount, GPU time per call."""
+    class SortDesc(ctypes.Structure):  # ckjit_moe_sort_desc
+        _fields_ = [('tokens', I64), ('k', ctypes.c_int32), ('experts', ctypes.c_int32),
+                    ('tile_m', ctypes.c_int32), ('ids_dtype', INT), ('topk_ids', PTR),
+                    ('sorted_ids', PTR), ('expert_offsets', PTR), ('expert_counts', PTR),
+                    ('tile_experts', PTR), ('total_rows', PTR), ('invalid', PTR)]
+    tokens, k, experts, tile = 16384, 8, 256, 128
+    gen = torch.Generator(device='cuda').manual_seed(5)
+    ids = torch.rand(tokens, experts, generator=gen, device='cuda').topk(k, dim=1).indices.int()
+    lib.ckjit_moe_sort_capacity.restype = I64
+    lib.ckjit_moe_sort_capacity.argtypes = [I64, INT, INT, INT]
+    cap = lib.ckjit_moe_sort_capacity(tokens, k, experts, tile)
+    out = [torch.empty(n, dtype=torch.int32, device='cuda')
+           for n in (cap, experts + 1, experts, cap // tile, 1)]
+    d = SortDesc(tokens, k, experts, tile, 6, ids.data_ptr(), *[o.data_ptr() for o in out], None)
+    lib.ckjit_moe_sort.argtypes = [ctypes.POINTER(SortDesc), PTR]
+    lib.ckjit_moe_sort.restype = INT
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def ck():
+        st = lib.ckjit_moe_sort(ctypes.byref(d), stream)
+        if st:
+            raise RuntimeError(f'status {st}: {lib.ckjit_last_error().decode()}')
+
+    def peer():
+        flat = ids.flatten()
+        return torch.sort(flat, stable=True).indices, torch.bincount(flat, minlength=experts)
+    ck()
+    torch.cuda.synchronize()
+    want = peer()[0].int()  # torch's stable sort = the entries in expert order
+    got = out[0][out[0] != tokens * k]
+    check = 'ok' if torch.equal(got, want) else 'failed: sorted ids differ from torch.sort(stable)'
+    times = {'ckjit': [], 'torch': []}
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    for r in range(a_args.rounds * 4):
+        for name, fn in (('ckjit', ck), ('torch', peer))[::1 if r % 2 else -1]:
+            ev[0].record()
+            fn()
+            ev[1].record()
+            ev[1].synchronize()
+            times[name].append(ev[0].elapsed_time(ev[1]) * 1000)
+    med = {s: statistics.median(v) for s, v in times.items()}
+    rec = {'kind': 'host_time', 'metric': f'moe_sort i32 T{tokens} k{k} E{experts} tile{tile} vs torch stable sort',
+           'unit': 'us', 'value': med['ckjit'], 'peer_value': med['torch'],
+           'peer_name': 'torch.sort(stable=True) + torch.bincount (GPU time)', 'check': check,
+           'details': {'what': 'GPU time per call (CUDA events), medians', 'ckjit_min_us': min(times['ckjit']),
+                       'peer_min_us': min(times['torch'])}}
+    log(f"{rec['metric']}: ckjit {med['ckjit']:.1f} us, torch {med['torch']:.1f} us ({check})")
+    emit(rec)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--lib', default=os.path.join(ROOT, 'build-gpu', 'libckjit.so'))
     ap.add_argument('--json')
     ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--sort-only', action='store_true', help='only the ckjit_moe_sort record')
     a = ap.parse_args()
     a.rounds, a.calls = (3, 3) if a.quick else (10, 5)
     if not torch.cuda.is_available():
@@ -227,7 +285,12 @@ def main():
     def log(msg):
         print('moe_fp8_torch.py: ' + msg, file=sys.stderr)
     status = 0
-    for scaling in ('block', 'tensor'):
+    try:
+        sort_case(lib, a, emit, log)
+    except Exception as e:  # noqa: BLE001
+        log(f'moe_sort: {type(e).__name__}: {e}')
+        status = 1
+    for scaling in () if a.sort_only else ('block', 'tensor'):
         for n, k in ((1408, 4096), (4096, 1408)):
             try:
                 run_case(lib, n, k, scaling, a, emit, log)

@@ -684,5 +684,7 @@ CKJIT_API ckjit_status ckjit_attention(const ckjit_attention_desc *desc, void *s
 #include "ckjit/prepared.h"
 /* FP8 GEMM with tensor, row or block scaling. */
 #include "ckjit/gemm_fp8.h"
+/* Mixture-of-experts routing: tokens sorted by expert. */
+#include "ckjit/moe.h"
 
 #endif /* CKJIT_CKJIT_H */

@@ -143,6 +143,13 @@ class GemmFp8MoeDesc(ctypes.Structure):
                 ('stride_bias', I64)]
 
 
+class MoeSortDesc(ctypes.Structure):
+    _fields_ = [('tokens', I64), ('k', ctypes.c_int32), ('experts', ctypes.c_int32),
+                ('tile_m', ctypes.c_int32), ('ids_dtype', ENUM), ('topk_ids', PTR),
+                ('sorted_ids', PTR), ('expert_offsets', PTR), ('expert_counts', PTR),
+                ('tile_experts', PTR), ('total_rows', PTR), ('invalid', PTR)]
+
+
 class AttentionStrides(ctypes.Structure):
     _fields_ = [('batch', I64), ('head', I64), ('seq', I64), ('dim', I64)]
 
@@ -202,6 +209,7 @@ STRUCTS = {
     'ckjit_gemm_desc': GemmDesc,
     'ckjit_gemm_fp8_desc': GemmFp8Desc,
     'ckjit_gemm_fp8_moe_desc': GemmFp8MoeDesc,
+    'ckjit_moe_sort_desc': MoeSortDesc,
     'ckjit_attention_strides': AttentionStrides,
     'ckjit_attention_desc': AttentionDesc,
     'ckjit_paged_strides': PagedStrides,

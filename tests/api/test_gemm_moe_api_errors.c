@@ -1,11 +1,13 @@
-/* Argument validation of ckjit_gemm_fp8_moe before any device work: bad
+/* Argument validation of ckjit_gemm_fp8_moe and ckjit_moe_sort before any
+ * device work.  ckjit_gemm_fp8_moe: bad
  * MoE fields (layout, experts, the routing arrays, strides too small or
  * misaligned, extents past the address space, a per-row bias) fail with
  * INVALID_ARGUMENT (UNSUPPORTED for the bias) and a message naming the
  * function; the FP8 GEMM's own fields are checked as for ckjit_gemm_fp8;
  * valid calls on a host without a GPU give NO_DEVICE (or
- * BACKEND_UNAVAILABLE), never a crash.  Also ckjit_gemm_fp8_moe_desc_init's
- * defaults.  Every call runs on a fresh thread; pointers are fake device
+ * BACKEND_UNAVAILABLE), never a crash.  ckjit_moe_sort: sizes out of the
+ * header's limits, NULL or misaligned arrays, entries past int32; its
+ * capacity query.  Also both desc_init's defaults.  Every call runs on a fresh thread; pointers are fake device
  * addresses never dereferenced. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,16 +26,19 @@
 typedef struct call {
   char what[160];
   int null_desc;
+  int sort; /* ckjit_moe_sort with s, else ckjit_gemm_fp8_moe with m */
   ckjit_gemm_fp8_moe_desc m;
+  ckjit_moe_sort_desc s;
 } call;
 
 static ckjit_status do_call(const void *p) {
   const call *c = p;
+  if (c->sort) return ckjit_moe_sort(c->null_desc ? NULL : &c->s, NULL);
   return ckjit_gemm_fp8_moe(c->null_desc ? NULL : &c->m, NULL);
 }
 
 static void expect2(call c, ckjit_status want, ckjit_status alt) {
-  ae_expect(do_call, &c, "ckjit_gemm_fp8_moe", c.what, want, alt);
+  ae_expect(do_call, &c, c.sort ? "ckjit_moe_sort" : "ckjit_gemm_fp8_moe", c.what, want, alt);
 }
 static void invalid(call c) { expect2(c, CKJIT_ERROR_INVALID_ARGUMENT, CKJIT_SUCCESS); }
 static void unsupported(call c) { expect2(c, CKJIT_ERROR_UNSUPPORTED, CKJIT_SUCCESS); }
@@ -147,11 +152,75 @@ static void test_valid(void **state) {
   valid(c);
 }
 
+/* ---- ckjit_moe_sort ---------------------------------------------------------------- */
+
+/* A valid sort: 100 tokens x k 8 over 64 experts, int32 ids. */
+static call sort_call(const char *what) {
+  call c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.what, sizeof c.what, "%s", what);
+  c.sort = 1;
+  ckjit_moe_sort_desc_init(&c.s);
+  c.s.tokens = 100, c.s.k = 8, c.s.experts = 64;
+  c.s.topk_ids = AE_FAKE_DEV(1), c.s.sorted_ids = AE_FAKE_DEV(2), c.s.expert_offsets = AE_FAKE_DEV(3);
+  c.s.expert_counts = AE_FAKE_DEV(4), c.s.tile_experts = AE_FAKE_DEV(5);
+  return c;
+}
+#define BAD_SORT(what, ...) AE_CASE(invalid, sort_call(what), ckjit_moe_sort_desc *s = &c.s; (void)s; __VA_ARGS__)
+
+static void test_sort(void **state) {
+  (void)state;
+  ckjit_moe_sort_desc d;
+  memset(&d, 0x55, sizeof d);
+  ckjit_moe_sort_desc_init(&d);
+  assert_int_equal(d.tile_m, 128);
+  assert_int_equal(d.ids_dtype, CKJIT_I32);
+  assert_int_equal(d.tokens, 0);
+  assert_null(d.sorted_ids);
+  assert_null(d.invalid);
+  /* capacity: tokens * k + experts * (tile_m - 1), rounded up to tile_m, at least tile_m */
+  assert_int_equal(ckjit_moe_sort_capacity(100, 8, 64, 128), 8960);
+  assert_int_equal(ckjit_moe_sort_capacity(0, 1, 8, 1), 1);
+  assert_int_equal(ckjit_moe_sort_capacity(16384, 8, 256, 128), 163584);
+  assert_int_equal(ckjit_moe_sort_capacity(5, 2, 3, 4), 20);
+  assert_int_equal(ckjit_moe_sort_capacity(-1, 8, 64, 128), 0);
+  assert_int_equal(ckjit_moe_sort_capacity(100, 0, 64, 128), 0);
+  assert_int_equal(ckjit_moe_sort_capacity(100, 8, 1025, 128), 0);
+  assert_int_equal(ckjit_moe_sort_capacity(100, 8, 64, 0), 0);
+  assert_int_equal(ckjit_moe_sort_capacity((int64_t)1 << 28, 16, 64, 128), 0); /* past int32 */
+  AE_CASE(invalid, sort_call("desc NULL"), c.null_desc = 1);
+  BAD_SORT("tokens -1", s->tokens = -1);
+  BAD_SORT("k 0", s->k = 0);
+  BAD_SORT("k 65", s->k = 65);
+  BAD_SORT("experts 0", s->experts = 0);
+  BAD_SORT("experts 1025", s->experts = 1025);
+  BAD_SORT("tile_m 0", s->tile_m = 0);
+  BAD_SORT("tile_m 1025", s->tile_m = 1025);
+  BAD_SORT("ids_dtype f32", s->ids_dtype = CKJIT_F32);
+  BAD_SORT("ids_dtype i8", s->ids_dtype = CKJIT_I8);
+  BAD_SORT("entries past int32", s->tokens = (int64_t)1 << 28, s->k = 16);
+  BAD_SORT("topk_ids NULL", s->topk_ids = NULL);
+  BAD_SORT("sorted_ids NULL", s->sorted_ids = NULL);
+  BAD_SORT("expert_offsets NULL", s->expert_offsets = NULL);
+  BAD_SORT("expert_counts NULL", s->expert_counts = NULL);
+  BAD_SORT("tile_experts NULL", s->tile_experts = NULL);
+  BAD_SORT("topk_ids int64 4-byte aligned", s->ids_dtype = CKJIT_I64, s->topk_ids = (const char *)AE_FAKE_DEV(1) + 4);
+  BAD_SORT("sorted_ids 2-byte aligned", s->sorted_ids = (int32_t *)((char *)AE_FAKE_DEV(2) + 2));
+  BAD_SORT("invalid 1-byte aligned", s->invalid = (int32_t *)((char *)AE_FAKE_DEV(6) + 1));
+  call c = sort_call("valid, int64 ids, total and invalid given");
+  c.s.ids_dtype = CKJIT_I64, c.s.total_rows = AE_FAKE_DEV(6), c.s.invalid = AE_FAKE_DEV(7);
+  valid(c);
+  c = sort_call("valid, tokens 0 (topk_ids may be NULL), tile_m 1");
+  c.s.tokens = 0, c.s.topk_ids = NULL, c.s.tile_m = 1;
+  valid(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_desc_init),
       cmocka_unit_test(test_moe_fields),
       cmocka_unit_test(test_valid),
+      cmocka_unit_test(test_sort),
   };
   return cmocka_run_group_tests_name("gemm_moe_api_errors", tests, group_setup, ae_group_teardown);
 }

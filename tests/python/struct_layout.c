@@ -1,5 +1,5 @@
 /* Prints, as JSON, sizeof and the offset and size of every field of every public struct
- * of ckjit.h, paged_attention.h and gemm_fp8.h, for python/tests/test_struct_layout.py,
+ * of ckjit.h, paged_attention.h, gemm_fp8.h and moe.h, for python/tests/test_struct_layout.py,
  * which compares them with the package's ctypes mirrors (python/ckjit/_structs.py)
  * and the field names with the headers' text.  A struct added to a header must
  * be added here too: the Python test checks that this program lists every
@@ -106,6 +106,15 @@ int main(void) {
   F(ckjit_gemm_fp8_moe_desc, stride_d); F(ckjit_gemm_fp8_moe_desc, stride_b);
   F(ckjit_gemm_fp8_moe_desc, stride_scale_a); F(ckjit_gemm_fp8_moe_desc, stride_scale_b);
   F(ckjit_gemm_fp8_moe_desc, stride_bias);
+  end();
+
+  BEGIN(ckjit_moe_sort_desc);
+  F(ckjit_moe_sort_desc, tokens); F(ckjit_moe_sort_desc, k); F(ckjit_moe_sort_desc, experts);
+  F(ckjit_moe_sort_desc, tile_m); F(ckjit_moe_sort_desc, ids_dtype);
+  F(ckjit_moe_sort_desc, topk_ids); F(ckjit_moe_sort_desc, sorted_ids);
+  F(ckjit_moe_sort_desc, expert_offsets); F(ckjit_moe_sort_desc, expert_counts);
+  F(ckjit_moe_sort_desc, tile_experts); F(ckjit_moe_sort_desc, total_rows);
+  F(ckjit_moe_sort_desc, invalid);
   end();
 
   BEGIN(ckjit_attention_strides);

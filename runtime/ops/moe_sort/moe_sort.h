@@ -1,0 +1,14 @@
+/* The moe_sort kernel family (kernel_src/moe/moe_sort.cu): its parameters,
+ * shared by the family descriptor and the front-end. */
+#ifndef CKJIT_RUNTIME_OPS_MOE_SORT_H
+#define CKJIT_RUNTIME_OPS_MOE_SORT_H
+
+#include "abi/moe_sort_args.h"
+#include "runtime/spec.h"
+
+/* ids: topk_ids' integer type; threads per block (one block per expert). */
+enum { MS_IDS, MS_THREADS, MS_COUNT };
+enum { CKJIT_MOE_SORT_IDS(CKJIT_ENUM_CONSTANT) };
+enum { MOE_SORT_MAX_EXPERTS = 1024, MOE_SORT_MAX_K = 64, MOE_SORT_MAX_TILE = 1024 };
+
+#endif
