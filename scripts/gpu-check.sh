@@ -32,7 +32,9 @@
 #        attention records (its peers are in the same step) and "paged" alone the
 #        paged-attention records (likewise), "multigpu python" (not in the
 #        default list) the two-GPU and Python host times, "fleet" (not in the
-#        default list) the Redis tier's fleet and first-op numbers, keeping the other records of
+#        default list) the Redis tier's fleet and first-op numbers, "fp8" (not in the default
+#        list) the FP8 GEMM, grouped MoE GEMM and MoE sort records (FP8_ARGS: extra
+#        bench/fp8_torch.py args), keeping the other records of
 #        bench/results.json; without gemm in the list and with no PEERS_ARGS,
 #        peers.py skips its gemm section)
 set -uo pipefail
@@ -391,6 +393,26 @@ elif want fleet; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' fleet SKIPPED - "no $BUILD/tests/remote/remote_helper (built without hiredis?)")")
 fi
 
+# FP8 GEMM (issue 21) and mixture-of-experts (issue 22): ckjit_gemm_fp8
+# against torch._scaled_mm (bench/fp8_torch.py), ckjit_gemm_fp8_moe against
+# dense FP8 GEMMs of the same flops and ckjit_moe_sort against torch's
+# stable sort (bench/moe_fp8_torch.py).  Not in the default list (the
+# default steps fill the budget): GPU_CHECK_BENCHES="fp8".
+if want fp8 && ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
+  : > "$LOGS/bench-fp8.jsonl"
+  : > "$LOGS/bench-moe.jsonl"
+  step fp8 200 60 "$LOGS/bench-fp8.log" "$LOGS/bench-fp8.log" -- \
+    env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/fp8_torch.py \
+    --lib "$ROOT/$BUILD/libckjit.so" --budget 180 --json "$LOGS/bench-fp8.jsonl" ${FP8_ARGS:-}
+  step moe 150 30 "$LOGS/bench-moe.log" "$LOGS/bench-moe.log" -- \
+    env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/moe_fp8_torch.py \
+    --lib "$ROOT/$BUILD/libckjit.so" --json "$LOGS/bench-moe.jsonl"
+  cat "$LOGS/bench-fp8.jsonl" "$LOGS/bench-moe.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  summary_add fp8 "$(cat "$LOGS/bench-fp8.jsonl" "$LOGS/bench-moe.jsonl" | grep -c '^{') records"
+elif want fp8; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' fp8 SKIPPED - "no $BUILD/libckjit.so")")
+fi
+
 # Host-side tool numbers (CPU only): prewarm scaling over this host's cores
 # and verify of 1,000 entries, tagged with the host instead of the card.
 if ((BUILT == 0)) && want tools; then
@@ -445,6 +467,7 @@ want attention && ran+="; python3 bench/attention_torch.py ${attn_args[*]:-}"
 want paged && ran+="; python3 bench/paged_torch.py ${paged_args[*]:-}"
 want multigpu && ran+="; python3 bench/multi_gpu.py"
 want python && ran+="; python3 bench/python_host_time.py"
+want fp8 && ran+="; python3 bench/fp8_torch.py ${FP8_ARGS:-}; python3 bench/moe_fp8_torch.py"
 want peers && ran+="; python3 bench/peers.py ${peers_args[*]:-}"
 ran="${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"}${ran}"
 step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \
