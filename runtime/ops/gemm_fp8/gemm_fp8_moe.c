@@ -71,6 +71,7 @@ ckjit_status ckjit_gemm_fp8_moe(const ckjit_gemm_fp8_moe_desc *desc, void *strea
                                   : g->scaling == CKJIT_FP8_SCALE_ROW  ? m
                                                                        : m * lsa;
   ckjit_status st;
+  int64_t d_extent = 0; /* elements; only its overflow matters */
   if ((st = stride("stride_b", desc->stride_b, n * g->ldb, n * g->k, 16, &moe.stride_b)) ||
       (st = stride("stride_scale_b", desc->stride_scale_b, scale_b_default, 0, 1, &moe.stride_scale_b)) ||
       (st = stride("stride_bias", desc->stride_bias, n, 0, 1, &moe.stride_bias)) ||
@@ -81,7 +82,8 @@ ckjit_status ckjit_gemm_fp8_moe(const ckjit_gemm_fp8_moe_desc *desc, void *strea
        (st = stride("stride_d", desc->stride_d, m * g->ldd, m * g->n, 1, &moe.stride_d)) ||
        (st = stride("stride_scale_a", desc->stride_scale_a, scale_a_default, 0, 1,
                     &moe.stride_scale_a)) ||
-       (st = extent("a", desc->experts, moe.stride_a, m, g->lda, &moe.extent_a))))
+       (st = extent("a", desc->experts, moe.stride_a, m, g->lda, &moe.extent_a)) ||
+       (st = extent("d", desc->experts, moe.stride_d, m, g->ldd, &d_extent))))
     return st;
   return ckjit__gemm_fp8_run(g, &moe, stream);
 }
