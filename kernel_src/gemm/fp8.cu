@@ -20,21 +20,22 @@
 //           edges) and the consumers hand them back through mbarriers, as
 //           gemm/tma_pipeline.h does for 16-bit types; in a cluster a stage
 //           is handed back to both blocks (either's multicast writes both).
-//           Every PROMOTE steps
-//           (0: never) a consumer waits for its wgmma and adds the tensor
-//           cores' partial sum into f32 registers, with the step's block
-//           scales under block scaling (PROMOTE 1); FP8 wgmma keeps fewer
-//           bits than f32 while it accumulates, so this bounds the error by
-//           f32's whatever k is.  The other consumer's wgmma keep the tensor
-//           cores busy meanwhile.
+//           Every PROMOTE steps (0: never) a consumer adds the tensor cores'
+//           partial sum into f32 registers, with the step's block scales
+//           under block scaling (PROMOTE 1): FP8 wgmma keeps fewer bits than
+//           f32 while it accumulates, so this bounds the error by f32's
+//           whatever k is.  PROMOTE 1 issues two steps an iteration into two
+//           accumulators and promotes the first while the second's products
+//           run; the other consumer's products fill the rest.
 // Epilogue: alpha (and the tensor / row scales, read at the tile's start),
-//           bias, activation, the cast to OUT.  16-bit outputs go through 2
-//           KiB of shared memory per warp (stmatrix, swizzled), so each
-//           global store is 16 bytes of one row; f32 is stored from the
-//           registers.
+//           bias, activation, the cast to OUT (gemm/fp8_epilogue.h): 16-bit
+//           outputs go through 2 KiB of shared memory per warp (stmatrix,
+//           swizzled), so each global store is 16 bytes of one row; f32 is
+//           stored from the registers; tiles inside D skip the bounds
+//           checks.
 //
 // Kernel argument (abi/gemm_fp8_args.h), by value: A's and B's tensor maps,
-// D, the scales and the sizes.
+// D, the scales, the sizes and the MoE routing.
 #include "core/prelude.h"
 #include "abi/gemm_fp8_args.h"
 // @PARAMETERS@
