@@ -25,6 +25,7 @@ MoE layer runs; it yields no padding or tile list, so it does less), kind "host_
 """
 import argparse
 import ctypes
+import importlib.util
 import json
 import math
 import os
@@ -34,27 +35,24 @@ import sys
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BF16, FP8_E4M3 = 2, 4
-I64, INT, FLT, PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+I64, INT, PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
 T, E, TOP, BLK = 4096, 64, 8, 128
 
 
-class Fp8Desc(ctypes.Structure):  # ckjit_gemm_fp8_desc
-    _fields_ = [('m', I64), ('n', I64), ('k', I64), ('a_dtype', INT), ('b_dtype', INT),
-                ('out_dtype', INT), ('a', PTR), ('lda', I64), ('b', PTR), ('ldb', I64),
-                ('d', PTR), ('ldd', I64), ('scaling', INT), ('scale_a', PTR),
-                ('scale_b', PTR), ('ld_scale_a', I64), ('ld_scale_b', I64), ('alpha', FLT),
-                ('bias', PTR), ('bias_mode', INT), ('activation', INT)]
+def _structs():
+    """python/ckjit/_structs.py: the ctypes mirrors of the public structs that the CPU
+    suite checks against the headers (loaded by path: importing the ckjit package
+    would load a libckjit of its own choosing)."""
+    spec = importlib.util.spec_from_file_location(
+        'ckjit_structs', os.path.join(ROOT, 'python', 'ckjit', '_structs.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-class MoeDesc(ctypes.Structure):  # ckjit_gemm_fp8_moe_desc
-    _fields_ = [('gemm', Fp8Desc), ('layout', INT), ('experts', ctypes.c_int32),
-                ('tile_experts', PTR), ('counts', PTR), ('stride_a', I64), ('stride_d', I64),
-                ('stride_b', I64), ('stride_scale_a', I64), ('stride_scale_b', I64),
-                ('stride_bias', I64)]
-
-
-assert ctypes.sizeof(Fp8Desc) == 152 and ctypes.sizeof(MoeDesc) == 224
+S = _structs()
+Fp8Desc, MoeDesc, SortDesc = S.GemmFp8Desc, S.GemmFp8MoeDesc, S.MoeSortDesc
+BF16, FP8_E4M3, I32 = S.BF16_DT, S.FP8_E4M3_DT, S.I32_DT
 
 
 def load(lib_path):
@@ -212,11 +210,6 @@ def run_case(lib, n, k, scaling, a_args, emit, log):
 
 def sort_case(lib, a_args, emit, log):
     """ckjit_moe_sort against torch.sort(stable) + bincount, GPU time per call."""
-    class SortDesc(ctypes.Structure):  # ckjit_moe_sort_desc
-        _fields_ = [('tokens', I64), ('k', ctypes.c_int32), ('experts', ctypes.c_int32),
-                    ('tile_m', ctypes.c_int32), ('ids_dtype', INT), ('topk_ids', PTR),
-                    ('sorted_ids', PTR), ('expert_offsets', PTR), ('expert_counts', PTR),
-                    ('tile_experts', PTR), ('total_rows', PTR), ('invalid', PTR)]
     tokens, k, experts, tile = 16384, 8, 256, 128
     gen = torch.Generator(device='cuda').manual_seed(5)
     ids = torch.rand(tokens, experts, generator=gen, device='cuda').topk(k, dim=1).indices.int()
@@ -225,7 +218,7 @@ def sort_case(lib, a_args, emit, log):
     cap = lib.ckjit_moe_sort_capacity(tokens, k, experts, tile)
     out = [torch.empty(n, dtype=torch.int32, device='cuda')
            for n in (cap, experts + 1, experts, cap // tile, 1)]
-    d = SortDesc(tokens, k, experts, tile, 6, ids.data_ptr(), *[o.data_ptr() for o in out], None)
+    d = SortDesc(tokens, k, experts, tile, I32, ids.data_ptr(), *[o.data_ptr() for o in out], None)
     lib.ckjit_moe_sort.argtypes = [ctypes.POINTER(SortDesc), PTR]
     lib.ckjit_moe_sort.restype = INT
     stream = torch.cuda.current_stream().cuda_stream

@@ -214,19 +214,23 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
   const int t = threadIdx.x % 128, w = t / 32, lane = t % 32;
   const bool leader = t == 0;
   // Stages are taken (full) and handed back (empty) in order; the next of
-  // each, with the full barrier's phase.  Counted across tiles.
-  unsigned take = 0, phase = 0, give = 0;
-  // A stage back to its producer, and in a cluster to the other block's
-  // (whose multicast writes this block's copy too).
-  auto release = [&]() {
-    if (leader) {
-      const unsigned bar = smem_addr(&empty[give]);
-      mbar_arrive(bar);
+  // each, with the full barrier's phase, and how many are taken and not
+  // yet handed back.  Counted across tiles.
+  unsigned take = 0, phase = 0, give = 0, held = 0;
+  // After a wait that leaves `in_flight` K steps' products running: every
+  // other stage taken goes back to its producer, and in a cluster to the
+  // other block's (whose multicast writes this block's copy too).
+  auto release = [&](unsigned in_flight) {
+    for (; held > in_flight; held--) {
+      if (leader) {
+        const unsigned bar = smem_addr(&empty[give]);
+        mbar_arrive(bar);
 #if CLUSTER > 1
-      mbar_arrive_cluster(bar, rank ^ 1);
+        mbar_arrive_cluster(bar, rank ^ 1);
 #endif
+      }
+      give = give + 1 == STAGES ? 0 : give + 1;
     }
-    give = give + 1 == STAGES ? 0 : give + 1;
   };
   // The descriptors of stage 0 (A: this warpgroup's 64 rows); stage s is
   // s * STAGE_BYTES / 16 on.
@@ -238,6 +242,7 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     const unsigned off = take * (STAGE_BYTES / 16);
     take = take + 1 == STAGES ? 0 : take + 1;
     phase ^= take == 0;
+    held++;
     wgmma_fence();
     step(acc, da0 + off, db0 + off, first);
     wgmma_commit();
@@ -330,7 +335,7 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
       issue(acc1, true);
       wgmma_wait<1>();
       fence_regs(acc0);
-      release();
+      release(1);
       float f0[2], f1[2];
       factors(0, f0);
       factors(1, f1);
@@ -338,45 +343,39 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
       promote(acc0, f0);
       wgmma_wait<0>();
       fence_regs(acc1);
-      release();
+      release(0);
       promote(acc1, f1);
     }
     if (kb < steps) { // an odd last step
       issue(acc0, true);
       wgmma_wait<0>();
       fence_regs(acc0);
-      release();
+      release(0);
       float f[2];
       factors(0, f);
       promote(acc0, f);
     }
 #else
+    // Promotion every PROMOTE steps or never (no block scales here).
+    static_assert(SCALING != SCALE_BLOCK, "block scaling promotes every step");
+    const float unscaled[2] = {1.0f, 1.0f};
     float acc[ACC];
     for (int kb = 0; kb < steps; kb++) {
-#if PROMOTE
-      issue(acc, kb % PROMOTE == 0);
-      if ((kb + 1) % PROMOTE == 0 || kb + 1 == steps) {
+      issue(acc, PROMOTE ? kb % (PROMOTE ? PROMOTE : 1) == 0 : kb == 0);
+      if (PROMOTE && ((kb + 1) % (PROMOTE ? PROMOTE : 1) == 0 || kb + 1 == steps)) {
         wgmma_wait<0>();
-        release();
-        float f[2];
-        factors(0, f);
-        load_scales(kb + 1);
-        promote(acc, f);
+        release(0);
+        promote(acc, unscaled);
         continue;
       }
-#else
-      issue(acc, kb == 0);
-#endif
-      wgmma_wait<1>(); // step kb - 1 is done: hand its stage back
-      if (kb > 0) release();
+      wgmma_wait<1>(); // every step before kb is done: hand their stages back
+      release(1);
     }
-#if !PROMOTE
-    if (steps) {
+    if (!PROMOTE && steps) {
       wgmma_wait<0>();
-      release();
-      for (int i = 0; i < ACC; i++) total[i] = acc[i];
+      release(0);
+      promote(acc, unscaled);
     }
-#endif
 #endif
 #if SCALING == SCALE_ROW
     row_f[0] *= x.alpha, row_f[1] *= x.alpha;

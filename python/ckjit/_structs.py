@@ -1,5 +1,5 @@
 """ctypes mirrors of every public struct and enum of include/ckjit/ckjit.h,
-include/ckjit/paged_attention.h and include/ckjit/gemm_fp8.h.
+include/ckjit/paged_attention.h, include/ckjit/gemm_fp8.h and include/ckjit/moe.h.
 
 The field lists copy the headers in order; the layout test
 (python/tests/test_struct_layout.py) compares every size and field offset with a C

@@ -587,6 +587,25 @@ static void test_fp8_valid_no_device(void **state) {
   }
 }
 
+/* The test knobs: a malformed value fails the call (before any device
+ * work); well-formed ones leave a valid call valid. */
+static void test_fp8_knobs(void **state) {
+  (void)state;
+  static const char *const bad[][2] = {{"CKJIT_GEMM_FP8_CLUSTER", "3"}, {"CKJIT_GEMM_FP8_CLUSTER", "two"},
+                                       {"CKJIT_GEMM_FP8_PROMOTE", "-1"}, {"CKJIT_GEMM_FP8_PROMOTE", "65"},
+                                       {"CKJIT_GEMM_FP8_PROMOTE", "4x"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv(bad[i][0], bad[i][1], 1);
+    invalid(fp8_call("%s=%s", bad[i][0], bad[i][1]));
+    unsetenv(bad[i][0]);
+  }
+  setenv("CKJIT_GEMM_FP8_CLUSTER", "2", 1);
+  setenv("CKJIT_GEMM_FP8_PROMOTE", "0", 1);
+  valid(fp8_call("valid, CKJIT_GEMM_FP8_CLUSTER=2, CKJIT_GEMM_FP8_PROMOTE=0"));
+  unsetenv("CKJIT_GEMM_FP8_CLUSTER");
+  unsetenv("CKJIT_GEMM_FP8_PROMOTE");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_desc_init),
@@ -600,6 +619,7 @@ int main(void) {
       cmocka_unit_test(test_fp8_pointers_and_shapes),
       cmocka_unit_test(test_fp8_dtypes_and_enums),
       cmocka_unit_test(test_fp8_valid_no_device),
+      cmocka_unit_test(test_fp8_knobs),
   };
   return cmocka_run_group_tests_name("gemm_api_errors", tests, group_setup, ae_group_teardown);
 }

@@ -113,31 +113,44 @@ static ckjit_status validate(const char *api, const ckjit_gemm_fp8_desc *g, cons
 
 /* ---- plan ------------------------------------------------------------------------ */
 
-/* Blocks per cluster: 1.  Pairs of blocks multicasting A's tile (2)
- * measured 4-10% slower on every benchmark shape (bench/NOTES.md #146), so
- * they run only when CKJIT_GEMM_FP8_CLUSTER=2 asks (tests and benchmarks:
- * the results are the same bits either way), on a GPU that runs clusters,
- * with two tiles along N. */
-static int cluster_size(const ckjit_device *dev, int64_t tiles_n) {
-  const char *forced = getenv("CKJIT_GEMM_FP8_CLUSTER");
-  return forced && !strcmp(forced, "2") && dev->clusters && tiles_n >= 2 ? 2 : 1;
-}
+/* The test and benchmark knobs (README: environment variables), read per
+ * call so a test can change them between calls:
+ *   CKJIT_GEMM_FP8_CLUSTER  1 (default) or 2: pairs of blocks multicasting
+ *     A's tile, where the GPU runs clusters and N has two tiles; they
+ *     measured 4-13% slower on every benchmark shape (bench/NOTES.md #145),
+ *     so the policy never picks them, and the results are the same bits;
+ *   CKJIT_GEMM_FP8_PROMOTE  K steps between promotions, 0 (never) .. 64;
+ *     block scaling always promotes every step.
+ * A malformed value fails the call (a silent default would measure or test
+ * something other than what was asked). */
+typedef struct fp8_knobs {
+  int cluster, promote;
+} fp8_knobs;
 
-/* K steps between promotions: 1 (each 128-element block of K summed on the
- * tensor cores, then added in f32); CKJIT_GEMM_FP8_PROMOTE=0..64 (tests
- * and benchmarks; 0: never) sets it for tensor and row scaling. */
-static int promote_interval(const ckjit_gemm_fp8_desc *g) {
-  const char *forced = getenv("CKJIT_GEMM_FP8_PROMOTE");
-  if (!forced || !*forced || g->scaling == CKJIT_FP8_SCALE_BLOCK) return 1;
-  char *end;
-  const long v = strtol(forced, &end, 10);
-  return !*end && v >= 0 && v <= 64 ? (int)v : 1;
+static ckjit_status read_knobs(const char *api, fp8_knobs *k) {
+  k->cluster = k->promote = 1;
+  const char *cluster = getenv("CKJIT_GEMM_FP8_CLUSTER"), *promote = getenv("CKJIT_GEMM_FP8_PROMOTE");
+  if (cluster && *cluster) {
+    if (strcmp(cluster, "1") && strcmp(cluster, "2"))
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: CKJIT_GEMM_FP8_CLUSTER=%s: 1 or 2", api,
+                         cluster);
+    k->cluster = cluster[0] - '0';
+  }
+  if (promote && *promote) {
+    char *end;
+    const long v = strtol(promote, &end, 10);
+    if (*end || v < 0 || v > 64)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: CKJIT_GEMM_FP8_PROMOTE=%s: 0 .. 64", api,
+                         promote);
+    k->promote = (int)v;
+  }
+  return CKJIT_SUCCESS;
 }
 
 /* 128 x 128 tiles, unless they leave most multiprocessors idle: then
  * 128 x 64 (twice the blocks). */
-static void plan(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe, const ckjit_device *dev,
-                 ckjit_launch_plan *p) {
+static void plan(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe, const fp8_knobs *knobs,
+                 const ckjit_device *dev, ckjit_launch_plan *p) {
   const int sms = dev->multiprocessors;
   const int64_t experts = moe && moe->layout == MOE_MASKED ? moe->experts : 1;
   const int64_t tiles_128 = experts * ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, 128);
@@ -150,11 +163,12 @@ static void plan(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe, const 
   v[G8_SCALING] = (int32_t)g->scaling;
   v[G8_BN] = bn;
   v[G8_STAGES] = ckjit__gemm_fp8_stages(bn);
-  v[G8_PROMOTE] = promote_interval(g);
+  v[G8_PROMOTE] = g->scaling == CKJIT_FP8_SCALE_BLOCK ? 1 : knobs->promote;
   v[G8_BIAS] = (int32_t)g->bias_mode;
   v[G8_ACT] = (int32_t)g->activation;
   v[G8_MOE] = moe ? moe->layout : MOE_NONE;
-  const int cluster = cluster_size(dev, ckjit__ceil_div(g->n, bn));
+  const int cluster =
+      knobs->cluster == 2 && dev->clusters && ckjit__ceil_div(g->n, bn) >= 2 ? 2 : 1;
   v[G8_CLUSTER] = cluster;
   /* Persistent: a block per multiprocessor walks the tiles (a cluster its
    * units of `cluster` tiles along N; MASKED: every expert's, most of which
@@ -229,8 +243,9 @@ ckjit_status ckjit__gemm_fp8_run(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_
                                  void *stream) {
   const char *api = moe ? moe->api : plain_api;
   int64_t kb = 0;
+  fp8_knobs knobs;
   ckjit_status st = validate(api, g, moe, &kb);
-  if (st) return st;
+  if (st || (st = read_knobs(api, &knobs))) return st;
   const void *const operands[] = {g->a, g->b, g->d, g->scale_a, g->scale_b, g->bias,
                                   moe ? (const void *)moe->tile_experts : NULL,
                                   moe ? (const void *)moe->counts : NULL};
@@ -245,7 +260,7 @@ ckjit_status ckjit__gemm_fp8_run(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_
                        gpu->arch, gpu->device.tensor_map_encode ? "" : " and its driver makes no tensor maps");
   if (g->m == 0 || g->n == 0) return CKJIT_SUCCESS;
   ckjit_launch_plan p;
-  plan(g, moe, &gpu->device, &p);
+  plan(g, moe, &knobs, &gpu->device, &p);
   if ((int)p.shared_bytes > gpu->device.max_shared_bytes)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s: the tile needs %u bytes of shared memory; the "
                        "GPU allows %d", api, p.shared_bytes, gpu->device.max_shared_bytes);

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ckjit/ckjit.h"
 #include "gpu_harness.h"
@@ -34,6 +35,7 @@ typedef struct fcase {
   float alpha;
   int sample;               /* > 0: that many random entries + last row and column */
   int same_bits;            /* rerun with CKJIT_GEMM_FP8_CLUSTER=2: D must be bit-identical */
+  int promote;              /* rerun with other promotion intervals (also every fifth case) */
 } fcase;
 
 typedef struct prob {
@@ -140,5 +142,8 @@ static inline double simulate(const prob *p, const double *ar, const double *bc,
   const int act = mut == MUT_ERF && cs->act == CKJIT_UNARY_GELU_TANH ? CKJIT_UNARY_GELU_ERF : cs->act;
   return gt_round(cs->out, act_ref(act, v));
 }
+
+/* sm_90 or sm_90a: where the FP8 tensor cores (and these suites) run. */
+static inline int is_sm90(const char *a) { return strncmp(a, "sm_90", 5) == 0 && (!a[5] || !strcmp(a + 5, "a")); }
 
 #endif

@@ -40,7 +40,8 @@
  *
  * Runs on an sm_90 device with an sm_90 compile arch; elsewhere one small
  * call must return CKJIT_ERROR_UNSUPPORTED and the suite is skipped with
- * the reason (exit 77).  CKJIT_TEST_SKIP_LARGE=1 skips 1024 x 1024 x 4096.
+ * the reason (exit 77).  CKJIT_TEST_SKIP_LARGE=1 skips 1024 x 1024 x 4096
+ * and 4096 x 4096 x 256.
  *
  * Clusters: calls run as the policy plans them (no clusters); every third
  * case and the edge cases (odd tile counts along N, a pair's second tile
@@ -48,7 +49,8 @@
  * loading half of their shared A tile for both), which must give the same
  * bits (same tile, same K order).
  *
- * Promotion: every fifth case with tensor or row scales runs again with
+ * Promotion: every fifth case with tensor or row scales (and one with ~8
+ * tiles a block, more than the stages) runs again with
  * CKJIT_GEMM_FP8_PROMOTE=0 (one tensor-core sum over all of K) and =3, its
  * D checked like the first (the tolerance bounds the tensor cores' sums
  * relative to S, however K is grouped). */
@@ -369,6 +371,9 @@ static void build_cases(int skip_large) {
   if (!skip_large) {
     c = mk("1024x1024x4096", E4, E4, CKJIT_BF16, BLK, 1024, 1024, 4096), c.sample = 3000, add(c);
     c = mk("1024x1024x4096", E4, E4, CKJIT_F16, TEN, 1024, 1024, 4096), c.sample = 3000, c.alpha = 0.125f, add(c);
+    /* ~8 tiles a block (more than the stages): every stage must go back to
+     * the producer at every promotion interval, or the block hangs */
+    c = mk("many tiles a block", E4, E4, CKJIT_BF16, ROW, 4096, 4096, 256), c.sample = 3000, c.promote = 1, add(c);
   }
 }
 
@@ -451,7 +456,7 @@ static long run_case(gt_check *ck, size_t index, const fcase *cs, uint64_t seed)
   check_values(ck, &p, &r);
   check_inputs(ck, &p);
   if (cs->same_bits || index % 3 == 0) check_in_clusters(ck, &p);
-  if (cs->sc != CKJIT_FP8_SCALE_BLOCK && index % 5 == 1) check_promotion_intervals(ck, &p, &r);
+  if (cs->sc != CKJIT_FP8_SCALE_BLOCK && (cs->promote || index % 5 == 1)) check_promotion_intervals(ck, &p, &r);
 done:
   free_prob(&p);
   gt_check_end(ck);
@@ -518,8 +523,6 @@ static int self_checks(void) {
   return bad;
 }
 
-static int is_sm90(const char *a) { return strncmp(a, "sm_90", 5) == 0 && (!a[5] || !strcmp(a + 5, "a")); }
-
 /* sm_90 device and compile arch; elsewhere one small call must return
  * CKJIT_ERROR_UNSUPPORTED, and the suite is skipped.  (Any other answer
  * there runs the suite, which then checks it.) */
@@ -543,7 +546,8 @@ static int requires(gt_ctx *ctx, char *why, size_t len) {
 }
 
 static gt_result run(gt_ctx *ctx) {
-  if (ctx->skip_large) printf("SKIP large cases (1024x1024x4096): CKJIT_TEST_SKIP_LARGE is set\n");
+  if (ctx->skip_large)
+    printf("SKIP large cases (1024x1024x4096, 4096x4096x256): CKJIT_TEST_SKIP_LARGE is set\n");
   build_cases(ctx->skip_large);
   int failed = 0;
   for (size_t i = 0; i < g_ncases; i++)

@@ -71,8 +71,6 @@ static gt_buf *moe_bufs(moe_prob *p, int i) {
 
 static float log_uniform(tu_rng *r) { return (float)exp2(tu_rng_range(r, -200, 200) / 100.0); }
 
-static int alloc_fill(gt_check *ck, gt_buf *b, ckjit_dtype dt, size_t n) { return gt_buf_alloc(ck, b, dt, n ? n : 1); }
-
 /* Routing and buffers on the host, then on the device. */
 static int make(gt_check *ck, moe_prob *p, const mcase *cs, tu_rng *r) {
   memset(p, 0, sizeof *p);
@@ -107,11 +105,11 @@ static int make(gt_check *ck, moe_prob *p, const mcase *cs, tu_rng *r) {
   const size_t sa_elems = cs->sc == TEN ? (size_t)(cs->layout == MASKED ? E : 1)
                           : cs->layout == MASKED ? (size_t)((E - 1) * p->sa_stride + m * (cs->sc == ROW ? 1 : p->lsa))
                                                  : (size_t)(m * (cs->sc == ROW ? 1 : p->lsa));
-  if (alloc_fill(ck, &p->a, cs->at, a_elems) || alloc_fill(ck, &p->b, cs->bt, (size_t)((E - 1) * p->b_stride + n * p->ldb)) ||
-      alloc_fill(ck, &p->d, cs->out, d_elems) || alloc_fill(ck, &p->sa, CKJIT_F32, sa_elems) ||
-      alloc_fill(ck, &p->sb, CKJIT_F32, (size_t)((E - 1) * p->sb_stride + (cs->sc == TEN ? 1 : cs->sc == ROW ? n : nb * p->lsb))) ||
-      alloc_fill(ck, &p->bias, cs->out, (size_t)(E * n)) ||
-      alloc_fill(ck, &p->route, CKJIT_I32, (size_t)(cs->layout == CONTIG ? p->tiles : E)))
+  if (gt_buf_alloc(ck, &p->a, cs->at, a_elems) || gt_buf_alloc(ck, &p->b, cs->bt, (size_t)((E - 1) * p->b_stride + n * p->ldb)) ||
+      gt_buf_alloc(ck, &p->d, cs->out, d_elems) || gt_buf_alloc(ck, &p->sa, CKJIT_F32, sa_elems) ||
+      gt_buf_alloc(ck, &p->sb, CKJIT_F32, (size_t)((E - 1) * p->sb_stride + (cs->sc == TEN ? 1 : cs->sc == ROW ? n : nb * p->lsb))) ||
+      gt_buf_alloc(ck, &p->bias, cs->out, (size_t)(E * n)) ||
+      gt_buf_alloc(ck, &p->route, CKJIT_I32, (size_t)(cs->layout == CONTIG ? p->tiles : E)))
     return -1;
   for (size_t i = 0; i < p->a.elems; i++) p->a.host[i] = gen_code(cs->at, GEN_NARROW, r);
   for (size_t i = 0; i < p->b.elems; i++) p->b.host[i] = gen_code(cs->bt, GEN_NARROW, r);
@@ -329,8 +327,6 @@ static size_t build(mcase *cs, int skip_large) {
   }
   return i;
 }
-
-static int is_sm90(const char *a) { return strncmp(a, "sm_90", 5) == 0 && (!a[5] || !strcmp(a + 5, "a")); }
 
 static int requires(gt_ctx *ctx, char *why, size_t len) {
   if (is_sm90(ctx->info.device_arch) && is_sm90(ctx->info.arch)) return 1;
