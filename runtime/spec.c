@@ -32,6 +32,7 @@ static const ckjit_family *const families[CKJIT_FAMILY_COUNT_] = {
     [CKJIT_FAMILY_ATTENTION_COMBINE] = &ckjit__family_attention_combine,
     [CKJIT_FAMILY_GEMM_FP8] = &ckjit__family_gemm_fp8,
     [CKJIT_FAMILY_MOE_SORT] = &ckjit__family_moe_sort,
+    [CKJIT_FAMILY_MOE_PERMUTE] = &ckjit__family_moe_permute,
 };
 
 const char *const ckjit__dtype_names[] = {CKJIT_FLOAT_DTYPES(CKJIT_TYPE_NAME) NULL};

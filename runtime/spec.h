@@ -37,6 +37,7 @@ typedef enum ckjit_family_id {
   CKJIT_FAMILY_ATTENTION_COMBINE = 17,
   CKJIT_FAMILY_GEMM_FP8 = 18,
   CKJIT_FAMILY_MOE_SORT = 19,
+  CKJIT_FAMILY_MOE_PERMUTE = 20,
   CKJIT_FAMILY_COUNT_
 } ckjit_family_id;
 
@@ -137,6 +138,7 @@ extern const ckjit_family ckjit__family_attention_decode;
 extern const ckjit_family ckjit__family_attention_combine;
 extern const ckjit_family ckjit__family_gemm_fp8;
 extern const ckjit_family ckjit__family_moe_sort;
+extern const ckjit_family ckjit__family_moe_permute;
 
 const ckjit_family *ckjit__family_get(uint32_t id); /* NULL when out of range */
 

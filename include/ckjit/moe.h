@@ -62,6 +62,91 @@ CKJIT_API int64_t ckjit_moe_sort_capacity(int64_t tokens, int k, int experts, in
 /* Sorts the routing (above). */
 CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *stream);
 
+/* ---- fused MoE ----------------------------------------------------------------------
+ *
+ * ckjit_fused_moe: a mixture-of-experts MLP over routed tokens,
+ *
+ *   y[t] = sum_{s < k} topk_weights[t][s] * down_e(act(gate_e(x[t])) * up_e(x[t])),
+ *          e = topk_ids[t][s]
+ *
+ * with gate_e(v) = W1_e[0 .. inter) v and up_e(v) = W1_e[inter .. 2 inter) v,
+ * W1 = w_gate_up [experts][2 inter][hidden] and down_e(h) = W2_e h, W2 =
+ * w_down [experts][hidden][inter]: both row-major and contiguous, in the
+ * layout of torch.nn.Linear weights (out_features x in_features).  x and y
+ * are row-major [tokens][hidden] with row strides ldx, ldy (elements).
+ *
+ * Types: x, y and 16-bit weights are `dtype` (CKJIT_BF16 or CKJIT_F16), or
+ * the weights are CKJIT_FP8_E4M3 with weight_scaling
+ *   CKJIT_FP8_SCALE_ROW    one f32 per output channel: scale_gate_up
+ *                          [experts][2 inter], scale_down [experts][hidden];
+ *                          the activations are quantized per token;
+ *   CKJIT_FP8_SCALE_BLOCK  128 x 128 blocks (DeepSeek-V3): scale_gate_up
+ *                          [experts][ceil(2 inter / 128)][ceil(hidden / 128)],
+ *                          scale_down [experts][ceil(hidden / 128)][ceil(inter
+ *                          / 128)]; the activations are quantized in 1 x 128
+ *                          blocks (inter must be a multiple of 64).
+ * FP8 activations are quantized on the device to e4m3 with scale amax / 448
+ * (a zero block or row gets scale 1).  Accumulation is f32; the gate-up
+ * product act(gate) * up is rounded to `dtype` (then quantized under FP8)
+ * before the down GEMM, and each slot's weighted down product is rounded
+ * to `dtype` before the combine, which sums the k slots in f32 in slot
+ * order (deterministic: no atomics) and rounds once.
+ *
+ * act: CKJIT_UNARY_SILU, GELU_TANH or GELU_ERF.  topk_ids (ids_dtype
+ * CKJIT_I32 or CKJIT_I64) and topk_weights (f32) are [tokens][k], contiguous.
+ * An id outside 0 .. experts - 1 contributes nothing (no weight of any
+ * expert is read for it) and is counted into *invalid (device int32,
+ * optional; written every call).  With CKJIT_MOE_CHECK=1 in the environment
+ * (a debug option) the call waits for the stream and fails with
+ * CKJIT_ERROR_INVALID_ARGUMENT when any id was out of range.
+ *
+ * Launches (in order, on `stream`, no host synchronization: a CUDA graph
+ * replays the call for any routing): ckjit_moe_sort; a gather of x's rows
+ * by expert (quantizing them for FP8 weights); the grouped gate-up GEMM
+ * with act(gate) * up in its epilogue; for FP8, the quantization of that
+ * product; the grouped down GEMM with the routing weight in its epilogue,
+ * each row written to its (token, slot) place; the combine (k = 1: the
+ * down GEMM writes y itself).
+ *
+ * Temporary buffers come from `workspace` (device, 256-byte aligned, at
+ * least ckjit_fused_moe_workspace_size(desc) bytes, not overlapping
+ * anything else); the call allocates nothing.  Limits: tokens >= 0 (0 does
+ * nothing), 1 <= k <= 64, 1 <= experts <= 1024, hidden and inter multiples
+ * of 16 (the tensor memory accelerator's row alignment), ldx, ldy >= hidden;
+ * x, the weights and their scales 16-byte aligned.  Runs on NVIDIA sm_90
+ * (wgmma); CKJIT_ERROR_UNSUPPORTED elsewhere.  y must not overlap any
+ * input. */
+typedef struct ckjit_fused_moe_desc {
+  int64_t tokens, hidden, inter;
+  int32_t experts, k;
+  ckjit_dtype dtype;              /* x, y (and 16-bit weights): CKJIT_BF16 or CKJIT_F16 */
+  const void *x;
+  int64_t ldx;
+  void *y;
+  int64_t ldy;
+  ckjit_dtype ids_dtype;          /* CKJIT_I32 or CKJIT_I64 */
+  const void *topk_ids;           /* [tokens][k] */
+  const float *topk_weights;      /* [tokens][k] */
+  ckjit_dtype weight_dtype;       /* dtype, or CKJIT_FP8_E4M3 */
+  const void *w_gate_up;          /* [experts][2 inter][hidden] */
+  const void *w_down;             /* [experts][hidden][inter] */
+  ckjit_fp8_scaling weight_scaling; /* FP8: CKJIT_FP8_SCALE_ROW or CKJIT_FP8_SCALE_BLOCK */
+  const float *scale_gate_up, *scale_down; /* FP8 only */
+  ckjit_unary_op activation;      /* SILU, GELU_TANH or GELU_ERF */
+  void *workspace;
+  size_t workspace_bytes;
+  int32_t *invalid;               /* NULL, or one device int32 */
+} ckjit_fused_moe_desc;
+/* Zeroes desc, then dtype and weight_dtype CKJIT_BF16, ids_dtype CKJIT_I32,
+ * weight_scaling CKJIT_FP8_SCALE_BLOCK and activation SILU. */
+CKJIT_API void ckjit_fused_moe_desc_init(ckjit_fused_moe_desc *desc);
+/* The workspace bytes the call needs for desc's sizes, dtypes and k (its
+ * pointers are not read); 0 with ckjit_last_error() set when the sizes
+ * are out of the limits. */
+CKJIT_API size_t ckjit_fused_moe_workspace_size(const ckjit_fused_moe_desc *desc);
+/* The fused MoE layer (above). */
+CKJIT_API ckjit_status ckjit_fused_moe(const ckjit_fused_moe_desc *desc, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,14 +7,26 @@
 #include "abi/abi.h"
 #include "abi/tensor_map.h"
 
-/* The operands' FP8 formats (the public CKJIT_FP8_E4M3 / _E5M2). */
-#define CKJIT_FP8_TYPES(X) X(FP8_E4M3, e4m3) X(FP8_E5M2, e5m2)
-/* Scaling modes, in the order of the public ckjit_fp8_scaling. */
-#define CKJIT_FP8_SCALINGS(X) X(SCALE_TENSOR, tensor) X(SCALE_ROW, row) X(SCALE_BLOCK, block)
+/* The operands' types: the FP8 formats (the public CKJIT_FP8_E4M3 /
+ * _E5M2), or 16-bit ones (both operands alike, unscaled: the bf16 / f16
+ * grouped GEMM of ckjit_fused_moe). */
+#define CKJIT_FP8_TYPES(X) X(FP8_E4M3, e4m3) X(FP8_E5M2, e5m2) X(OP_BF16, bf16) X(OP_F16, f16)
+/* Scaling modes, in the order of the public ckjit_fp8_scaling, then none
+ * (16-bit operands: alpha alone). */
+#define CKJIT_FP8_SCALINGS(X) X(SCALE_TENSOR, tensor) X(SCALE_ROW, row) X(SCALE_BLOCK, block) X(SCALE_NONE, none)
 
 /* Grouped (mixture-of-experts) layouts, in the order of the public
  * ckjit_moe_layout after NONE (the plain GEMM). */
 #define CKJIT_FP8_MOE_LAYOUTS(X) X(MOE_NONE, none) X(MOE_CONTIGUOUS, contiguous) X(MOE_MASKED, masked)
+
+/* The fused-MoE epilogues (ckjit_fused_moe):
+ *   none     D = the product, as above;
+ *   gated    B holds two halves, gate rows 0 .. n - 1 and up rows n ..
+ *            2n - 1; D (n columns) = act(gate) * up;
+ *   scatter  D's row for the product's row m is row_ids[m] (skipped
+ *            outside 0 .. route_entries - 1), scaled by row_weights of
+ *            that row. */
+#define CKJIT_FP8_EPILOGUES(X) X(EPI_PLAIN, none) X(EPI_GATED, gated) X(EPI_SCATTER, scatter)
 
 /* D = act(alpha * deq(A) deq(B) + bias) (include/ckjit/gemm_fp8.h), per
  * expert under a MoE layout.
@@ -25,7 +37,8 @@
  *   experts       MoE: the experts; tile_experts (CONTIGUOUS) the expert
  *                 of each 128-row tile, counts (MASKED) each expert's rows
  *   stride_*      MoE: elements between experts' D, A scales, B scales
- *                 and bias */
+ *                 and bias
+ *   row_ids, row_weights, route_entries  the scatter epilogue's routing */
 #define CKJIT_GEMM_FP8_FIELDS(X)                                               \
   X(ckjit_tensor_map, map_a, 0)                                                \
   X(ckjit_tensor_map, map_b, 128)                                              \
@@ -49,7 +62,10 @@
   X(long long, stride_scale_a, 384)                                            \
   X(long long, stride_scale_b, 392)                                            \
   X(long long, stride_bias, 400)                                               \
-  X(long long, tail_padding, 408)
+  X(const int *, row_ids, 408)                                                 \
+  X(const float *, row_weights, 416)                                           \
+  X(long long, route_entries, 424)                                             \
+  X(long long, tail_padding, 432)
 CKJIT_ABI_STRUCT(ckjit_gemm_fp8_args, CKJIT_GEMM_FP8_FIELDS, 448)
 /* The kernel's one parameter (the host launches with ckjit_abi_by_value). */
 #define CKJIT_GEMM_FP8_PARAM(X) X(ckjit_gemm_fp8_args, x, 0)

@@ -1,5 +1,10 @@
 // FP8 GEMM on Hopper tensor cores (sm_90a): wgmma e4m3 / e5m2, f32
 // accumulation, tensor / row / block scaling (include/ckjit/gemm_fp8.h).
+// The same pipeline runs ckjit_fused_moe's grouped GEMMs, with 16-bit
+// operands too (bf16 / f16, unscaled: a 128-byte row of K is 64 of them)
+// and its two epilogues (EPI): gated, whose B tile is BN / 2 gate rows
+// over the BN / 2 up rows n further down B, giving act(gate) * up; and
+// scatter, which writes each row to its routing entry, times its weight.
 //
 // Problem:  D = act(alpha * deq(A) deq(B) + bias), A m x k and B k x n, both
 //           K-major (A row-major, B column-major): FP8 wgmma reads no other
@@ -52,7 +57,9 @@ typedef OUT TC;
 #include "core/wgmma.h"
 
 #define BM 128
-#define BK 128 // bytes and elements of K per step: one scale block
+#define BK 128 // bytes of K per step: FP8, 128 elements, one scale block
+#define SIXTEEN_BIT (A_TYPE == OP_BF16 || A_TYPE == OP_F16)
+#define K_ELEMS (SIXTEEN_BIT ? 64 : 128) // elements of K per step
 #define A_BYTES (BM * BK)
 #define STAGE_BYTES ((BM + BN) * BK)
 #define ACC (BN / 2) // accumulators per thread
@@ -65,11 +72,27 @@ static_assert(SCALING != SCALE_BLOCK || PROMOTE == 1, "block scales are applied 
 static_assert(BN == 64 || BN == 128, "bn 64 or 128");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "cluster 1 or 2");
 static_assert(MOE == MOE_NONE || BIAS != BIAS_ROW, "MoE: bias per column of each expert");
+static_assert(!SIXTEEN_BIT || (B_TYPE == A_TYPE && SCALING == SCALE_NONE && PROMOTE == 0),
+              "16-bit operands: both alike, unscaled, one accumulator");
+static_assert(EPI == EPI_PLAIN || (CLUSTER == 1 && BIAS == BIAS_NONE), "fused epilogues: no cluster, no bias");
+static_assert(EPI != EPI_GATED || BN == 128, "gated: 64 gate and 64 up columns a tile");
+static_assert(EPI != EPI_SCATTER || MOE != MOE_MASKED, "scatter: rows of one list");
+#define GATED (EPI == EPI_GATED)
+#define OUT_COLS (GATED ? BN / 2 : BN) // D's columns a tile
 #define A_SLICE (BM / CLUSTER) // rows of A each block of a cluster loads
 // Promotion every step, two steps at a time into two accumulators (2 x 64
 // registers and the f32 total at BN 128).
 #define DOUBLE_ACC (PROMOTE == 1)
 
+#if SIXTEEN_BIT
+#define WG_16_(t, n) wgmma_##t##_n##n<0, 0>
+#define WG_16(t, n) WG_16_(t, n)
+#if A_TYPE == OP_BF16
+#define WG_STEP WG_16(bf16, BN)
+#else
+#define WG_STEP WG_16(f16, BN)
+#endif
+#else
 #if A_TYPE == FP8_E4M3
 #define TA_NAME e4m3
 #else
@@ -82,17 +105,24 @@ static_assert(MOE == MOE_NONE || BIAS != BIAS_ROW, "MoE: bias per column of each
 #endif
 #define WG_FP8_(first, a, b, n) wgmma_fp8_##first##a##_##b##_n##n
 #define WG_FP8(first, a, b, n) WG_FP8_(first, a, b, n)
+#endif
 
-// One K step: four wgmma of K 32 (32 bytes into each swizzled 128-byte
-// row) from the descriptors of A's rows and B's at the step's stage.
-// `first`: the step starts a new partial sum (overwrites acc).  A
-// descriptor's low bits are the address / 16, so moving 32 bytes along K
-// adds 2.
+// One K step: four wgmma of 32 bytes of K (FP8: 32 elements, 16-bit: 16)
+// into each swizzled 128-byte row, from the descriptors of A's rows and
+// B's at the step's stage.  `first`: the step starts a new partial sum
+// (FP8: overwrites acc; 16-bit operands never promote, and their one sum
+// starts zeroed).  A descriptor's low bits are the address / 16, so moving
+// 32 bytes along K adds 2.
 CKJIT_INLINE void step(float (&acc)[ACC], ckjit_u64 da, ckjit_u64 db, bool first) {
 #pragma unroll
   for (int kk = 0; kk < BK / 16; kk += 2) {
+#if SIXTEEN_BIT
+    (void)first;
+    WG_STEP(acc, da + kk, db + kk);
+#else
     if (kk == 0 && first) WG_FP8(first_, TA_NAME, TB_NAME, BN)(acc, da + kk, db + kk);
     else WG_FP8(, TA_NAME, TB_NAME, BN)(acc, da + kk, db + kk);
+#endif
   }
 }
 
@@ -151,7 +181,7 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
   const long long units = x.tiles_m * ((x.tiles_n + CLUSTER - 1) / CLUSTER) *
                           (MOE == MOE_MASKED ? x.experts : 1);
   const long long first_unit = blockIdx.x / CLUSTER, unit_stride = gridDim.x / CLUSTER;
-  const int steps = (int)((x.k + BK - 1) / BK);
+  const int steps = (int)((x.k + K_ELEMS - 1) / K_ELEMS);
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; s++) {
@@ -186,7 +216,7 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
         // A pair's second tile past N (odd tiles_n) reads the last real
         // tile's B: its loads must still come (they complete A's
         // transaction count) and its results are not stored.
-        const int b_row = (int)((tn < x.tiles_n ? tn : x.tiles_n - 1) * BN);
+        const int b_row = (int)((tn < x.tiles_n ? tn : x.tiles_n - 1) * OUT_COLS);
         for (int kb = 0; kb < steps; kb++) {
           const unsigned s = fill;
           if (!first_round) mbar_wait(smem_addr(&empty[s]), phase);
@@ -194,12 +224,15 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
           const unsigned bar = smem_addr(&full[s]), sa = base + s * STAGE_BYTES;
           mbar_expect(bar, STAGE_BYTES);
 #if CLUSTER > 1
-          tma_load_multicast(sa + rank * A_SLICE * BK, &x.map_a, kb * BK,
+          tma_load_multicast(sa + rank * A_SLICE * BK, &x.map_a, kb * K_ELEMS,
                              (int)(tm * BM + rank * A_SLICE), e_a, bar, (1u << CLUSTER) - 1);
 #else
-          tma_load(sa, &x.map_a, kb * BK, (int)(tm * BM), e_a, bar);
+          tma_load(sa, &x.map_a, kb * K_ELEMS, (int)(tm * BM), e_a, bar);
 #endif
-          tma_load(sa + A_BYTES, &x.map_b, kb * BK, b_row, ut.e, bar);
+          tma_load(sa + A_BYTES, &x.map_b, kb * K_ELEMS, b_row, ut.e, bar);
+#if GATED // the up rows, n further down B, under the gate rows (boxes of BN / 2 rows)
+          tma_load(sa + A_BYTES + (BN / 2) * BK, &x.map_b, kb * K_ELEMS, (int)(b_row + x.n), ut.e, bar);
+#endif
         }
       }
     }
@@ -252,7 +285,7 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     const unit_tile ut = tile_of(x, u);
     if (!ut.on) continue;
     parity ^= 1;
-    const long long m0 = ut.tm * BM, n0 = ut.tn * BN;
+    const long long m0 = ut.tm * BM, n0 = ut.tn * OUT_COLS; // D's first row and column
     const long long r0 = m0 + cw * 64 + w * 16 + lane / 4; // this thread's rows: r0, r0 + 8
     // This tile's expert's D, scales and bias (MoE; the plain GEMM's
     // strides are 0).
@@ -272,7 +305,9 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     static_assert(BN <= 128, "one column scale a consumer thread");
     // Into shared memory only before the epilogue: a store now would wait
     // for the load, ahead of the tile's first products.
-    const float my_col = t < BN && n0 + t < x.n ? scale_b[n0 + t] : 0.0f;
+    // (gated: the gate half's columns, then the up half's, n further on)
+    const long long my_n = n0 + t % OUT_COLS;
+    const float my_col = t < BN && my_n < x.n ? scale_b[my_n + (t < OUT_COLS ? 0 : x.n)] : 0.0f;
 #pragma unroll
     for (int i = 0; i < 2; i++) row_f[i] = r0 + 8 * i < out.rows ? scale_a[r0 + 8 * i] : 0.0f; // times alpha below
 #elif SCALING == SCALE_TENSOR
@@ -282,6 +317,15 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     const float *const col_f = nullptr;
     row_f[0] = row_f[1] = x.alpha;
 #endif
+#if EPI == EPI_SCATTER
+    // Each row's routing weight (0 for padding rows, which are not stored).
+    float row_w[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int id = r0 + 8 * i < out.rows ? x.row_ids[r0 + 8 * i] : -1;
+      row_w[i] = id >= 0 && id < x.route_entries ? x.row_weights[id] : 0.0f;
+    }
+#endif
     // Partial sums: the f32 total, and the tensor cores' accumulators.
     float total[ACC];
 #pragma unroll
@@ -290,13 +334,15 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     // and r0 + 8), read an iteration ahead and multiplied only when used:
     // their loads are in flight while products run, not on the
     // promotion's path (a multiply right after a load waits for it).
-    float raw[2][3] = {{1.0f, 1.0f, 1.0f}, {1.0f, 1.0f, 1.0f}};
+    // Gated: the up half's B scale (of its own 128-column block) fourth.
+    float raw[2][4] = {{1.0f, 1.0f, 1.0f, 1.0f}, {1.0f, 1.0f, 1.0f, 1.0f}};
     auto load_scales = [&](int kb) {
 #if SCALING == SCALE_BLOCK
 #pragma unroll
       for (int i = 0; i < 2; i++) {
         if (kb + i >= steps) break;
         raw[i][0] = scale_b[(n0 / 128) * x.ld_scale_b + kb + i];
+        if (GATED) raw[i][3] = scale_b[((x.n + n0) / 128) * x.ld_scale_b + kb + i];
         raw[i][1] = r0 < out.rows ? scale_a[r0 * x.ld_scale_a + kb + i] : 0.0f;
         raw[i][2] = r0 + 8 < out.rows ? scale_a[(r0 + 8) * x.ld_scale_a + kb + i] : 0.0f;
       }
@@ -304,21 +350,26 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
       (void)kb;
 #endif
     };
-    auto factors = [&](int i, float (&f)[2]) {
+    // A step's factors of rows r0 and r0 + 8: f[0], f[1] (gated: of the
+    // gate half), f[2], f[3] (the up half).
+    auto factors = [&](int i, float (&f)[4]) {
 #if SCALING == SCALE_BLOCK
       f[0] = raw[i][0] * raw[i][1], f[1] = raw[i][0] * raw[i][2];
+      f[2] = raw[i][3] * raw[i][1], f[3] = raw[i][3] * raw[i][2];
 #else
       (void)i;
-      f[0] = f[1] = 1.0f;
+      f[0] = f[1] = f[2] = f[3] = 1.0f;
 #endif
     };
-    auto promote = [&](const float (&acc)[ACC], const float (&f)[2]) {
+    (void)scale_a, (void)scale_b, (void)raw, (void)factors; // unused by some variants
+    auto promote = [&](const float (&acc)[ACC], const float (&f)[4]) {
 #pragma unroll
       for (int j = 0; j < BN / 8; j++) {
-        total[4 * j] += acc[4 * j] * f[0];
-        total[4 * j + 1] += acc[4 * j + 1] * f[0];
-        total[4 * j + 2] += acc[4 * j + 2] * f[1];
-        total[4 * j + 3] += acc[4 * j + 3] * f[1];
+        const int h = GATED && j >= BN / 16 ? 2 : 0;
+        total[4 * j] += acc[4 * j] * f[h];
+        total[4 * j + 1] += acc[4 * j + 1] * f[h];
+        total[4 * j + 2] += acc[4 * j + 2] * f[h + 1];
+        total[4 * j + 3] += acc[4 * j + 3] * f[h + 1];
       }
     };
     load_scales(0);
@@ -336,7 +387,7 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
       wgmma_wait<1>();
       fence_regs(acc0);
       release(1);
-      float f0[2], f1[2];
+      float f0[4], f1[4];
       factors(0, f0);
       factors(1, f1);
       load_scales(kb + 2);
@@ -351,15 +402,19 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
       wgmma_wait<0>();
       fence_regs(acc0);
       release(0);
-      float f[2];
+      float f[4];
       factors(0, f);
       promote(acc0, f);
     }
 #else
     // Promotion every PROMOTE steps or never (no block scales here).
     static_assert(SCALING != SCALE_BLOCK, "block scaling promotes every step");
-    const float unscaled[2] = {1.0f, 1.0f};
+    const float unscaled[4] = {1.0f, 1.0f, 1.0f, 1.0f};
     float acc[ACC];
+#if SIXTEEN_BIT
+#pragma unroll
+    for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
+#endif
     for (int kb = 0; kb < steps; kb++) {
       issue(acc, PROMOTE ? kb % (PROMOTE ? PROMOTE : 1) == 0 : kb == 0);
       if (PROMOTE && ((kb + 1) % (PROMOTE ? PROMOTE : 1) == 0 || kb + 1 == steps)) {
@@ -371,10 +426,12 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
       wgmma_wait<1>(); // every step before kb is done: hand their stages back
       release(1);
     }
-    if (!PROMOTE && steps) {
+    if (!PROMOTE) {
+      // Unconditional: a wait on every path out of the loop keeps ptxas
+      // from inserting its own before the next tile zeroes acc (C7517).
       wgmma_wait<0>();
       release(0);
-      promote(acc, unscaled);
+      if (steps) promote(acc, unscaled);
     }
 #endif
 #if SCALING == SCALE_ROW
@@ -383,6 +440,9 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     named_barrier_sync(1 + cw, 128); // the warpgroup's col_f written
 #elif SCALING == SCALE_TENSOR
     row_f[0] = row_f[1] = x.alpha * row_f[0] * row_f[1];
+#endif
+#if EPI == EPI_SCATTER
+    row_f[0] *= row_w[0], row_f[1] *= row_w[1];
 #endif
     store_tile(x, out, total, row_f, col_f, m0, n0, r0,
                base + STAGES * STAGE_BYTES + (threadIdx.x / 32 - 4) * STORE_STAGE_BYTES);

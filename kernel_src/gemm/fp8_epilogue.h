@@ -1,12 +1,14 @@
-// The FP8 GEMM's epilogue (gemm/fp8.cu, which defines TC, BN, ACC, BIAS
-// and the activation before including it): D = act(sum * row factor *
-// column factor + bias), cast to TC and stored.  A thread's accumulator
-// 4 j + e is row r0 (+ 8 for e >= 2), column 8 j + 2 (lane % 4) + e % 2 of
-// its warp's 16 x BN piece; its factor is row_f[e / 2] times the column's
-// entry of col_f (the tile's column scales in shared memory, 8-byte
-// aligned; NULL: 1).  EDGE: the tile crosses D's last row or column, and
-// every element is checked; inside tiles skip the checks (most of an
-// epilogue's instructions otherwise).
+// The FP8 GEMM's epilogue (gemm/fp8.cu, which defines TC, BN, OUT_COLS,
+// ACC, BIAS, EPI and the activation before including it): D = act(sum *
+// row factor * column factor + bias), cast to TC and stored.  A thread's
+// accumulator 4 j + e is row r0 (+ 8 for e >= 2), column 8 j + 2 (lane %
+// 4) + e % 2 of its warp's 16 x BN piece; its factor is row_f[e / 2] times
+// the column's entry of col_f (the tile's column scales in shared memory,
+// 8-byte aligned; NULL: 1).  Gated: columns j < BN / 16 are the gate's,
+// the rest the up's of the same D columns, and D = act(gate) * up.
+// Scatter: a row goes to D's row row_ids[m], if any.  EDGE: the tile
+// crosses D's last row or column, and every element is checked; inside
+// tiles skip the checks (most of an epilogue's instructions otherwise).
 #pragma once
 
 // Where a tile's D goes: its expert's D (row 0) and bias, and the rows
@@ -30,6 +32,18 @@ CKJIT_INLINE float finish(const fp8_out &o, long long m, long long n, float v, f
   return activation(v);
 }
 
+// D's row for the tile's row m (inside the rows): m, or (scatter) its
+// routing entry; -1: the row is not stored (padding).
+CKJIT_INLINE long long d_row(const ckjit_gemm_fp8_args &x, long long m) {
+#if EPI == EPI_SCATTER
+  const int id = x.row_ids[m];
+  return id >= 0 && id < x.route_entries ? id : -1;
+#else
+  (void)x;
+  return m;
+#endif
+}
+
 // The column factors of columns c and c + 1 (c even).
 CKJIT_INLINE float2 col_factors(const float *col_f, int c) {
   return col_f ? *reinterpret_cast<const float2 *>(col_f + c) : make_float2(1.0f, 1.0f);
@@ -45,6 +59,11 @@ CKJIT_INLINE void finish_pair(const ckjit_gemm_fp8_args &x, const fp8_out &o, co
   const bool in = !EDGE || m < o.rows;
   o0 = in && (!EDGE || n < x.n) ? finish(o, m, n, sum[4 * j + 2 * r], row_f * f.x) : 0.0f;
   o1 = in && (!EDGE || n + 1 < x.n) ? finish(o, m, n + 1, sum[4 * j + 2 * r + 1], row_f * f.y) : 0.0f;
+#if GATED // times the up half's (no bias: the front-end refuses one)
+  const float2 fu = col_factors(col_f, c + BN / 2);
+  o0 *= sum[4 * (j + BN / 16) + 2 * r] * row_f * fu.x;
+  o1 *= sum[4 * (j + BN / 16) + 2 * r + 1] * row_f * fu.y;
+#endif
 }
 
 // f32 D: two adjacent columns a store, straight from the registers.
@@ -58,9 +77,11 @@ CKJIT_INLINE void store_direct(const ckjit_gemm_fp8_args &x, const fp8_out &o, c
   for (int r = 0; r < 2; r++) {
     const long long m = r0 + 8 * r;
     if (EDGE && m >= o.rows) continue;
-    TC *row = o.d + m * x.ldd;
+    const long long dm = d_row(x, m);
+    if (dm < 0) continue;
+    TC *row = o.d + dm * x.ldd;
 #pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
+    for (int j = 0; j < OUT_COLS / 8; j++) {
       const long long n = n0 + j * 8 + 2 * (lane % 4);
       if (EDGE && n >= x.n) continue;
       float o0, o1;
@@ -88,11 +109,11 @@ CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const fp8_out &o, c
                                const float (&row_f)[2], const float *col_f, long long r0,
                                long long n0, unsigned stage) {
   const int lane = threadIdx.x % 32;
-  unsigned v[2][BN / 8]; // rows r0 and r0 + 8, two columns a register
+  unsigned v[2][OUT_COLS / 8]; // rows r0 and r0 + 8, two columns a register
 #pragma unroll
   for (int r = 0; r < 2; r++) {
 #pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
+    for (int j = 0; j < OUT_COLS / 8; j++) {
       float o0, o1;
       finish_pair<EDGE>(x, o, sum, row_f[r], col_f, r, j, r0 + 8 * r, n0 + j * 8 + 2 * (lane % 4), o0,
                         o1);
@@ -106,7 +127,7 @@ CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const fp8_out &o, c
   const bool whole = x.ldd % 8 == 0 && reinterpret_cast<unsigned long long>(o.d) % 16 == 0;
   const int srow = 8 * (lane / 8 % 2) + lane % 8;
 #pragma unroll
-  for (int slab = 0; slab < BN / 64; slab++) {
+  for (int slab = 0; slab < OUT_COLS / 64; slab++) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
       const int chunk = 2 * k + lane / 16;
@@ -123,7 +144,9 @@ CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const fp8_out &o, c
                    : "r"(stage + row * 128 + ((chunk ^ (row % 8)) << 4)));
       const long long m = row0 + row, n = n0 + 64 * slab + 8 * chunk;
       if (EDGE && (m >= o.rows || n >= x.n)) continue;
-      TC *d = o.d + m * x.ldd + n;
+      const long long dm = d_row(x, m);
+      if (dm < 0) continue;
+      TC *d = o.d + dm * x.ldd + n;
       if (whole && (!EDGE || n + 8 <= x.n)) {
         *reinterpret_cast<uint4 *>(d) = piece;
       } else {
@@ -139,7 +162,7 @@ CKJIT_INLINE void store_staged(const ckjit_gemm_fp8_args &x, const fp8_out &o, c
 CKJIT_INLINE void store_tile(const ckjit_gemm_fp8_args &x, const fp8_out &o, const float (&sum)[ACC],
                              const float (&row_f)[2], const float *col_f, long long m0, long long n0,
                              long long r0, unsigned stage) {
-  const bool edge = m0 + 128 > o.rows || n0 + BN > x.n;
+  const bool edge = m0 + 128 > o.rows || n0 + OUT_COLS > x.n;
   if constexpr (sizeof(TC) == 2) {
     if (edge) store_staged<true>(x, o, sum, row_f, col_f, r0, n0, stage);
     else store_staged<false>(x, o, sum, row_f, col_f, r0, n0, stage);

@@ -61,7 +61,9 @@ static ckjit_status validate(const char *api, const ckjit_gemm_fp8_desc *g, cons
   const int64_t limit = INT32_MAX - 512;
   if (g->m > limit || g->n > limit || g->k > limit)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s: m, n and k must be below 2^31 - 512", api);
-  if (!is_fp8(g->a_dtype) || !is_fp8(g->b_dtype))
+  const int sixteen = moe && moe->fused && g->a_dtype == g->b_dtype &&
+                      (g->a_dtype == CKJIT_BF16 || g->a_dtype == CKJIT_F16);
+  if (!sixteen && (!is_fp8(g->a_dtype) || !is_fp8(g->b_dtype)))
     return ckjit__fail(ckjit_dtype_size(is_fp8(g->a_dtype) ? g->b_dtype : g->a_dtype)
                            ? CKJIT_ERROR_UNSUPPORTED
                            : CKJIT_ERROR_INVALID_ARGUMENT,
@@ -86,7 +88,7 @@ static ckjit_status validate(const char *api, const ckjit_gemm_fp8_desc *g, cons
                        "%s: activation %d is not IDENTITY, RELU, GELU_TANH, GELU_ERF, SILU or "
                        "SIGMOID",
                        api, (int)g->activation);
-  if (!g->scale_a || !g->scale_b)
+  if (!sixteen && (!g->scale_a || !g->scale_b))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: scale_%s is NULL", api,
                        g->scale_a ? "b" : "a");
   *kb = (g->k + 127) / 128;
@@ -154,27 +156,32 @@ static void plan(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe, const 
   const int sms = dev->multiprocessors;
   const int64_t experts = moe && moe->layout == MOE_MASKED ? moe->experts : 1;
   const int64_t tiles_128 = experts * ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, 128);
-  const int bn = tiles_128 < sms / 2 ? 64 : 128;
+  const int epi = moe ? moe->epilogue : EPI_PLAIN;
+  const int bn = epi != EPI_GATED && tiles_128 < sms / 2 ? 64 : 128;
+  const int sixteen = g->a_dtype == CKJIT_BF16 || g->a_dtype == CKJIT_F16;
   ckjit__plan_init(p, CKJIT_FAMILY_GEMM_FP8);
   int32_t *v = p->spec.value;
-  v[G8_A] = g->a_dtype == CKJIT_FP8_E5M2 ? FP8_E5M2 : FP8_E4M3;
-  v[G8_B] = g->b_dtype == CKJIT_FP8_E5M2 ? FP8_E5M2 : FP8_E4M3;
+  v[G8_A] = sixteen ? (g->a_dtype == CKJIT_BF16 ? OP_BF16 : OP_F16)
+                   : g->a_dtype == CKJIT_FP8_E5M2 ? FP8_E5M2 : FP8_E4M3;
+  v[G8_B] = sixteen ? v[G8_A] : g->b_dtype == CKJIT_FP8_E5M2 ? FP8_E5M2 : FP8_E4M3;
   v[G8_OUT] = ckjit__dtype_param_value(g->out_dtype);
-  v[G8_SCALING] = (int32_t)g->scaling;
+  v[G8_SCALING] = sixteen ? SCALE_NONE : (int32_t)g->scaling;
   v[G8_BN] = bn;
   v[G8_STAGES] = ckjit__gemm_fp8_stages(bn);
-  v[G8_PROMOTE] = g->scaling == CKJIT_FP8_SCALE_BLOCK ? 1 : knobs->promote;
+  v[G8_PROMOTE] = sixteen ? 0 : g->scaling == CKJIT_FP8_SCALE_BLOCK ? 1 : knobs->promote;
+  v[G8_EPI] = epi;
   v[G8_BIAS] = (int32_t)g->bias_mode;
   v[G8_ACT] = (int32_t)g->activation;
   v[G8_MOE] = moe ? moe->layout : MOE_NONE;
   const int cluster =
-      knobs->cluster == 2 && dev->clusters && ckjit__ceil_div(g->n, bn) >= 2 ? 2 : 1;
+      knobs->cluster == 2 && epi == EPI_PLAIN && dev->clusters && ckjit__ceil_div(g->n, bn) >= 2 ? 2 : 1;
+  const int out_cols = epi == EPI_GATED ? bn / 2 : bn;
   v[G8_CLUSTER] = cluster;
   /* Persistent: a block per multiprocessor walks the tiles (a cluster its
    * units of `cluster` tiles along N; MASKED: every expert's, most of which
    * routing may leave empty). */
   const int64_t units = experts * ckjit__ceil_div(g->m, 128) *
-                        ckjit__ceil_div(ckjit__ceil_div(g->n, bn), cluster),
+                        ckjit__ceil_div(ckjit__ceil_div(g->n, out_cols), cluster),
                 clusters = sms / cluster;
   p->grid[0] = (unsigned)((units < clusters ? units : clusters) * cluster);
   p->cluster = (unsigned)cluster;
@@ -189,19 +196,25 @@ static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, cons
   memset(x, 0, sizeof *x);
   const char *api = moe ? moe->api : plain_api;
   const int masked = moe && moe->layout == MOE_MASKED;
+  const int gated = moe && moe->epilogue == EPI_GATED;
   const unsigned long long experts = moe ? (unsigned long long)moe->experts : 1;
+  /* a 128-byte row of K: 128 FP8 or 64 16-bit elements */
+  const unsigned k_box = 128 / (unsigned)ckjit_dtype_size(g->a_dtype);
   /* K-major boxes of 128 bytes x 128 rows of A (each block of a cluster
    * loads its share of them), bn of B; the experts are the third
    * dimension (of A only when MASKED); k 0 still needs a valid map (no step
    * reads it). */
   const unsigned long long k = (unsigned long long)(g->k ? g->k : 16);
+  /* gated: B has the gate's n rows, then the up's n, loaded as two boxes
+   * of bn / 2 rows */
   const unsigned long long dims_a[3] = {k, (unsigned long long)g->m, masked ? experts : 1},
-                           dims_b[3] = {k, (unsigned long long)g->n, experts};
+                           dims_b[3] = {k, (unsigned long long)g->n * (gated ? 2 : 1), experts};
   const unsigned long long str_a[2] = {(unsigned long long)g->lda,
                                        (unsigned long long)(masked ? moe->stride_a : g->lda * g->m)},
                            str_b[2] = {(unsigned long long)g->ldb,
                                        (unsigned long long)(moe ? moe->stride_b : g->ldb * g->n)};
-  const unsigned box_a[3] = {128, 128 / (unsigned)cluster, 1}, box_b[3] = {128, (unsigned)bn, 1};
+  const unsigned box_a[3] = {k_box, 128 / (unsigned)cluster, 1},
+                 box_b[3] = {k_box, (unsigned)(gated ? bn / 2 : bn), 1};
   const ckjit_device *dev = &gpu->device;
   const char *which = "A";
   ckjit_status st =
@@ -223,7 +236,7 @@ static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, cons
   x->ld_scale_a = g->ld_scale_a ? g->ld_scale_a : kb;
   x->ld_scale_b = g->ld_scale_b ? g->ld_scale_b : kb;
   x->tiles_m = ckjit__ceil_div(g->m, 128);
-  x->tiles_n = ckjit__ceil_div(g->n, bn);
+  x->tiles_n = ckjit__ceil_div(g->n, gated ? bn / 2 : bn);
   x->alpha = g->alpha;
   x->experts = (int)experts;
   if (moe) {
@@ -233,6 +246,9 @@ static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, cons
     x->stride_scale_a = masked ? moe->stride_scale_a : 0;
     x->stride_scale_b = moe->stride_scale_b;
     x->stride_bias = g->bias ? moe->stride_bias : 0;
+    x->row_ids = moe->row_ids;
+    x->row_weights = moe->row_weights;
+    x->route_entries = moe->route_entries;
   }
   return CKJIT_SUCCESS;
 }

@@ -12,15 +12,18 @@
  * of the tensor cores' partial sums into f32 registers (0: never; block
  * scaling: 1); bias, act: the epilogue; cluster: blocks per cluster (2:
  * neighbouring tiles along N share A's loads, multicast); moe: none, or
- * the grouped layout (ckjit_gemm_fp8_moe). */
+ * the grouped layout (ckjit_gemm_fp8_moe); epilogue: none, or one of
+ * ckjit_fused_moe's (gated: act(gate) * up; scatter: rows to their routing
+ * entries, times their weights). */
 enum {
   G8_A, G8_B, G8_OUT, G8_SCALING, G8_BN, G8_STAGES, G8_PROMOTE, G8_BIAS, G8_ACT, G8_CLUSTER,
-  G8_MOE, G8_COUNT
+  G8_MOE, G8_EPI, G8_COUNT
 };
 
 enum { CKJIT_FP8_TYPES(CKJIT_ENUM_CONSTANT) };
 enum { CKJIT_FP8_SCALINGS(CKJIT_ENUM_CONSTANT) CKJIT_FP8_SCALING_COUNT };
 enum { CKJIT_FP8_MOE_LAYOUTS(CKJIT_ENUM_CONSTANT) };
+enum { CKJIT_FP8_EPILOGUES(CKJIT_ENUM_CONSTANT) };
 
 /* The MoE part of a ckjit_gemm_fp8_moe call, its defaults resolved
  * (gemm_fp8_moe.c); a plain ckjit_gemm_fp8 has none (NULL). */
@@ -31,6 +34,13 @@ typedef struct ckjit__fp8_moe {
   const int32_t *tile_experts, *counts;
   int64_t stride_a, stride_b, stride_d, stride_scale_a, stride_scale_b, stride_bias; /* elements */
   int64_t extent_a, extent_b; /* bytes the call may read from a (MASKED) and b */
+  /* ckjit_fused_moe's GEMMs only: 16-bit operands allowed (a_dtype ==
+   * b_dtype, bf16 or f16: unscaled); the epilogue (EPI_*); the scatter's
+   * routing: D row row_ids[m] (below route_entries) times row_weights. */
+  int fused, epilogue;
+  const int32_t *row_ids;
+  const float *row_weights;
+  int64_t route_entries;
 } ckjit__fp8_moe;
 
 /* Validates, plans and launches a plain (moe NULL) or grouped FP8 GEMM. */

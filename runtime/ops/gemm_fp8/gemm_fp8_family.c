@@ -12,10 +12,11 @@ CKJIT_ENUM_TABLES(scaling, CKJIT_FP8_SCALINGS)
 CKJIT_ENUM_TABLES(fp8_bias, CKJIT_GEMM_BIASES)
 CKJIT_ENUM_TABLES(fp8_act, CKJIT_GEMM_ACTIVATIONS)
 CKJIT_ENUM_TABLES(moe, CKJIT_FP8_MOE_LAYOUTS)
-_Static_assert(FP8_E4M3 == 0 && FP8_E5M2 == 1, "CKJIT_FP8_TYPES: e4m3, e5m2");
+CKJIT_ENUM_TABLES(epi, CKJIT_FP8_EPILOGUES)
+_Static_assert(FP8_E4M3 == 0 && FP8_E5M2 == 1, "CKJIT_FP8_TYPES: e4m3, e5m2 first");
 _Static_assert(SCALE_TENSOR == (int)CKJIT_FP8_SCALE_TENSOR && SCALE_ROW == (int)CKJIT_FP8_SCALE_ROW &&
-                   SCALE_BLOCK == (int)CKJIT_FP8_SCALE_BLOCK && CKJIT_FP8_SCALING_COUNT == 3,
-               "CKJIT_FP8_SCALINGS: in the order of ckjit_fp8_scaling");
+                   SCALE_BLOCK == (int)CKJIT_FP8_SCALE_BLOCK && SCALE_NONE == 3,
+               "CKJIT_FP8_SCALINGS: in the order of ckjit_fp8_scaling, then none");
 _Static_assert(MOE_CONTIGUOUS == 1 + (int)CKJIT_MOE_CONTIGUOUS && MOE_MASKED == 1 + (int)CKJIT_MOE_MASKED,
                "CKJIT_FP8_MOE_LAYOUTS: none, then the order of ckjit_moe_layout");
 
@@ -35,6 +36,7 @@ static const ckjit_param_desc params[G8_COUNT] = {
     [G8_ACT] = CKJIT_ENUM_PARAM("act", fp8_act, 0),
     [G8_CLUSTER] = CKJIT_INT_PARAM("cluster", 1, 2, 1),
     [G8_MOE] = CKJIT_ENUM_PARAM("moe", moe, 0),
+    [G8_EPI] = {.name = "epilogue", .macro = "EPI", .names = epi_names, .symbols = epi_symbols},
 };
 
 static ckjit_status check(const ckjit_spec *s) {
@@ -45,6 +47,18 @@ static ckjit_status check(const ckjit_spec *s) {
   if (v[G8_SCALING] == SCALE_BLOCK && v[G8_PROMOTE] != 1)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 scaling=block applies its scales at every K step: promote=1");
+  const int sixteen = v[G8_A] >= OP_BF16 || v[G8_B] >= OP_BF16;
+  if (sixteen && (v[G8_A] != v[G8_B] || v[G8_SCALING] != SCALE_NONE || v[G8_PROMOTE] != 0))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_fp8 with 16-bit operands takes a = b, scaling=none and promote=0");
+  if (!sixteen && v[G8_SCALING] == SCALE_NONE)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_fp8 scaling=none is for 16-bit operands");
+  if (v[G8_EPI] != EPI_PLAIN && (v[G8_BIAS] != 0 || v[G8_CLUSTER] != 1 || v[G8_MOE] == MOE_MASKED ||
+                                 (v[G8_EPI] == EPI_GATED && v[G8_BN] != 128)))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_fp8 epilogue=%s takes bias=none, cluster=1, moe none or contiguous%s",
+                       epi_names[v[G8_EPI]], v[G8_EPI] == EPI_GATED ? " and bn=128" : "");
   if (v[G8_MOE] != MOE_NONE && v[G8_BIAS] == (int32_t)CKJIT_BIAS_PER_ROW)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 moe=%s takes a bias per column of each expert, not bias=row",
@@ -66,27 +80,40 @@ int ckjit__gemm_fp8_stages(int bn) { return bn == 64 ? 8 : 6; }
  * epilogue (what serving engines call); f16 and f32 outputs of the large
  * tile; one kernel in clusters of two (compiled by CI like the rest;
  * CKJIT_GEMM_FP8_CLUSTER=2); the MoE layouts with block and tensor scales
- * (DeepSeek-style block-scaled experts, per-tensor ones). */
+ * (DeepSeek-style block-scaled experts, per-tensor ones); ckjit_fused_moe's
+ * gate-up (gated, silu) and down (scatter) GEMMs for its weight types. */
 static int default_spec(size_t index, ckjit_spec *out) {
-  static const struct { int out, scaling, bn, cluster, moe; } set[] = {
-      {DTYPE_BF16, SCALE_TENSOR, 128, 1, 0}, {DTYPE_BF16, SCALE_ROW, 128, 1, 0},
-      {DTYPE_BF16, SCALE_BLOCK, 128, 1, 0},  {DTYPE_BF16, SCALE_TENSOR, 64, 1, 0},
-      {DTYPE_BF16, SCALE_ROW, 64, 1, 0},     {DTYPE_BF16, SCALE_BLOCK, 64, 1, 0},
-      {1, SCALE_ROW, 128, 1, 0},             {0, SCALE_BLOCK, 128, 1, 0},
-      {DTYPE_BF16, SCALE_ROW, 128, 2, 0},
-      {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS}, {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_MASKED},
-      {DTYPE_BF16, SCALE_TENSOR, 128, 1, MOE_CONTIGUOUS}, {DTYPE_BF16, SCALE_TENSOR, 128, 1, MOE_MASKED},
+  static const struct { int out, scaling, bn, cluster, moe, epi, a; } set[] = {
+      {DTYPE_BF16, SCALE_TENSOR, 128, 1, 0, EPI_PLAIN, FP8_E4M3}, {DTYPE_BF16, SCALE_ROW, 128, 1, 0, EPI_PLAIN, FP8_E4M3},
+      {DTYPE_BF16, SCALE_BLOCK, 128, 1, 0, EPI_PLAIN, FP8_E4M3},  {DTYPE_BF16, SCALE_TENSOR, 64, 1, 0, EPI_PLAIN, FP8_E4M3},
+      {DTYPE_BF16, SCALE_ROW, 64, 1, 0, EPI_PLAIN, FP8_E4M3},     {DTYPE_BF16, SCALE_BLOCK, 64, 1, 0, EPI_PLAIN, FP8_E4M3},
+      {1, SCALE_ROW, 128, 1, 0, EPI_PLAIN, FP8_E4M3},             {0, SCALE_BLOCK, 128, 1, 0, EPI_PLAIN, FP8_E4M3},
+      {DTYPE_BF16, SCALE_ROW, 128, 2, 0, EPI_PLAIN, FP8_E4M3},
+      {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_PLAIN, FP8_E4M3}, {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_MASKED, EPI_PLAIN, FP8_E4M3},
+      {DTYPE_BF16, SCALE_TENSOR, 128, 1, MOE_CONTIGUOUS, EPI_PLAIN, FP8_E4M3}, {DTYPE_BF16, SCALE_TENSOR, 128, 1, MOE_MASKED, EPI_PLAIN, FP8_E4M3},
+      /* ckjit_fused_moe's two GEMMs: bf16 / f16 weights, FP8 block and row */
+      {DTYPE_BF16, SCALE_NONE, 128, 1, MOE_CONTIGUOUS, EPI_GATED, OP_BF16},
+      {DTYPE_BF16, SCALE_NONE, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, OP_BF16},
+      {DTYPE_BF16, SCALE_NONE, 64, 1, MOE_CONTIGUOUS, EPI_SCATTER, OP_BF16},
+      {1, SCALE_NONE, 128, 1, MOE_CONTIGUOUS, EPI_GATED, OP_F16},
+      {1, SCALE_NONE, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, OP_F16},
+      {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_GATED, FP8_E4M3},
+      {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, FP8_E4M3},
+      {DTYPE_BF16, SCALE_ROW, 128, 1, MOE_CONTIGUOUS, EPI_GATED, FP8_E4M3},
+      {DTYPE_BF16, SCALE_ROW, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, FP8_E4M3},
   };
   if (index >= sizeof set / sizeof set[0]) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_GEMM_FP8;
   int32_t *v = out->value;
-  v[G8_A] = v[G8_B] = FP8_E4M3;
+  v[G8_A] = v[G8_B] = set[index].a;
   v[G8_OUT] = set[index].out;
   v[G8_SCALING] = set[index].scaling;
   v[G8_BN] = set[index].bn;
   v[G8_STAGES] = ckjit__gemm_fp8_stages(set[index].bn);
-  v[G8_PROMOTE] = 1;
+  v[G8_PROMOTE] = set[index].a >= OP_BF16 ? 0 : 1;
+  v[G8_ACT] = set[index].epi == EPI_GATED ? (int32_t)CKJIT_UNARY_SILU : 0;
+  v[G8_EPI] = set[index].epi;
   v[G8_CLUSTER] = set[index].cluster;
   v[G8_MOE] = set[index].moe;
   return 1;

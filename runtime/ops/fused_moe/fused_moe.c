@@ -1,0 +1,311 @@
+/* ckjit_fused_moe (include/ckjit/moe.h): a mixture-of-experts MLP as a
+ * chain of launches on one stream, its buffers carved from the caller's
+ * workspace:
+ *
+ *   sort     ckjit_moe_sort: the (token, slot) entries grouped by expert,
+ *            runs padded to the GEMM's 128-row tiles, each tile's expert;
+ *   gather   x's rows in that order (moe_permute), e4m3 with scales for FP8
+ *            weights;
+ *   gate-up  the grouped GEMM (gemm_fp8, 16-bit or FP8 operands) with
+ *            act(gate) * up in its epilogue: h [capacity][inter];
+ *   (FP8)    h quantized (moe_permute, every row in place order);
+ *   down     the grouped GEMM with each row's routing weight in its
+ *            epilogue, written to its (token, slot) row of z;
+ *   combine  y[t] = the sum of z's k rows of t, in slot order (moe_permute).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/int_math.h"
+#include "moe_permute.h"
+#include "runtime/dispatch.h"
+#include "runtime/ops/gemm_fp8/gemm_fp8.h"
+#include "runtime/ops/moe_sort/moe_sort.h"
+#include "runtime/ops/op_frame.h"
+
+static const char api[] = "ckjit_fused_moe";
+
+enum { TILE_M = 128, ALIGN = 256 };
+
+void ckjit_fused_moe_desc_init(ckjit_fused_moe_desc *desc) {
+  if (!desc) return;
+  memset(desc, 0, sizeof *desc);
+  desc->dtype = desc->weight_dtype = CKJIT_BF16;
+  desc->ids_dtype = CKJIT_I32;
+  desc->weight_scaling = CKJIT_FP8_SCALE_BLOCK;
+  desc->activation = CKJIT_UNARY_SILU;
+}
+
+/* ---- validate ------------------------------------------------------------------- */
+
+static int is_fp8_weights(const ckjit_fused_moe_desc *d) { return d->weight_dtype == CKJIT_FP8_E4M3; }
+
+/* The sizes, types and options (what the workspace size depends on). */
+static ckjit_status check_shape(const ckjit_fused_moe_desc *d) {
+  if (!d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", api);
+  if (d->tokens < 0 || d->k < 1 || d->k > MOE_SORT_MAX_K || d->experts < 1 ||
+      d->experts > MOE_SORT_MAX_EXPERTS)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: tokens %lld, k %d, experts %d: need tokens >= 0, k 1..%d, experts 1..%d",
+                       api, (long long)d->tokens, (int)d->k, (int)d->experts, MOE_SORT_MAX_K,
+                       MOE_SORT_MAX_EXPERTS);
+  if (d->hidden < 16 || d->inter < 16 || d->hidden % 16 || d->inter % 16 ||
+      d->hidden > INT32_MAX / 2 || d->inter > INT32_MAX / 4)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: hidden %lld and inter %lld must be positive multiples of 16 (the tensor "
+                       "memory accelerator's rows)",
+                       api, (long long)d->hidden, (long long)d->inter);
+  if (d->dtype != CKJIT_BF16 && d->dtype != CKJIT_F16)
+    return ckjit__fail(ckjit_dtype_size(d->dtype) ? CKJIT_ERROR_UNSUPPORTED : CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: dtype %s must be CKJIT_BF16 or CKJIT_F16", api, ckjit_dtype_name(d->dtype));
+  if (d->weight_dtype != d->dtype && d->weight_dtype != CKJIT_FP8_E4M3)
+    return ckjit__fail(ckjit_dtype_size(d->weight_dtype) ? CKJIT_ERROR_UNSUPPORTED
+                                                         : CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: weight_dtype %s must be dtype (%s) or CKJIT_FP8_E4M3", api,
+                       ckjit_dtype_name(d->weight_dtype), ckjit_dtype_name(d->dtype));
+  if (is_fp8_weights(d)) {
+    if (d->weight_scaling != CKJIT_FP8_SCALE_ROW && d->weight_scaling != CKJIT_FP8_SCALE_BLOCK)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "%s: FP8 weights take weight_scaling CKJIT_FP8_SCALE_ROW or _BLOCK (got %d)", api,
+                         (int)d->weight_scaling);
+    if (d->weight_scaling == CKJIT_FP8_SCALE_BLOCK && d->inter % 64)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "%s: block-scaled FP8 weights need inter (%lld) a multiple of 64 (a tile's "
+                         "gate and up columns each within one 128-column scale block)",
+                         api, (long long)d->inter);
+  }
+  if (d->ids_dtype != CKJIT_I32 && d->ids_dtype != CKJIT_I64)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: ids_dtype %s must be CKJIT_I32 or CKJIT_I64",
+                       api, ckjit_dtype_name(d->ids_dtype));
+  if (d->activation != CKJIT_UNARY_SILU && d->activation != CKJIT_UNARY_GELU_TANH &&
+      d->activation != CKJIT_UNARY_GELU_ERF)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: activation %d must be CKJIT_UNARY_SILU, GELU_TANH or GELU_ERF", api,
+                       (int)d->activation);
+  if (!ckjit_moe_sort_capacity(d->tokens, d->k, d->experts, TILE_M))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: tokens %lld x k %d (plus the experts' padding) pass 2^31 - 1 rows", api,
+                       (long long)d->tokens, (int)d->k);
+  return CKJIT_SUCCESS;
+}
+
+/* ---- workspace ------------------------------------------------------------------- */
+
+/* Where each buffer of the chain lives in the workspace (byte offsets,
+ * each 256-byte aligned), and the total. */
+typedef struct moe_layout {
+  int64_t capacity;                       /* rows of the expert-ordered list */
+  size_t sorted, offsets, counts, tiles, invalid;
+  size_t xs, xs_scales, h, hq, hq_scales, z, total;
+} moe_layout;
+
+static size_t take(size_t *at, uint64_t bytes) {
+  const size_t here = *at;
+  *at += (size_t)((bytes + ALIGN - 1) / ALIGN * ALIGN);
+  return here;
+}
+
+/* 1 x 128 blocks (block scaling) or one scale (row) per row. */
+static int64_t scales_per_row(const ckjit_fused_moe_desc *d, int64_t cols) {
+  return d->weight_scaling == CKJIT_FP8_SCALE_BLOCK ? ckjit__ceil_div(cols, 128) : 1;
+}
+
+static void layout_of(const ckjit_fused_moe_desc *d, moe_layout *l) {
+  const int64_t c = ckjit_moe_sort_capacity(d->tokens, d->k, d->experts, TILE_M);
+  const uint64_t es = ckjit_dtype_size(d->dtype), fp8 = (uint64_t)is_fp8_weights(d);
+  size_t at = 0;
+  l->capacity = c;
+  l->sorted = take(&at, 4 * (uint64_t)c);
+  l->offsets = take(&at, 4 * ((uint64_t)d->experts + 1));
+  l->counts = take(&at, 4 * (uint64_t)d->experts);
+  l->tiles = take(&at, 4 * (uint64_t)(c / TILE_M));
+  l->invalid = take(&at, 4);
+  l->xs = take(&at, (uint64_t)c * (uint64_t)d->hidden * (fp8 ? 1 : es));
+  l->xs_scales = take(&at, fp8 * 4 * (uint64_t)c * (uint64_t)scales_per_row(d, d->hidden));
+  l->h = take(&at, (uint64_t)c * (uint64_t)d->inter * es);
+  l->hq = take(&at, fp8 * (uint64_t)c * (uint64_t)d->inter);
+  l->hq_scales = take(&at, fp8 * 4 * (uint64_t)c * (uint64_t)scales_per_row(d, d->inter));
+  l->z = take(&at, (uint64_t)d->tokens * (uint64_t)d->k * (uint64_t)d->hidden * es);
+  l->total = at;
+}
+
+size_t ckjit_fused_moe_workspace_size(const ckjit_fused_moe_desc *d) {
+  if (check_shape(d)) return 0;
+  moe_layout l;
+  layout_of(d, &l);
+  return l.total;
+}
+
+/* The pointers and strides (after check_shape). */
+static ckjit_status check_operands(const ckjit_fused_moe_desc *d, const moe_layout *l) {
+  if (d->ldx < d->hidden || d->ldy < d->hidden || d->ldx % 8 || d->ldy % 8)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: ldx %lld and ldy %lld must be >= hidden %lld and multiples of 8 (rows "
+                       "move in 16-byte pieces)",
+                       api, (long long)d->ldx, (long long)d->ldy, (long long)d->hidden);
+  const int fp8 = is_fp8_weights(d);
+  const void *const need[] = {d->x, d->y, d->topk_ids, d->topk_weights, d->w_gate_up, d->w_down,
+                              d->workspace};
+  static const char *const names[] = {"x", "y", "topk_ids", "topk_weights", "w_gate_up", "w_down",
+                                      "workspace"};
+  for (int i = 0; i < 7; i++)
+    if (!need[i] && (d->tokens || i >= 4))
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", api, names[i]);
+  if (fp8 && (!d->scale_gate_up || !d->scale_down))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: FP8 weights need scale_gate_up and scale_down",
+                       api);
+  if ((uintptr_t)d->x % 16 || (uintptr_t)d->y % 16 || (uintptr_t)d->w_gate_up % 16 ||
+      (uintptr_t)d->w_down % 16 || (uintptr_t)d->workspace % ALIGN ||
+      (uintptr_t)d->topk_ids % ckjit_dtype_size(d->ids_dtype) || (uintptr_t)d->topk_weights % 4 ||
+      (uintptr_t)d->scale_gate_up % 4 || (uintptr_t)d->scale_down % 4 || (uintptr_t)d->invalid % 4)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: x, y and the weights must be 16-byte aligned, the workspace 256-byte "
+                       "aligned, the rest aligned to their elements",
+                       api);
+  if (d->workspace_bytes < l->total)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: workspace_bytes %zu is less than the %zu bytes "
+                       "ckjit_fused_moe_workspace_size asks for",
+                       api, d->workspace_bytes, l->total);
+  return CKJIT_SUCCESS;
+}
+
+/* ---- the chain ------------------------------------------------------------------- */
+
+/* A moe_permute launch: one block per row, grid-stride past 2^20 rows. */
+static ckjit_status permute(ckjit_gpu *gpu, int dir, const ckjit_fused_moe_desc *d, int quant,
+                            const ckjit_moe_permute_args *x, void *stream) {
+  if (!x->rows) return CKJIT_SUCCESS;
+  ckjit_launch_plan p;
+  ckjit__plan_init(&p, CKJIT_FAMILY_MOE_PERMUTE);
+  p.spec.value[MP_DIR] = dir;
+  p.spec.value[MP_DTYPE] = ckjit__dtype_param_value(d->dtype);
+  p.spec.value[MP_QUANT] = quant;
+  p.spec.value[MP_IDS] = dir == DIR_COMBINE && d->ids_dtype == CKJIT_I64 ? PIDS_I64 : PIDS_I32;
+  p.grid[0] = (unsigned)(x->rows < (1 << 20) ? x->rows : (1 << 20));
+  p.block[0] = 128;
+  return ckjit__op_run(gpu, &p, x, &ckjit_abi_by_value, stream);
+}
+
+/* One of the two grouped GEMMs: A [capacity][k_dim] in expert order, the
+ * experts' weights B [experts][rows_b][k_dim] (rows_b: n, gated 2 n). */
+typedef struct moe_gemm {
+  const void *a, *b;
+  const float *scale_a, *scale_b;
+  void *d;
+  int64_t n, k_dim, ldd;
+  int epilogue;
+} moe_gemm;
+
+static ckjit_status grouped_gemm(const ckjit_fused_moe_desc *d, const moe_layout *l, const char *ws,
+                                 const moe_gemm *m, void *stream) {
+  const int fp8 = is_fp8_weights(d), block = d->weight_scaling == CKJIT_FP8_SCALE_BLOCK;
+  const int64_t rows_b = m->epilogue == EPI_GATED ? 2 * m->n : m->n, kb = ckjit__ceil_div(m->k_dim, 128);
+  ckjit_gemm_fp8_desc g;
+  ckjit_gemm_fp8_desc_init(&g);
+  g.m = l->capacity, g.n = m->n, g.k = m->k_dim;
+  g.a_dtype = g.b_dtype = d->weight_dtype;
+  g.out_dtype = d->dtype;
+  g.a = m->a, g.lda = m->k_dim;
+  g.b = m->b, g.ldb = m->k_dim;
+  g.d = m->d, g.ldd = m->ldd;
+  g.scaling = fp8 ? d->weight_scaling : CKJIT_FP8_SCALE_TENSOR;
+  g.scale_a = m->scale_a, g.scale_b = m->scale_b;
+  g.activation = m->epilogue == EPI_GATED ? d->activation : CKJIT_UNARY_IDENTITY;
+  const uint64_t es = fp8 ? 1 : ckjit_dtype_size(d->dtype);
+  ckjit__fp8_moe moe = {
+      .api = api, .layout = MOE_CONTIGUOUS, .experts = d->experts,
+      .tile_experts = (const int32_t *)(ws + l->tiles),
+      .stride_b = rows_b * m->k_dim,
+      .stride_scale_b = !fp8 ? 0 : block ? ckjit__ceil_div(rows_b, 128) * kb : rows_b,
+      .extent_b = (int64_t)((uint64_t)d->experts * (uint64_t)rows_b * (uint64_t)m->k_dim * es),
+      .fused = 1, .epilogue = m->epilogue,
+      .row_ids = (const int32_t *)(ws + l->sorted), .row_weights = d->topk_weights,
+      .route_entries = d->tokens * d->k,
+  };
+  return ckjit__gemm_fp8_run(&g, &moe, stream);
+}
+
+/* CKJIT_MOE_CHECK=1: wait for the call and report ids out of range. */
+static ckjit_status debug_check(const int32_t *invalid, void *stream) {
+  const char *on = getenv("CKJIT_MOE_CHECK");
+  if (!on || strcmp(on, "1")) return CKJIT_SUCCESS;
+  int32_t bad = 0;
+  ckjit_status st = ckjit_synchronize(stream);
+  if (st || (st = ckjit_memcpy(&bad, invalid, sizeof bad, CKJIT_DEVICE_TO_HOST))) return st;
+  if (bad)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: %d topk_ids entries are outside 0 .. experts - 1 (CKJIT_MOE_CHECK=1); they "
+                       "contributed nothing",
+                       api, (int)bad);
+  return CKJIT_SUCCESS;
+}
+
+ckjit_status ckjit_fused_moe(const ckjit_fused_moe_desc *d, void *stream) {
+  ckjit_status st = check_shape(d);
+  if (st) return st;
+  moe_layout l;
+  layout_of(d, &l);
+  if ((st = check_operands(d, &l))) return st;
+  const void *const operands[] = {d->x, d->y, d->topk_ids, d->topk_weights, d->w_gate_up, d->w_down,
+                                  d->scale_gate_up, d->scale_down, d->workspace, d->invalid};
+  static const char *const names[] = {"x", "y", "topk_ids", "topk_weights", "w_gate_up", "w_down",
+                                      "scale_gate_up", "scale_down", "workspace", "invalid"};
+  if ((st = ckjit__check_pointers(stream, api, 10, operands, names))) return st;
+  ckjit_gpu *gpu;
+  if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
+  if (!ckjit__arch_has_wgmma(gpu->arch) || !gpu->device.tensor_map_encode)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
+                       "%s: runs on sm_90 (wgmma and TMA); this GPU compiles for %s", api, gpu->arch);
+  if (!d->tokens) return CKJIT_SUCCESS;
+  char *const ws = (char *)d->workspace;
+  int32_t *const invalid = d->invalid ? d->invalid : (int32_t *)(ws + l.invalid);
+  const int fp8 = is_fp8_weights(d);
+  const int quant = !fp8 ? QUANT_NONE : d->weight_scaling == CKJIT_FP8_SCALE_BLOCK ? QUANT_BLOCK : QUANT_ROW;
+
+  ckjit_moe_sort_desc sort;
+  ckjit_moe_sort_desc_init(&sort);
+  sort.tokens = d->tokens, sort.k = d->k, sort.experts = d->experts, sort.tile_m = TILE_M;
+  sort.ids_dtype = d->ids_dtype, sort.topk_ids = d->topk_ids;
+  sort.sorted_ids = (int32_t *)(ws + l.sorted);
+  sort.expert_offsets = (int32_t *)(ws + l.offsets);
+  sort.expert_counts = (int32_t *)(ws + l.counts);
+  sort.tile_experts = (int32_t *)(ws + l.tiles);
+  sort.invalid = invalid;
+  if ((st = ckjit_moe_sort(&sort, stream))) return st;
+
+  const int64_t entries = d->tokens * d->k;
+  const ckjit_moe_permute_args gather = {
+      .src = d->x, .dst = ws + l.xs, .scales = (float *)(ws + l.xs_scales),
+      .row_ids = sort.sorted_ids, .ld_src = d->ldx, .ld_dst = d->hidden,
+      .ld_scales = scales_per_row(d, d->hidden), .rows = l.capacity, .cols = d->hidden,
+      .entries = entries, .k = d->k, .experts = d->experts};
+  if ((st = permute(gpu, DIR_GATHER, d, quant, &gather, stream))) return st;
+
+  const moe_gemm up = {.a = ws + l.xs, .b = d->w_gate_up, .scale_a = (const float *)(ws + l.xs_scales),
+                       .scale_b = d->scale_gate_up, .d = ws + l.h, .n = d->inter, .k_dim = d->hidden,
+                       .ldd = d->inter, .epilogue = EPI_GATED};
+  if ((st = grouped_gemm(d, &l, ws, &up, stream))) return st;
+
+  if (fp8) { /* h quantized as the down GEMM's A: every row, in place order */
+    const ckjit_moe_permute_args hq = {
+        .src = ws + l.h, .dst = ws + l.hq, .scales = (float *)(ws + l.hq_scales), .row_ids = NULL,
+        .ld_src = d->inter, .ld_dst = d->inter, .ld_scales = scales_per_row(d, d->inter),
+        .rows = l.capacity, .cols = d->inter, .entries = entries, .k = d->k, .experts = d->experts};
+    if ((st = permute(gpu, DIR_GATHER, d, quant, &hq, stream))) return st;
+  }
+
+  const moe_gemm down = {.a = ws + (fp8 ? l.hq : l.h), .b = d->w_down,
+                         .scale_a = (const float *)(ws + l.hq_scales), .scale_b = d->scale_down,
+                         .d = ws + l.z, .n = d->hidden, .k_dim = d->inter, .ldd = d->hidden,
+                         .epilogue = EPI_SCATTER};
+  if ((st = grouped_gemm(d, &l, ws, &down, stream))) return st;
+
+  const ckjit_moe_permute_args combine = {
+      .src = ws + l.z, .dst = d->y, .topk_ids = d->topk_ids, .ld_src = d->hidden, .ld_dst = d->ldy,
+      .rows = d->tokens, .cols = d->hidden, .entries = entries, .k = d->k, .experts = d->experts};
+  if ((st = permute(gpu, DIR_COMBINE, d, QUANT_NONE, &combine, stream))) return st;
+  return debug_check(invalid, stream);
+}

@@ -1,0 +1,16 @@
+/* The moe_permute kernel family (kernel_src/moe/moe_permute.cu): its
+ * parameters, shared by the family descriptor and ckjit_fused_moe. */
+#ifndef CKJIT_RUNTIME_OPS_MOE_PERMUTE_H
+#define CKJIT_RUNTIME_OPS_MOE_PERMUTE_H
+
+#include "abi/moe_permute_args.h"
+#include "runtime/spec.h"
+
+/* dir: gather or combine; dtype: the rows' (f16 or bf16); quant: gather's
+ * e4m3 quantization; ids: combine's topk_ids type. */
+enum { MP_DIR, MP_DTYPE, MP_QUANT, MP_IDS, MP_COUNT };
+enum { CKJIT_MOE_PERMUTE_DIRS(CKJIT_ENUM_CONSTANT) };
+enum { CKJIT_MOE_PERMUTE_QUANTS(CKJIT_ENUM_CONSTANT) };
+enum { CKJIT_MOE_PERMUTE_IDS(CKJIT_ENUM_CONSTANT) };
+
+#endif
