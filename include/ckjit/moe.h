@@ -105,15 +105,14 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  * by expert (quantizing them for FP8 weights); the grouped gate-up GEMM
  * with act(gate) * up in its epilogue; for FP8, the quantization of that
  * product; the grouped down GEMM with the routing weight in its epilogue,
- * each row written to its (token, slot) place; the combine (k = 1: the
- * down GEMM writes y itself).
+ * each row written to its (token, slot) place; the combine.
  *
  * Temporary buffers come from `workspace` (device, 256-byte aligned, at
  * least ckjit_fused_moe_workspace_size(desc) bytes, not overlapping
  * anything else); the call allocates nothing.  Limits: tokens >= 0 (0 does
  * nothing), 1 <= k <= 64, 1 <= experts <= 1024, hidden and inter multiples
- * of 16 (the tensor memory accelerator's row alignment), ldx, ldy >= hidden;
- * x, the weights and their scales 16-byte aligned.  Runs on NVIDIA sm_90
+ * of 16 (the tensor memory accelerator's row alignment), ldx and ldy >=
+ * hidden and multiples of 8; x, y and the weights 16-byte aligned.  Runs on NVIDIA sm_90
  * (wgmma); CKJIT_ERROR_UNSUPPORTED elsewhere.  y must not overlap any
  * input. */
 typedef struct ckjit_fused_moe_desc {

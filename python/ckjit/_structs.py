@@ -150,6 +150,16 @@ class MoeSortDesc(ctypes.Structure):
                 ('tile_experts', PTR), ('total_rows', PTR), ('invalid', PTR)]
 
 
+class FusedMoeDesc(ctypes.Structure):
+    _fields_ = [('tokens', I64), ('hidden', I64), ('inter', I64), ('experts', ctypes.c_int32),
+                ('k', ctypes.c_int32), ('dtype', ENUM), ('x', PTR), ('ldx', I64), ('y', PTR),
+                ('ldy', I64), ('ids_dtype', ENUM), ('topk_ids', PTR), ('topk_weights', PTR),
+                ('weight_dtype', ENUM), ('w_gate_up', PTR), ('w_down', PTR),
+                ('weight_scaling', ENUM), ('scale_gate_up', PTR), ('scale_down', PTR),
+                ('activation', ENUM), ('workspace', PTR), ('workspace_bytes', SIZE),
+                ('invalid', PTR)]
+
+
 class AttentionStrides(ctypes.Structure):
     _fields_ = [('batch', I64), ('head', I64), ('seq', I64), ('dim', I64)]
 
@@ -210,6 +220,7 @@ STRUCTS = {
     'ckjit_gemm_fp8_desc': GemmFp8Desc,
     'ckjit_gemm_fp8_moe_desc': GemmFp8MoeDesc,
     'ckjit_moe_sort_desc': MoeSortDesc,
+    'ckjit_fused_moe_desc': FusedMoeDesc,
     'ckjit_attention_strides': AttentionStrides,
     'ckjit_attention_desc': AttentionDesc,
     'ckjit_paged_strides': PagedStrides,
