@@ -67,6 +67,18 @@ tensor and rowwise, blockwise >= 0.95x row-wise and >= 1400 TFLOP/s at
 4096x7168x16384 (target_met is worked out here again from the record's
 "target_ratio" / "target_tflops" and the numbers kept).
 
+Fused MoE (bench/fused_moe_torch.py, kind "fused_moe", both sides in one record
+as attention's) gives "fused_moe bf16 TN EN kN HN IN vs torch loop|dense gemm"
+(TFLOP/s of ckjit_fused_moe, 2*T*k*H*2I + 2*T*k*I*H; the peers: a torch loop over
+the experts, and two dense torch.matmul of the same flops; ratio = peer time / ckjit
+time), "fused_moe fp8 [rowwise] TN ... vs bf16" (FP8 weights, block or row scales,
+against ckjit_fused_moe with the bf16 weights: ratio = bf16 time / fp8 time) and
+"fused_moe decode TN ... vs copy" (GB/s of the weights of the experts used, against
+the same run's copy bandwidth counted as bytes read + written; its "definition" is
+kept).  A record whose check is not "ok" has no ckjit number; "details" keeps each
+side's ms and the case.  (ckjit_moe_sort's record is bench/moe_fp8_torch.py's
+"moe_sort ... vs torch stable sort", kind "host_time".)
+
 Host time measured on both sides in one process (kind "host_time":
 bench/multi_gpu.py's "two gpu launch host time vs one gpu" and
 bench/python_host_time.py's "python OP host time vs torch") carries
@@ -186,6 +198,8 @@ PAGED_METRIC = re.compile(r'^paged (decode|prefill|append) (\S+) (.+) '
 FP8_METRIC = re.compile(r'^gemm fp8 (\d+x\d+x\d+) (tensor|rowwise|blockwise)'
                         r'((?: moe (?:contiguous|masked) E\d+ top\d+)?)'
                         r'(?: vs (scaled_mm(?: rowwise| blockwise)?|dense ckjit|dense scaled_mm))?$')
+FUSED_MOE_METRIC = re.compile(r'^fused_moe (bf16|fp8|fp8 rowwise|decode) '
+                              r'(T\d+ E\d+ k\d+ H\d+ I\d+) vs (torch loop|dense gemm|bf16|copy)$')
 ATTN_RATIO_TARGETS = {'cudnn': 1.0, 'flash': 1.8}  # issue 17
 ATTN_TFLOPS_TARGET = 700.0                         # issue 17: d256, non-causal
 
@@ -484,12 +498,13 @@ def build_paged(recs, card):
     return out
 
 
-def build_fp8(recs, card):
-    """The FP8 GEMM records (bench/fp8_torch.py, kind "gemm_fp8"): as attention's,
-    each carries both sides ("details" a dict); later lines win."""
+def build_fp8(recs, card, kind='gemm_fp8'):
+    """The FP8 GEMM records (bench/fp8_torch.py, kind "gemm_fp8"; build_fused_moe's
+    kind "fused_moe" alike): as attention's, each carries both sides ("details" a dict,
+    a "vs copy" record its "definition"); later lines win."""
     last = {}
     for r in recs:
-        if r.get('kind') == 'gemm_fp8' and r.get('metric'):
+        if r.get('kind') == kind and r.get('metric'):
             last[r['metric']] = r
     out = []
     for metric, r in last.items():
@@ -521,10 +536,18 @@ def build_fp8(recs, card):
         if r.get('target'):
             rec['target'] = r['target']
             rec['target_met'] = None if not met or None in met else all(met)
+        if r.get('definition'):
+            rec['definition'] = r['definition']
         if notes:
             rec['note'] = '; '.join(notes)
         out.append(rec)
     return out
+
+
+def build_fused_moe(recs, card):
+    """The fused MoE records (bench/fused_moe_torch.py, kind "fused_moe"): as the FP8
+    GEMM's, each carries both sides; later lines win."""
+    return build_fp8(recs, card, 'fused_moe')
 
 
 def build_host_time(recs, card):
@@ -591,6 +614,8 @@ def build(ck, peers, card):
     out += build_paged(ck + peers, card)
     # FP8 GEMM: ckjit_gemm_fp8 vs torch._scaled_mm (tensor, row-wise, block-wise scales).
     out += build_fp8(ck + peers, card)
+    # Fused MoE: ckjit_fused_moe vs a torch loop, dense GEMMs, its bf16 self (FP8), copy.
+    out += build_fused_moe(ck + peers, card)
     out += build_host_time(ck + peers, card)
 
     # Launch host time: ckjit vs the raw driver, CuPy and Triton.
@@ -977,11 +1002,56 @@ def fp8_md(recs):
     return lines
 
 
+def fused_moe_md(recs):
+    """The RESULTS.md section of the fused MoE records."""
+    if not recs:
+        return []
+    lines = ['', '## Fused MoE', '',
+             '`ckjit_fused_moe` (`bench/fused_moe_torch.py`: ckjit through ctypes over torch '
+             'tensors, on torch\'s current stream, the same inputs for every side): a '
+             'DeepSeek-like expert MLP, T tokens routed to the top-k of E experts (top-k of '
+             'random normal logits, '
+             'distinct experts; softmax of those k logits as the f32 routing weights), hidden H, '
+             'inter I, SiLU, x and y bf16, w_gate_up [E][2I][H] and w_down [E][H][I]. TFLOP/s = '
+             '(2*T*k*H*2I + 2*T*k*I*H) / median time, the same flops for every side, so ratio = '
+             'peer time / ckjit time. `vs torch loop`: the straightforward PyTorch layer (argsort '
+             'of the ids, the per-expert counts to the host once, then per expert: index_select, '
+             'matmul, silu(gate) * up, matmul, times the routing weight, index_add_), its host '
+             'synchronization timed. `vs dense gemm`: torch.matmul of [T*k, H] x [H, 2I] and '
+             '[T*k, I] x [I, H] into preallocated outputs (no routing, no gather). `fp8 [rowwise] '
+             'vs bf16`: e4m3 weights with 128x128 block scales (rowwise: one per output channel), '
+             'the activations quantized by ckjit, against the same call with the bf16 weights: '
+             'ratio = bf16 time / fp8 time. `decode vs copy`: GB/s = bytes of both matrices of the '
+             'experts that received tokens / time, against the same run\'s `y.copy_(x)` counted '
+             'as bytes read + written (the fraction of copy bandwidth). Timing: rounds alternating '
+             'the sides, each call between its own CUDA events after a max(2 x L2, 256 MiB) buffer '
+             'is overwritten, medians. Before timing, ckjit\'s y is checked against the torch '
+             'loop (FP8: on the dequantized weights): ||diff|| / ||ref|| < 2e-2 (bf16), < 6e-2 '
+             '(fp8); a case that fails posts no number.', '',
+             '| case | weights | vs | card | ckjit | peer | unit | ratio | ckjit ms | peer ms '
+             '| check | peer | note |',
+             '| --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- | --- | --- |']
+    for r in recs:
+        weights, case, vs = FUSED_MOE_METRIC.match(r['metric']).groups()
+        d = r.get('details') or {}
+        note = str(r.get('note') or '')
+        if r.get('definition'):  # said above
+            note = note.replace(r['definition'], '').strip('; ')
+        cells = [case, 'bf16 (decode)' if weights == 'decode' else weights, vs, r.get('card'),
+                 fmt(r.get('ckjit')), fmt(r.get('peer')), r.get('unit'), fmt(r.get('ratio')),
+                 fmt(rnd(d.get('ckjit_ms'))), fmt(rnd(d.get('peer_ms'))),
+                 first_line(r.get('check') or '', 120), r.get('peer_name') or '', note]
+        lines.append('| ' + ' | '.join(md_cell(c) for c in cells) + ' |')
+    return lines
+
+
 def section_of(r):
     """Which table of RESULTS.md a record goes to."""
     m = str(r.get('metric', ''))
     if FP8_METRIC.match(m):  # before GEMM_METRIC, which its names also match
         return 'gemm fp8'
+    if FUSED_MOE_METRIC.match(m):
+        return 'fused moe'
     if m.startswith('attention '):
         return 'attention'
     if PAGED_METRIC.match(m):
@@ -1032,11 +1102,13 @@ def write_md(path, results, card, date, notes, info):
     attn = []
     paged = []
     fp8 = []
+    fused = []
     for r in results:
         section = section_of(r)
         if section != 'ops, launch and tools':
             {'cold compile': cold, 'row ops': rows, 'gemm': gemm,
-             'attention': attn, 'paged': paged, 'gemm fp8': fp8}[section].append(r)
+             'attention': attn, 'paged': paged, 'gemm fp8': fp8,
+             'fused moe': fused}[section].append(r)
             continue
         lines.append('| ' + ' | '.join(md_cell(fmt(r.get(k))) for k in
                                        ('metric', 'card', 'ckjit', 'peer', 'peer_name', 'unit',
@@ -1044,6 +1116,7 @@ def write_md(path, results, card, date, notes, info):
     lines += rows_md(rows)
     lines += gemm_md(gemm)
     lines += fp8_md(fp8)
+    lines += fused_moe_md(fused)
     lines += attention_md(attn)
     lines += paged_md(paged)
     if cold:
@@ -1138,6 +1211,11 @@ def main():
                and r.get('metric') == 'gemm_fp8 settings'), None)
     if f8:
         info.append(('FP8 GEMM peers', f"torch {f8.get('torch_version')} (torch._scaled_mm)"))
+    fm = next((r for r in ck + peers if r.get('kind') == 'info'
+               and r.get('metric') == 'fused_moe settings'), None)
+    if fm:
+        info.append(('Fused MoE peers', f"torch {fm.get('torch_version')} (torch.matmul: the "
+                                        "torch loop over the experts and the dense GEMMs)"))
     write_md(a.md, merged, card, date, notes, info)
     log(f'{len(new)} records from this run, {len(merged)} in {a.results}; wrote {a.md}')
     return 0

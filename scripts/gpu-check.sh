@@ -3,7 +3,8 @@
 # build into build-gpu, run the GPU test suite (the CPU suites run in CI;
 # GPU_CHECK_TEST_ARGS="" runs them all), run the
 # benchmarks (bench_ckjit, bench_rows, bench_gemm, bench/attention_torch.py,
-# bench/paged_torch.py, bench/peers.py),
+# bench/paged_torch.py, bench/peers.py; on request bench/fp8_torch.py,
+# bench/moe_fp8_torch.py, bench/fused_moe_torch.py and others below),
 # merge them into bench/results.json
 # and bench/RESULTS.md, and put into $OUT (./gpu-out when unset):
 #   results.json  RESULTS.md  gpu-logs.tar.gz  summary.txt
@@ -34,7 +35,9 @@
 #        default list) the two-GPU and Python host times, "fleet" (not in the
 #        default list) the Redis tier's fleet and first-op numbers, "fp8" (not in the default
 #        list) the FP8 GEMM, grouped MoE GEMM and MoE sort records (FP8_ARGS: extra
-#        bench/fp8_torch.py args), keeping the other records of
+#        bench/fp8_torch.py args), "moe" (not in the default list) the fused
+#        MoE layer's records (bench/fused_moe_torch.py; MOE_ARGS: its extra
+#        args: --quick, --only SUBSTRING, --no-flush-l2), keeping the other records of
 #        bench/results.json; without gemm in the list and with no PEERS_ARGS,
 #        peers.py skips its gemm section)
 set -uo pipefail
@@ -404,13 +407,38 @@ if want fp8 && ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
   step fp8 200 60 "$LOGS/bench-fp8.log" "$LOGS/bench-fp8.log" -- \
     env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/fp8_torch.py \
     --lib "$ROOT/$BUILD/libckjit.so" --budget 180 --json "$LOGS/bench-fp8.jsonl" ${FP8_ARGS:-}
-  step moe 150 30 "$LOGS/bench-moe.log" "$LOGS/bench-moe.log" -- \
+  step moe_fp8 150 30 "$LOGS/bench-moe.log" "$LOGS/bench-moe.log" -- \
     env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/moe_fp8_torch.py \
     --lib "$ROOT/$BUILD/libckjit.so" --json "$LOGS/bench-moe.jsonl"
   cat "$LOGS/bench-fp8.jsonl" "$LOGS/bench-moe.jsonl" >> "$LOGS/bench-ckjit.jsonl"
   summary_add fp8 "$(cat "$LOGS/bench-fp8.jsonl" "$LOGS/bench-moe.jsonl" | grep -c '^{') records"
 elif want fp8; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' fp8 SKIPPED - "no $BUILD/libckjit.so")")
+fi
+
+# Fused MoE layer: ckjit_fused_moe (bf16 weights) against a torch loop over
+# the experts and dense torch.matmul GEMMs of the same flops, with FP8
+# weights (block and row scales) against its bf16 self, and decode steps
+# (16, 64 tokens) against the same run's copy bandwidth
+# (bench/fused_moe_torch.py: ctypes over torch tensors, one stream,
+# alternating runs, each case checked against the torch loop before it is
+# timed, one child process for the cases).  As fp8, not in the default list:
+# GPU_CHECK_BENCHES="moe"; --budget ends it before the step's limit.
+moe_args=()
+if want moe && ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
+  left=$((DEADLINE - $(date +%s) - 30))
+  moe_limit=$((left < 240 ? left : 240))
+  read -ra moe_args <<< "${MOE_ARGS:-}"
+  ((moe_limit > 35)) && moe_args+=(--budget $((moe_limit - 25)))
+  : > "$LOGS/bench-fused-moe.jsonl"
+  step moe 240 30 "$LOGS/bench-fused-moe.log" "$LOGS/bench-fused-moe.log" -- \
+    env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/fused_moe_torch.py \
+    --lib "$ROOT/$BUILD/libckjit.so" --json "$LOGS/bench-fused-moe.jsonl" "${moe_args[@]}"
+  cat "$LOGS/bench-fused-moe.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  moe_detail=$(case_detail fused_moe "$LOGS/bench-fused-moe.jsonl")
+  summary_add moe "$moe_detail${moe_args[*]:+ (${moe_args[*]})}"
+elif want moe; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' moe SKIPPED - "no $BUILD/libckjit.so")")
 fi
 
 # Host-side tool numbers (CPU only): prewarm scaling over this host's cores
@@ -468,6 +496,7 @@ want paged && ran+="; python3 bench/paged_torch.py ${paged_args[*]:-}"
 want multigpu && ran+="; python3 bench/multi_gpu.py"
 want python && ran+="; python3 bench/python_host_time.py"
 want fp8 && ran+="; python3 bench/fp8_torch.py ${FP8_ARGS:-}; python3 bench/moe_fp8_torch.py"
+want moe && ran+="; python3 bench/fused_moe_torch.py ${moe_args[*]:-}"
 want peers && ran+="; python3 bench/peers.py ${peers_args[*]:-}"
 ran="${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"}${ran}"
 step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \

@@ -116,6 +116,18 @@ int main(void) {
   F(ckjit_moe_sort_desc, tile_experts); F(ckjit_moe_sort_desc, total_rows);
   F(ckjit_moe_sort_desc, invalid);
   end();
+  BEGIN(ckjit_fused_moe_desc);
+  F(ckjit_fused_moe_desc, tokens); F(ckjit_fused_moe_desc, hidden); F(ckjit_fused_moe_desc, inter);
+  F(ckjit_fused_moe_desc, experts); F(ckjit_fused_moe_desc, k); F(ckjit_fused_moe_desc, dtype);
+  F(ckjit_fused_moe_desc, x); F(ckjit_fused_moe_desc, ldx); F(ckjit_fused_moe_desc, y);
+  F(ckjit_fused_moe_desc, ldy); F(ckjit_fused_moe_desc, ids_dtype);
+  F(ckjit_fused_moe_desc, topk_ids); F(ckjit_fused_moe_desc, topk_weights);
+  F(ckjit_fused_moe_desc, weight_dtype); F(ckjit_fused_moe_desc, w_gate_up);
+  F(ckjit_fused_moe_desc, w_down); F(ckjit_fused_moe_desc, weight_scaling);
+  F(ckjit_fused_moe_desc, scale_gate_up); F(ckjit_fused_moe_desc, scale_down);
+  F(ckjit_fused_moe_desc, activation); F(ckjit_fused_moe_desc, workspace);
+  F(ckjit_fused_moe_desc, workspace_bytes); F(ckjit_fused_moe_desc, invalid);
+  end();
 
   BEGIN(ckjit_attention_strides);
   F(ckjit_attention_strides, batch); F(ckjit_attention_strides, head);
