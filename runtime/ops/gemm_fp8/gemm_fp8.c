@@ -209,10 +209,12 @@ static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, cons
    * of bn / 2 rows */
   const unsigned long long dims_a[3] = {k, (unsigned long long)g->m, masked ? experts : 1},
                            dims_b[3] = {k, (unsigned long long)g->n * (gated ? 2 : 1), experts};
-  const unsigned long long str_a[2] = {(unsigned long long)g->lda,
-                                       (unsigned long long)(masked ? moe->stride_a : g->lda * g->m)},
-                           str_b[2] = {(unsigned long long)g->ldb,
-                                       (unsigned long long)(moe ? moe->stride_b : g->ldb * g->n)};
+  /* the maps' strides are in bytes */
+  const unsigned long long es = ckjit_dtype_size(g->a_dtype);
+  const unsigned long long str_a[2] = {es * (unsigned long long)g->lda,
+                                       es * (unsigned long long)(masked ? moe->stride_a : g->lda * g->m)},
+                           str_b[2] = {es * (unsigned long long)g->ldb,
+                                       es * (unsigned long long)(moe ? moe->stride_b : g->ldb * g->n)};
   const unsigned box_a[3] = {k_box, 128 / (unsigned)cluster, 1},
                  box_b[3] = {k_box, (unsigned)(gated ? bn / 2 : bn), 1};
   const ckjit_device *dev = &gpu->device;
