@@ -69,13 +69,13 @@ typedef OUT TC;
 #define STORE_STAGE_BYTES (sizeof(OUT) == 2 ? 2048 : 0)
 
 static_assert(SCALING != SCALE_BLOCK || PROMOTE == 1, "block scales are applied at each step");
-static_assert(BN == 64 || BN == 128, "bn 64 or 128");
+static_assert(BN == 64 || BN == 128 || (BN == 256 && SIXTEEN_BIT), "bn 64 or 128 (16-bit: or 256)");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "cluster 1 or 2");
 static_assert(MOE == MOE_NONE || BIAS != BIAS_ROW, "MoE: bias per column of each expert");
 static_assert(!SIXTEEN_BIT || (B_TYPE == A_TYPE && SCALING == SCALE_NONE && PROMOTE == 0),
               "16-bit operands: both alike, unscaled, one accumulator");
 static_assert(EPI == EPI_PLAIN || (CLUSTER == 1 && BIAS == BIAS_NONE), "fused epilogues: no cluster, no bias");
-static_assert(EPI != EPI_GATED || BN == 128, "gated: 64 gate and 64 up columns a tile");
+static_assert(EPI != EPI_GATED || BN >= 128, "gated: BN / 2 gate and BN / 2 up columns a tile, a whole 64-column slab of D");
 static_assert(EPI != EPI_SCATTER || MOE != MOE_MASKED, "scatter: rows of one list");
 #define GATED (EPI == EPI_GATED)
 #define OUT_COLS (GATED ? BN / 2 : BN) // D's columns a tile
@@ -410,10 +410,12 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     // Promotion every PROMOTE steps or never (no block scales here).
     static_assert(SCALING != SCALE_BLOCK, "block scaling promotes every step");
     const float unscaled[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-    float acc[ACC];
 #if SIXTEEN_BIT
-#pragma unroll
-    for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
+    // Unscaled: the tensor cores sum straight into the (zeroed) total, which
+    // leaves the registers for a 128 x 256 tile.
+    float (&acc)[ACC] = total;
+#else
+    float acc[ACC];
 #endif
     for (int kb = 0; kb < steps; kb++) {
       issue(acc, PROMOTE ? kb % (PROMOTE ? PROMOTE : 1) == 0 : kb == 0);
@@ -431,7 +433,7 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
       // from inserting its own before the next tile zeroes acc (C7517).
       wgmma_wait<0>();
       release(0);
-      if (steps) promote(acc, unscaled);
+      if (!SIXTEEN_BIT && steps) promote(acc, unscaled);
     }
 #endif
 #if SCALING == SCALE_ROW

@@ -157,8 +157,12 @@ static void plan(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe, const 
   const int64_t experts = moe && moe->layout == MOE_MASKED ? moe->experts : 1;
   const int64_t tiles_128 = experts * ckjit__ceil_div(g->m, 128) * ckjit__ceil_div(g->n, 128);
   const int epi = moe ? moe->epilogue : EPI_PLAIN;
-  const int bn = epi != EPI_GATED && tiles_128 < sms / 2 ? 64 : 128;
   const int sixteen = g->a_dtype == CKJIT_BF16 || g->a_dtype == CKJIT_F16;
+  /* 16-bit operands: 128 x 256 tiles (half the shared-memory reads a
+   * product of 128 x 128), 128 x 128 where they would leave multiprocessors
+   * idle; FP8: see above (gated tiles need both halves of 64 columns). */
+  const int bn = sixteen ? (tiles_128 < sms ? 128 : 256)
+                         : epi != EPI_GATED && tiles_128 < sms / 2 ? 64 : 128;
   ckjit__plan_init(p, CKJIT_FAMILY_GEMM_FP8);
   int32_t *v = p->spec.value;
   v[G8_A] = sixteen ? (g->a_dtype == CKJIT_BF16 ? OP_BF16 : OP_F16)

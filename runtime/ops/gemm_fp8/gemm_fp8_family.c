@@ -29,7 +29,7 @@ static const ckjit_param_desc params[G8_COUNT] = {
     [G8_B] = {.name = "b", .macro = "B_TYPE", .names = fp8_type_names, .symbols = fp8_type_symbols},
     [G8_OUT] = CKJIT_DTYPE_PARAM_NAMED("out", DTYPE_BF16),
     [G8_SCALING] = CKJIT_ENUM_PARAM("scaling", scaling, 0),
-    [G8_BN] = CKJIT_INT_PARAM("bn", 64, 128, 128),
+    [G8_BN] = CKJIT_INT_PARAM("bn", 64, 256, 128),
     [G8_STAGES] = CKJIT_INT_PARAM("stages", 2, 12, 6),
     [G8_PROMOTE] = CKJIT_INT_PARAM("promote", 0, 64, 1),
     [G8_BIAS] = CKJIT_ENUM_PARAM("bias", fp8_bias, 0),
@@ -41,13 +41,13 @@ static const ckjit_param_desc params[G8_COUNT] = {
 
 static ckjit_status check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  if (v[G8_BN] != 64 && v[G8_BN] != 128)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_fp8 bn=%d must be 64 or 128",
-                       v[G8_BN]);
+  const int sixteen = v[G8_A] >= OP_BF16 || v[G8_B] >= OP_BF16;
+  if (v[G8_BN] != 64 && v[G8_BN] != 128 && (v[G8_BN] != 256 || !sixteen))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_fp8 bn=%d must be 64 or 128 (or 256 with 16-bit operands)", v[G8_BN]);
   if (v[G8_SCALING] == SCALE_BLOCK && v[G8_PROMOTE] != 1)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 scaling=block applies its scales at every K step: promote=1");
-  const int sixteen = v[G8_A] >= OP_BF16 || v[G8_B] >= OP_BF16;
   if (sixteen && (v[G8_A] != v[G8_B] || v[G8_SCALING] != SCALE_NONE || v[G8_PROMOTE] != 0))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 with 16-bit operands takes a = b, scaling=none and promote=0");
@@ -55,10 +55,10 @@ static ckjit_status check(const ckjit_spec *s) {
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 scaling=none is for 16-bit operands");
   if (v[G8_EPI] != EPI_PLAIN && (v[G8_BIAS] != 0 || v[G8_CLUSTER] != 1 || v[G8_MOE] == MOE_MASKED ||
-                                 (v[G8_EPI] == EPI_GATED && v[G8_BN] != 128)))
+                                 (v[G8_EPI] == EPI_GATED && v[G8_BN] < 128)))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 epilogue=%s takes bias=none, cluster=1, moe none or contiguous%s",
-                       epi_names[v[G8_EPI]], v[G8_EPI] == EPI_GATED ? " and bn=128" : "");
+                       epi_names[v[G8_EPI]], v[G8_EPI] == EPI_GATED ? " and bn >= 128" : "");
   if (v[G8_MOE] != MOE_NONE && v[G8_BIAS] == (int32_t)CKJIT_BIAS_PER_ROW)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 moe=%s takes a bias per column of each expert, not bias=row",
@@ -74,7 +74,7 @@ static ckjit_status check(const ckjit_spec *s) {
 
 /* The stages a bn fits in shared memory (as many as fit: the K loop waits
  * on memory less with every stage). */
-int ckjit__gemm_fp8_stages(int bn) { return bn == 64 ? 8 : 6; }
+int ckjit__gemm_fp8_stages(int bn) { return bn == 64 ? 8 : bn == 128 ? 6 : 4; }
 
 /* Default set: e4m3 x e4m3 into bf16 with each scaling, on both tiles, no
  * epilogue (what serving engines call); f16 and f32 outputs of the large
@@ -92,11 +92,12 @@ static int default_spec(size_t index, ckjit_spec *out) {
       {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_PLAIN, FP8_E4M3}, {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_MASKED, EPI_PLAIN, FP8_E4M3},
       {DTYPE_BF16, SCALE_TENSOR, 128, 1, MOE_CONTIGUOUS, EPI_PLAIN, FP8_E4M3}, {DTYPE_BF16, SCALE_TENSOR, 128, 1, MOE_MASKED, EPI_PLAIN, FP8_E4M3},
       /* ckjit_fused_moe's two GEMMs: bf16 / f16 weights, FP8 block and row */
+      {DTYPE_BF16, SCALE_NONE, 256, 1, MOE_CONTIGUOUS, EPI_GATED, OP_BF16},
+      {DTYPE_BF16, SCALE_NONE, 256, 1, MOE_CONTIGUOUS, EPI_SCATTER, OP_BF16},
       {DTYPE_BF16, SCALE_NONE, 128, 1, MOE_CONTIGUOUS, EPI_GATED, OP_BF16},
       {DTYPE_BF16, SCALE_NONE, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, OP_BF16},
-      {DTYPE_BF16, SCALE_NONE, 64, 1, MOE_CONTIGUOUS, EPI_SCATTER, OP_BF16},
-      {1, SCALE_NONE, 128, 1, MOE_CONTIGUOUS, EPI_GATED, OP_F16},
-      {1, SCALE_NONE, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, OP_F16},
+      {1, SCALE_NONE, 256, 1, MOE_CONTIGUOUS, EPI_GATED, OP_F16},
+      {1, SCALE_NONE, 256, 1, MOE_CONTIGUOUS, EPI_SCATTER, OP_F16},
       {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_GATED, FP8_E4M3},
       {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, FP8_E4M3},
       {DTYPE_BF16, SCALE_ROW, 128, 1, MOE_CONTIGUOUS, EPI_GATED, FP8_E4M3},
