@@ -30,13 +30,12 @@ import importlib.util
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared ctypes, child runner, checks)
-    BF16, FLT, I64, INT, PTR, ROOT, SPIN_CYCLES, UNSTEADY, BenchContext, CkjitFailed, Reporter,
+    BF16, FLT, I64, INT, PTR, ROOT, UNSTEADY, BenchContext, CkjitFailed, Reporter,
     capture, exit_status, first_call_ms, import_torch, layout_check, layout_gate, run_child,
     run_children)
 
@@ -137,40 +136,6 @@ class Ctx(BenchContext):
         self.spin = getattr(torch.cuda, '_sleep', None)
         self.rounds, self.calls = (5, 5) if a.quick else (20, 10)
 
-    def time_sides(self, sides):
-        """name -> (median ms per call, min ms) of rounds alternating over sides (the
-        order rotating each round).  Without the L2 flush: two CUDA events around a loop of
-        `calls` calls, one sample per loop.  With it: each call of the loop between its
-        own two events after the flush buffer is overwritten (outside the events, so the
-        flush is not timed), one sample per call.  A GPU sleep opens each loop, so the
-        host enqueues ahead of the GPU and launch overhead is not timed."""
-        for _ in range(self.warmup // 2 + 1):
-            for fn in sides.values():
-                fn()
-        torch.cuda.synchronize()
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2 * self.calls)]
-        names, per = list(sides), {n: [] for n in sides}
-        for r in range(self.rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                fn = sides[name]
-                if self.spin:
-                    self.spin(SPIN_CYCLES)
-                if self.flush_bytes:
-                    for i in range(self.calls):
-                        self.flush.fill_(r * self.calls + i)
-                        ev[2 * i].record()
-                        fn()
-                        ev[2 * i + 1].record()
-                    ev[-1].synchronize()
-                    per[name] += [ev[2 * i].elapsed_time(ev[2 * i + 1]) for i in range(self.calls)]
-                else:
-                    ev[0].record()
-                    for _ in range(self.calls):
-                        fn()
-                    ev[1].record()
-                    ev[1].synchronize()
-                    per[name].append(ev[0].elapsed_time(ev[1]) / self.calls)
-        return {n: (statistics.median(v), min(v)) for n, v in per.items()}
 
 
 def fp8_randn(ctx, rows, cols):

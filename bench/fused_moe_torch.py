@@ -51,13 +51,12 @@ import importlib.util
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared child runner, timing context)
-    INT, ROOT, SPIN_CYCLES, UNSTEADY, BenchContext, CkjitFailed, Reporter, exit_status,
+    INT, ROOT, UNSTEADY, BenchContext, CkjitFailed, Reporter, exit_status,
     first_call_ms, import_torch, layout_check, layout_gate, run_child, run_children)
 
 
@@ -168,40 +167,6 @@ class Ctx(BenchContext):
             self._weights = (w1, w2)
         return self._weights
 
-    def time_sides(self, sides):
-        """name -> (median ms per call, min ms) of rounds alternating over sides (the
-        order rotating each round).  With the L2 flush: each call of a round's loop
-        between its own two events after the flush buffer is overwritten (outside the
-        events), one sample per call.  Without: two events around the loop of `calls`
-        calls, one sample per loop.  A GPU sleep opens each loop, so the host enqueues
-        ahead of the GPU (the torch loop still waits for its counts inside each call)."""
-        for _ in range(self.warmup // 2 + 1):
-            for fn in sides.values():
-                fn()
-        torch.cuda.synchronize()
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2 * self.calls)]
-        names, per = list(sides), {n: [] for n in sides}
-        for r in range(self.rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                fn = sides[name]
-                if self.spin:
-                    self.spin(SPIN_CYCLES)
-                if self.flush_bytes:
-                    for i in range(self.calls):
-                        self.flush.fill_(r * self.calls + i)
-                        ev[2 * i].record()
-                        fn()
-                        ev[2 * i + 1].record()
-                    ev[-1].synchronize()
-                    per[name] += [ev[2 * i].elapsed_time(ev[2 * i + 1]) for i in range(self.calls)]
-                else:
-                    ev[0].record()
-                    for _ in range(self.calls):
-                        fn()
-                    ev[1].record()
-                    ev[1].synchronize()
-                    per[name].append(ev[0].elapsed_time(ev[1]) / self.calls)
-        return {n: (statistics.median(v), min(v)) for n, v in per.items()}
 
 
 def inputs(tokens, seed):

@@ -199,6 +199,42 @@ class BenchContext:
                 raise CkjitFailed(*status_error(lib, st))
         return run
 
+    def time_sides(self, sides):
+        """name -> (median ms per call, min ms) of rounds alternating over sides (the
+        order rotating each round).  Without the L2 flush: two CUDA events around a loop of
+        `calls` calls, one sample per loop.  With it: each call of the loop between its
+        own two events after the flush buffer is overwritten (outside the events, so the
+        flush is not timed), one sample per call.  A GPU sleep opens each loop, so the
+        host enqueues ahead of the GPU and launch overhead is not timed.  Needs
+        self.rounds and self.calls (the subclass sets them)."""
+        for _ in range(self.warmup // 2 + 1):
+            for fn in sides.values():
+                fn()
+        torch.cuda.synchronize()
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2 * self.calls)]
+        names, per = list(sides), {n: [] for n in sides}
+        for r in range(self.rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                fn = sides[name]
+                if self.spin:
+                    self.spin(SPIN_CYCLES)
+                if self.flush_bytes:
+                    for i in range(self.calls):
+                        self.flush.fill_(r * self.calls + i)
+                        ev[2 * i].record()
+                        fn()
+                        ev[2 * i + 1].record()
+                    ev[-1].synchronize()
+                    per[name] += [ev[2 * i].elapsed_time(ev[2 * i + 1]) for i in range(self.calls)]
+                else:
+                    ev[0].record()
+                    for _ in range(self.calls):
+                        fn()
+                    ev[1].record()
+                    ev[1].synchronize()
+                    per[name].append(ev[0].elapsed_time(ev[1]) / self.calls)
+        return {n: (statistics.median(v), min(v)) for n, v in per.items()}
+
     def measure(self, fns, group=1):
         """Event-timed groups of `group` calls, alternating over fns: name -> (median ms
         per call, min, remeasured)."""

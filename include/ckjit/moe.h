@@ -86,14 +86,18 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  *                          / 128)]; the activations are quantized in 1 x 128
  *                          blocks (inter must be a multiple of 64).
  * FP8 activations are quantized on the device to e4m3 with scale amax / 448
- * (a zero block or row gets scale 1).  Accumulation is f32; the gate-up
+ * (a zero block or row gets scale 1): x per token row (ROW) or per 1 x 128
+ * block of a row (BLOCK; a last block shorter than 128 has its own scale),
+ * and the gate-up product per (token, slot) row the same way.  Accumulation is f32; the gate-up
  * product act(gate) * up is rounded to `dtype` (then quantized under FP8)
  * before the down GEMM, and each slot's weighted down product is rounded
  * to `dtype` before the combine, which sums the k slots in f32 in slot
  * order (deterministic: no atomics) and rounds once.
  *
  * act: CKJIT_UNARY_SILU, GELU_TANH or GELU_ERF.  topk_ids (ids_dtype
- * CKJIT_I32 or CKJIT_I64) and topk_weights (f32) are [tokens][k], contiguous.
+ * CKJIT_I32 or CKJIT_I64) and topk_weights (f32) are [tokens][k], contiguous;
+ * the weights are used as given (no renormalization), and a token may name
+ * one expert in several slots (each slot contributes).
  * An id outside 0 .. experts - 1 contributes nothing (no weight of any
  * expert is read for it) and is counted into *invalid (device int32,
  * optional; written every call).  With CKJIT_MOE_CHECK=1 in the environment
@@ -109,10 +113,12 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  *
  * Temporary buffers come from `workspace` (device, 256-byte aligned, at
  * least ckjit_fused_moe_workspace_size(desc) bytes, not overlapping
- * anything else); the call allocates nothing.  Limits: tokens >= 0 (0 does
+ * anything else; the size grows with tokens, so size it for the largest
+ * batch a buffer serves); the call allocates nothing.  Limits: tokens >= 0 (0 does
  * nothing), 1 <= k <= 64, 1 <= experts <= 1024, hidden and inter multiples
  * of 16 (the tensor memory accelerator's row alignment), ldx and ldy >=
- * hidden and multiples of 8; x, y and the weights 16-byte aligned.  Runs on NVIDIA sm_90
+ * hidden and multiples of 8; x, y and the weights 16-byte aligned, the ids,
+ * routing weights, scales and *invalid aligned to their elements.  Runs on NVIDIA sm_90
  * (wgmma); CKJIT_ERROR_UNSUPPORTED elsewhere.  y must not overlap any
  * input. */
 typedef struct ckjit_fused_moe_desc {
