@@ -3,12 +3,13 @@
 // One block per expert, all in one launch (no host synchronization, no
 // workspace): each block counts every expert's entries (a histogram in
 // shared memory), so it knows where its own run starts; then it gathers
-// its entries in entry order: each thread takes a contiguous slice of the
-// entries, counts its matches, a block scan of those counts gives each
-// slice's place, and the thread writes its matches in order (stable, so
-// the result is the same bits every run).  Block e also pads its run,
-// writes its tiles' expert and its offset and count; block 0 writes the
-// tail past the last run and the totals.
+// its entries in entry order, a chunk of THREADS x PER entries at a time
+// (each thread PER consecutive entries, so a warp's loads are contiguous):
+// a block-wide scan of the threads' match counts places each thread's
+// matches after the earlier threads' and chunks' (stable, so the result is
+// the same bits every run).  Block e also pads its run, writes its tiles'
+// expert and its offset and count; block 0 writes the tail past the last
+// run and the totals.
 #include "core/prelude.h"
 #include "abi/moe_sort_args.h"
 // @PARAMETERS@
@@ -20,11 +21,43 @@ typedef long long IDS;
 typedef int IDS;
 #endif
 
+#define PER 4 // entries a thread takes per chunk
+#define WARPS (THREADS / CKJIT_WARP_SIZE)
+
+CKJIT_INLINE int shfl_up_int(int v, int d) {
+#if defined(CKJIT_NVIDIA)
+  return __shfl_up_sync(0xffffffffu, v, d);
+#else
+  return __shfl_up(v, d);
+#endif
+}
+
+// The block-wide exclusive prefix sum of v (every thread calls it), and the
+// block's total.
+CKJIT_INLINE int block_scan(int v, int *warp_sums, int &total) {
+  const int lane = threadIdx.x % CKJIT_WARP_SIZE, w = threadIdx.x / CKJIT_WARP_SIZE;
+  int inc = v;
+  for (int d = 1; d < CKJIT_WARP_SIZE; d *= 2) {
+    const int u = shfl_up_int(inc, d);
+    if (lane >= d) inc += u;
+  }
+  if (lane == CKJIT_WARP_SIZE - 1) warp_sums[w] = inc;
+  __syncthreads();
+  int before = 0;
+  total = 0;
+  for (int j = 0; j < WARPS; j++) {
+    const int sum = warp_sums[j];
+    before += j < w ? sum : 0;
+    total += sum;
+  }
+  __syncthreads(); // warp_sums is rewritten by the next call
+  return before + inc - v;
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 ckjit_moe_sort(const ckjit_moe_sort_args x) {
   __shared__ int hist[MAX_EXPERTS];
-  __shared__ int scan[THREADS];
-  __shared__ int run_start, padded_total;
+  __shared__ int warp_sums[WARPS];
   const int e = blockIdx.x, t = threadIdx.x;
   const IDS *ids = static_cast<const IDS *>(x.topk_ids);
   for (int j = t; j < x.experts; j += THREADS) hist[j] = 0;
@@ -34,42 +67,40 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
     if (id >= 0 && id < x.experts) atomicAdd(&hist[id], 1);
   }
   __syncthreads();
+  // Where this expert's run starts (the padded runs of the experts before
+  // it) and the padded total.
   const int tile = x.tile_m;
-  if (t == 0) {
-    int start = 0, total = 0;
-    for (int j = 0; j < x.experts; j++) {
-      if (j == e) start = total;
-      total += (hist[j] + tile - 1) / tile * tile;
-    }
-    run_start = start, padded_total = total;
+  int below = 0, all = 0;
+  for (int j = t; j < x.experts; j += THREADS) {
+    const int padded_j = (hist[j] + tile - 1) / tile * tile;
+    all += padded_j;
+    below += j < e ? padded_j : 0;
   }
-  __syncthreads();
-  const int start = run_start, count = hist[e], padded = (count + tile - 1) / tile * tile;
+  int start, total;
+  block_scan(below, warp_sums, start);
+  block_scan(all, warp_sums, total);
+  const int count = hist[e], padded = (count + tile - 1) / tile * tile;
   const int sentinel = (int)x.entries;
 
-  // This thread's slice of the entries, its matches counted, then placed.
-  const long long per = (x.entries + THREADS - 1) / THREADS;
-  const long long lo = t * per < x.entries ? t * per : x.entries;
-  const long long hi = lo + per < x.entries ? lo + per : x.entries;
-  int mine = 0;
-  for (long long i = lo; i < hi; i++) mine += ids[i] == e;
-  scan[t] = mine;
-  __syncthreads();
-  for (int off = 1; off < THREADS; off <<= 1) { // inclusive scan
-    const int v = t >= off ? scan[t - off] : 0;
-    __syncthreads();
-    scan[t] += v;
-    __syncthreads();
+  int at = start; // where the next chunk's first match goes
+  for (long long base = 0; base < x.entries; base += (long long)THREADS * PER) {
+    const long long i0 = base + (long long)t * PER;
+    int flags = 0, mine = 0;
+#pragma unroll
+    for (int v = 0; v < PER; v++)
+      if (i0 + v < x.entries && ids[i0 + v] == e) flags |= 1 << v, mine++;
+    int chunk;
+    int pos = at + block_scan(mine, warp_sums, chunk);
+#pragma unroll
+    for (int v = 0; v < PER; v++)
+      if (flags >> v & 1) x.sorted_ids[pos++] = (int)(i0 + v);
+    at += chunk;
   }
-  int at = start + scan[t] - mine;
-  for (long long i = lo; i < hi; i++)
-    if (ids[i] == e) x.sorted_ids[at++] = (int)i;
 
   for (int p = count + t; p < padded; p += THREADS) x.sorted_ids[start + p] = sentinel;
   for (int q = t; q < padded / tile; q += THREADS) x.tile_experts[start / tile + q] = e;
   if (t == 0) x.offsets[e] = start, x.counts[e] = count;
   if (e != 0) return;
-  const int total = padded_total;
   for (long long p = total + t; p < x.capacity; p += THREADS) x.sorted_ids[p] = sentinel;
   for (long long q = total / tile + t; q < x.capacity / tile; q += THREADS) x.tile_experts[q] = -1;
   if (t == 0) {
