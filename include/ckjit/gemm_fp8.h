@@ -116,7 +116,14 @@ CKJIT_API ckjit_status ckjit_gemm_fp8(const ckjit_gemm_fp8_desc *desc, void *str
  * expert), m (row), m * ld_scale_a (block).  An expert id or count out of
  * range never makes the kernel read out of range.  gemm.m, n, k and the
  * other fields are as in ckjit_gemm_fp8; bias_mode CKJIT_BIAS_PER_ROW is
- * refused. */
+ * refused.
+ *
+ * 16-bit experts: gemm.a_dtype and gemm.b_dtype may also both be CKJIT_BF16
+ * or both CKJIT_F16: D = act(alpha * A B + bias) per expert, unscaled
+ * (scaling, the scales and their strides are not read and may be NULL / 0),
+ * with f32 accumulation (products exact, sums in f32 on the tensor cores);
+ * lda, ldb and the A / B strides are in elements, multiples of 16, and the
+ * operands 16-byte aligned, as for FP8. */
 typedef enum ckjit_moe_layout { CKJIT_MOE_CONTIGUOUS = 0, CKJIT_MOE_MASKED = 1 } ckjit_moe_layout;
 
 typedef struct ckjit_gemm_fp8_moe_desc {

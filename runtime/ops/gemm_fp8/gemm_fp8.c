@@ -61,20 +61,22 @@ static ckjit_status validate(const char *api, const ckjit_gemm_fp8_desc *g, cons
   const int64_t limit = INT32_MAX - 512;
   if (g->m > limit || g->n > limit || g->k > limit)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s: m, n and k must be below 2^31 - 512", api);
-  const int sixteen = moe && moe->fused && g->a_dtype == g->b_dtype &&
+  /* the grouped (MoE) form also runs 16-bit experts, unscaled */
+  const int sixteen = moe && g->a_dtype == g->b_dtype &&
                       (g->a_dtype == CKJIT_BF16 || g->a_dtype == CKJIT_F16);
   if (!sixteen && (!is_fp8(g->a_dtype) || !is_fp8(g->b_dtype)))
     return ckjit__fail(ckjit_dtype_size(is_fp8(g->a_dtype) ? g->b_dtype : g->a_dtype)
                            ? CKJIT_ERROR_UNSUPPORTED
                            : CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: a_dtype and b_dtype must be CKJIT_FP8_E4M3 or CKJIT_FP8_E5M2 (got %s, %s)",
-                       api, ckjit_dtype_name(g->a_dtype), ckjit_dtype_name(g->b_dtype));
+                       "%s: a_dtype and b_dtype must be CKJIT_FP8_E4M3 or CKJIT_FP8_E5M2%s (got %s, %s)",
+                       api, moe ? ", or both CKJIT_BF16 or both CKJIT_F16" : "",
+                       ckjit_dtype_name(g->a_dtype), ckjit_dtype_name(g->b_dtype));
   if (g->out_dtype != CKJIT_F16 && g->out_dtype != CKJIT_BF16 && g->out_dtype != CKJIT_F32)
     return ckjit__fail(ckjit_dtype_size(g->out_dtype) ? CKJIT_ERROR_UNSUPPORTED
                                                       : CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: out_dtype %s must be f16, bf16 or f32", api,
                        ckjit_dtype_name(g->out_dtype));
-  if ((unsigned)g->scaling > CKJIT_FP8_SCALE_BLOCK)
+  if (!sixteen && (unsigned)g->scaling > CKJIT_FP8_SCALE_BLOCK)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: scaling %d is not a ckjit_fp8_scaling",
                        api, (int)g->scaling);
   if ((unsigned)g->bias_mode > CKJIT_BIAS_PER_COL)
@@ -92,7 +94,7 @@ static ckjit_status validate(const char *api, const ckjit_gemm_fp8_desc *g, cons
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: scale_%s is NULL", api,
                        g->scale_a ? "b" : "a");
   *kb = (g->k + 127) / 128;
-  if (g->scaling == CKJIT_FP8_SCALE_BLOCK) {
+  if (!sixteen && g->scaling == CKJIT_FP8_SCALE_BLOCK) {
     const int64_t lsa = g->ld_scale_a ? g->ld_scale_a : *kb, lsb = g->ld_scale_b ? g->ld_scale_b : *kb;
     if (lsa < *kb || lsb < *kb)
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,

@@ -26,7 +26,11 @@
  *
  * Runs on an sm_90 device with an sm_90 compile arch; elsewhere one call
  * must return CKJIT_ERROR_UNSUPPORTED and the suite is skipped with the
- * reason (exit 77).  CKJIT_TEST_SKIP_LARGE=1 skips the > 4,096-row cases. */
+ * reason (exit 77).  CKJIT_TEST_SKIP_LARGE=1 skips the > 4,096-row cases.
+ *
+ * 16-bit experts (bf16 x bf16, f16 x f16, unscaled, the scales passed as
+ * NULL): values k / 64 rounded to the type, tolerance (k + 8) 2^-23 of the
+ * products' absolute sum (f32 sums on the tensor cores). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +71,13 @@ typedef struct moe_prob {
 static gt_buf *moe_bufs(moe_prob *p, int i) {
   gt_buf *const all[7] = {&p->a, &p->b, &p->d, &p->sa, &p->sb, &p->bias, &p->route};
   return all[i];
+}
+
+static int is16(ckjit_dtype t) { return t == CKJIT_BF16 || t == CKJIT_F16; }
+
+/* Operand element i of an FP8 or 16-bit buffer, as a number. */
+static double operand(ckjit_dtype t, const uint8_t *host, size_t i) {
+  return is16(t) ? gt_get(t, host, i) : fp8_value(t, host[i]);
 }
 
 static float log_uniform(tu_rng *r) { return (float)exp2(tu_rng_range(r, -200, 200) / 100.0); }
@@ -111,8 +122,14 @@ static int make(gt_check *ck, moe_prob *p, const mcase *cs, tu_rng *r) {
       gt_buf_alloc(ck, &p->bias, cs->out, (size_t)(E * n)) ||
       gt_buf_alloc(ck, &p->route, CKJIT_I32, (size_t)(cs->layout == CONTIG ? p->tiles : E)))
     return -1;
-  for (size_t i = 0; i < p->a.elems; i++) p->a.host[i] = gen_code(cs->at, GEN_NARROW, r);
-  for (size_t i = 0; i < p->b.elems; i++) p->b.host[i] = gen_code(cs->bt, GEN_NARROW, r);
+  for (size_t i = 0; i < p->a.elems; i++) {
+    if (is16(cs->at)) gt_put(cs->at, p->a.host, i, tu_rng_range(r, -256, 256) / 64.0);
+    else p->a.host[i] = gen_code(cs->at, GEN_NARROW, r);
+  }
+  for (size_t i = 0; i < p->b.elems; i++) {
+    if (is16(cs->bt)) gt_put(cs->bt, p->b.host, i, tu_rng_range(r, -256, 256) / 64.0);
+    else p->b.host[i] = gen_code(cs->bt, GEN_NARROW, r);
+  }
   /* scales: NaN where no entry is (block scales' columns past ceil(k /
    * 128), the gaps of wide expert strides), so reading one there shows */
   for (size_t i = 0; i < p->sa.elems; i++) {
@@ -156,6 +173,7 @@ static int make(gt_check *ck, moe_prob *p, const mcase *cs, tu_rng *r) {
   g->m = m, g->n = n, g->k = k, g->a_dtype = cs->at, g->b_dtype = cs->bt, g->out_dtype = cs->out;
   g->a = p->a.dev, g->lda = p->lda, g->b = p->b.dev, g->ldb = p->ldb, g->d = p->d.dev, g->ldd = p->ldd;
   g->scaling = (ckjit_fp8_scaling)cs->sc, g->scale_a = p->sa.dev, g->scale_b = p->sb.dev;
+  if (is16(cs->at)) g->scale_a = g->scale_b = NULL; /* not read */
   g->ld_scale_a = cs->wide_strides ? p->lsa : 0, g->ld_scale_b = cs->wide_strides ? p->lsb : 0;
   g->alpha = cs->alpha, g->activation = cs->act;
   if (cs->bias) g->bias = p->bias.dev, g->bias_mode = CKJIT_BIAS_PER_COL;
@@ -183,13 +201,14 @@ static void reference(const moe_prob *p, int64_t row, int64_t j, double *ref, do
   const mcase *cs = p->cs;
   const int e = p->owner[row];
   const int64_t r = cs->layout == MASKED ? row % p->m : row; /* the row within its expert's A */
-  const uint8_t *ar = p->a.host + (cs->layout == MASKED ? e * p->a_stride : 0) + r * p->lda;
-  const uint8_t *bc = p->b.host + e * p->b_stride + j * p->ldb;
+  const size_t ar = (size_t)((cs->layout == MASKED ? e * p->a_stride : 0) + r * p->lda),
+               bc = (size_t)(e * p->b_stride + j * p->ldb);
   const float *sa = (const float *)p->sa.host + e * p->sa_stride, *sb = (const float *)p->sb.host + e * p->sb_stride;
   double acc = 0, s = 0;
   for (int64_t q = 0; q < cs->k; q++) {
-    double a = fp8_value(cs->at, ar[q]), b = fp8_value(cs->bt, bc[q]);
-    if (cs->sc == TEN) a *= sa[0], b *= sb[0];
+    double a = operand(cs->at, p->a.host, ar + (size_t)q), b = operand(cs->bt, p->b.host, bc + (size_t)q);
+    if (is16(cs->at)) { /* unscaled */
+    } else if (cs->sc == TEN) a *= sa[0], b *= sb[0];
     else if (cs->sc == ROW) a *= sa[r], b *= sb[j];
     else a *= sa[r * p->lsa + q / 128], b *= sb[(j / 128) * p->lsb + q / 128];
     acc += a * b;
@@ -197,7 +216,8 @@ static void reference(const moe_prob *p, int64_t row, int64_t j, double *ref, do
   }
   const double bias = cs->bias ? gt_get(cs->out, p->bias.host, (size_t)(e * cs->n + j)) : 0.0;
   const double pre = cs->alpha * acc + bias;
-  double err = fabs(cs->alpha) * s * (0x1p-9 + (double)(p->kb + 2) * 0x1p-24) + (fabs(cs->alpha * acc) + fabs(bias)) * 0x1p-21;
+  const double sum_err = is16(cs->at) ? (double)(cs->k + 8) * 0x1p-23 : 0x1p-9 + (double)(p->kb + 2) * 0x1p-24;
+  double err = fabs(cs->alpha) * s * sum_err + (fabs(cs->alpha * acc) + fabs(bias)) * 0x1p-21;
   err = act_slope(cs->act) * err + (cs->act >= CKJIT_UNARY_GELU_TANH ? 0x1p-20 * (1.0 + fabs(pre)) : 0.0);
   *ref = act_ref(cs->act, pre);
   *tol = 2.0 * out_round(cs->out) * fabs(*ref) + 1.01 * err + (cs->out == CKJIT_F16 ? 0x1p-24 : 1e-37);
@@ -269,9 +289,10 @@ static long run_case(gt_check *ck, size_t index, const mcase *cs, uint64_t seed)
   }
   if (gt_sync(ck) || gt_buf_download(ck, &p.d, p.got)) goto done;
   check_d(ck, &p, &r);
-  uint8_t *back = malloc(p.a.elems + p.b.elems);
-  if (back && !gt_buf_download(ck, &p.a, back) && !gt_buf_download(ck, &p.b, back + p.a.elems)) {
-    if (memcmp(back, p.a.host, p.a.elems) || memcmp(back + p.a.elems, p.b.host, p.b.elems))
+  const size_t a_bytes = p.a.elems * gt_esize(cs->at), b_bytes = p.b.elems * gt_esize(cs->bt);
+  uint8_t *back = malloc(a_bytes + b_bytes);
+  if (back && !gt_buf_download(ck, &p.a, back) && !gt_buf_download(ck, &p.b, back + a_bytes)) {
+    if (memcmp(back, p.a.host, a_bytes) || memcmp(back + a_bytes, p.b.host, b_bytes))
       gt_fail(ck, "A or B changed");
     else gt_pass(ck);
   }
@@ -317,6 +338,15 @@ static size_t build(mcase *cs, int skip_large) {
   c.bias = 1, c.act = CKJIT_UNARY_GELU_TANH, cs[i++] = c;
   c = mk("masked block, wide strides", MASKED, BLK, CKJIT_F32, 2, 384, 640);
   c.m = 256, c.rows[0] = 256, c.rows[1] = 200, c.wide_strides = 1, c.alpha = -1.5f, cs[i++] = c;
+  c = mk("bf16 experts, bias, silu", CONTIG, TEN, CKJIT_BF16, 5, 300, 272);
+  for (int e = 0; e < 5; e++) c.rows[e] = (int[]){129, 0, 1, 300, 64}[e];
+  c.at = c.bt = CKJIT_BF16, c.bias = 1, c.act = CKJIT_UNARY_SILU, c.bad_tile = 1, c.free_tiles = 1, cs[i++] = c;
+  c = mk("bf16 experts, 128 x 256 tiles (sampled)", CONTIG, TEN, CKJIT_BF16, 8, 1040, 520);
+  for (int e = 0; e < 8; e++) c.rows[e] = (int[]){700, 129, 0, 513, 1, 900, 256, 77}[e];
+  c.at = c.bt = CKJIT_BF16, c.alpha = 0.75f, c.large = 1, cs[i++] = c;
+  c = mk("f16 experts masked, wide strides", MASKED, TEN, CKJIT_F32, 3, 200, 144);
+  c.m = 150, c.rows[0] = 150, c.rows[1] = 0, c.rows[2] = 61, c.wide_strides = 1;
+  c.at = c.bt = CKJIT_F16, c.bias = 1, c.act = CKJIT_UNARY_GELU_ERF, cs[i++] = c;
   c = mk("masked tensor, wide strides", MASKED, TEN, CKJIT_BF16, 3, 136, 48);
   c.m = 70, c.rows[0] = 70, c.rows[1] = 0, c.rows[2] = 33, c.wide_strides = 1, c.at = CKJIT_FP8_E5M2, cs[i++] = c;
   if (!skip_large) {
