@@ -27,7 +27,6 @@ failed, else 1 (also: no CUDA device, no library, a ctypes layout mismatch).
 import argparse
 import ctypes
 import importlib.util
-import json
 import math
 import os
 import sys
@@ -35,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared ctypes, child runner, checks)
-    BF16, FLT, I64, INT, PTR, ROOT, UNSTEADY, BenchContext, CkjitFailed, Reporter,
+    BF16, FLT, I64, INT, PTR, ROOT, UNSTEADY, BenchContext, CkjitFailed, FileReporter,
     capture, exit_status, first_call_ms, import_torch, layout_check, layout_gate, run_child,
     run_children)
 
@@ -58,19 +57,7 @@ BLOCK_TARGET_SHAPE = (4096, 7168, 16384)  # blockwise >= 1400 TFLOP/s, >= 0.95x 
 torch = F = None                # imported by the child (and by the parent's device check)
 
 
-class FileReporter(Reporter):
-    """Reporter whose records also go to the --json file (the parent names it to its
-    children in CKJIT_FP8_JSON; each process appends its own lines, none twice)."""
-
-    def emit(self, rec):
-        super().emit(rec)
-        path = os.environ.get('CKJIT_FP8_JSON')
-        if path:
-            with open(path, 'a', encoding='utf-8') as f:
-                f.write(json.dumps(rec) + '\n')
-
-
-REPORT = FileReporter('fp8_torch.py', 'gemm_fp8')
+REPORT = FileReporter('fp8_torch.py', 'gemm_fp8', 'CKJIT_FP8_JSON')
 log, emit, note = REPORT.log, REPORT.emit, REPORT.note
 
 

@@ -48,7 +48,6 @@ failed, else 1 (also: no CUDA device, no library, a ctypes layout mismatch).
 import argparse
 import ctypes
 import importlib.util
-import json
 import math
 import os
 import sys
@@ -56,7 +55,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared child runner, timing context)
-    INT, ROOT, UNSTEADY, BenchContext, CkjitFailed, Reporter, exit_status,
+    INT, ROOT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, exit_status,
     first_call_ms, import_torch, layout_check, layout_gate, run_child, run_children)
 
 
@@ -91,19 +90,7 @@ WEIGHT_ELEMS = 2 * INTER * HID + HID * INTER  # one expert's W1 and W2
 torch = F = None  # imported by the child (import_torch)
 
 
-class FileReporter(Reporter):
-    """Reporter whose records also go to the --json file (the parent names it to its
-    children in CKJIT_FUSED_MOE_JSON; each process appends its own lines, none twice)."""
-
-    def emit(self, rec):
-        super().emit(rec)
-        path = os.environ.get('CKJIT_FUSED_MOE_JSON')
-        if path:
-            with open(path, 'a', encoding='utf-8') as f:
-                f.write(json.dumps(rec) + '\n')
-
-
-REPORT = FileReporter('fused_moe_torch.py', 'fused_moe')
+REPORT = FileReporter('fused_moe_torch.py', 'fused_moe', 'CKJIT_FUSED_MOE_JSON')
 log, emit, note = REPORT.log, REPORT.emit, REPORT.note
 
 

@@ -126,6 +126,23 @@ class Reporter:
                    'impl': self.tag, 'note': text})
 
 
+class FileReporter(Reporter):
+    """Reporter whose records also go to a --json file: the parent names it to its
+    children in the environment variable `env`; each process appends its own lines,
+    none twice."""
+
+    def __init__(self, script, tag, env):
+        super().__init__(script, tag)
+        self.env = env
+
+    def emit(self, rec):
+        super().emit(rec)
+        path = os.environ.get(self.env)
+        if path:
+            with open(path, 'a', encoding='utf-8') as f:
+                f.write(json.dumps(rec) + '\n')
+
+
 def jnum(x):  # JSON has no NaN
     return x if math.isfinite(x) else repr(x)
 
