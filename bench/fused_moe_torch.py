@@ -52,25 +52,15 @@ import math
 import os
 import sys
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared child runner, timing context)
     INT, ROOT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, exit_status,
-    first_call_ms, import_torch, layout_check, layout_gate, run_child, run_children)
+    first_call_ms, import_torch, layout_check, layout_gate, load_structs, run_child, run_children)
 
 
-def _structs():
-    """python/ckjit/_structs.py: the ctypes mirrors of the public structs that the CPU
-    suite checks against the headers (loaded by path: importing the ckjit package
-    would load a libckjit of its own choosing)."""
-    spec = importlib.util.spec_from_file_location(
-        'ckjit_structs', os.path.join(ROOT, 'python', 'ckjit', '_structs.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-S = _structs()
+S = load_structs()
 MoeDesc = S.FusedMoeDesc
 BF16, FP8_E4M3, I32 = S.BF16_DT, S.FP8_E4M3_DT, S.I32_DT
 SILU = S.UNARY_OPS['silu']
@@ -289,22 +279,36 @@ def unsteady_note(res):
     return f'timing unsteady (median > {UNSTEADY} x min): {", ".join(names)}' if names else None
 
 
+def bf16_layer(ctx, case):
+    """The case's layer with the bf16 weights, called once (the first call timed) and its y
+    checked against the torch loop: a namespace holding the call, the loop, the check and
+    every tensor the descriptor points at; None (failure records posted) if the call fails."""
+    L = types.SimpleNamespace()
+    L.w1, L.w2 = ctx.weights()
+    L.x, L.ids, L.ids64, L.tw = inputs(case.tokens, 9000 + case.tokens)
+    L.y = torch.full_like(L.x, math.nan)
+    L.invalid = torch.zeros(1, dtype=torch.int32, device='cuda')
+    L.desc = make_desc(ctx, L.x, L.y, L.ids, L.tw, L.w1, L.w2, L.invalid)
+    L.ws, L.sizes = workspace(ctx, [L.desc])
+    L.ck = ctx.call(ctx.lib.ckjit_fused_moe, L.desc)
+    try:
+        L.first_ms = first_call_ms(L.ck)
+    except CkjitFailed as e:
+        fail_records(case, *e.args)
+        return None
+    L.loop = lambda: torch_moe(L.x, L.w1, L.w2, L.ids64, L.tw)
+    L.err = rel_err(L.y, L.loop())
+    L.check = verdict({'vs the torch loop': (L.err, TOL['bf16'])}, int(L.invalid.item()))
+    return L
+
+
 def run_bf16(ctx, case):
     """The prefill layer with bf16 weights against the torch loop and dense GEMMs."""
-    w1, w2 = ctx.weights()
-    x, ids, ids64, tw = inputs(case.tokens, 9000 + case.tokens)
-    y = torch.full_like(x, math.nan)
-    invalid = torch.zeros(1, dtype=torch.int32, device='cuda')
-    desc = make_desc(ctx, x, y, ids, tw, w1, w2, invalid)
-    ws, sizes = workspace(ctx, [desc])
-    ck = ctx.call(ctx.lib.ckjit_fused_moe, desc)
-    try:
-        first_ms = first_call_ms(ck)
-    except CkjitFailed as e:
-        return fail_records(case, *e.args)
-    loop = lambda: torch_moe(x, w1, w2, ids64, tw)  # noqa: E731
-    err = rel_err(y, loop())
-    check = verdict({'vs the torch loop': (err, TOL['bf16'])}, int(invalid.item()))
+    L = bf16_layer(ctx, case)
+    if L is None:
+        return
+    w1, w2, ids64, ck, loop = L.w1, L.w2, L.ids64, L.ck, L.loop
+    sizes, first_ms, err, check = L.sizes, L.first_ms, L.err, L.check
     details = dict(common_details(ctx, case, sizes, first_ms), weight_dtype='bf16',
                    rel_err=err, tolerance=TOL['bf16'], **routing_details(ids64))
     base = {'kind': 'fused_moe', 'impl': 'ckjit', 'unit': 'TFLOP/s', 'flops': case.flops,
@@ -389,20 +393,11 @@ def run_fp8(ctx, case):
 def run_decode(ctx, case):
     """A decode step (few tokens): the weight bytes of the experts used per second
     against the same run's copy bandwidth."""
-    w1, w2 = ctx.weights()
-    x, ids, ids64, tw = inputs(case.tokens, 9000 + case.tokens)
-    y = torch.full_like(x, math.nan)
-    invalid = torch.zeros(1, dtype=torch.int32, device='cuda')
-    desc = make_desc(ctx, x, y, ids, tw, w1, w2, invalid)
-    ws, sizes = workspace(ctx, [desc])
-    ck = ctx.call(ctx.lib.ckjit_fused_moe, desc)
-    try:
-        first_ms = first_call_ms(ck)
-    except CkjitFailed as e:
-        return fail_records(case, *e.args)
-    loop = lambda: torch_moe(x, w1, w2, ids64, tw)  # noqa: E731
-    err = rel_err(y, loop())
-    check = verdict({'vs the torch loop': (err, TOL['bf16'])}, int(invalid.item()))
+    L = bf16_layer(ctx, case)
+    if L is None:
+        return
+    w1, ids64, ck, loop = L.w1, L.ids64, L.ck, L.loop
+    sizes, first_ms, err, check = L.sizes, L.first_ms, L.err, L.check
     route = routing_details(ids64)
     wbytes = route['distinct_experts'] * WEIGHT_ELEMS * w1.element_size()
     definition = ('GB/s = bytes of w_gate_up and w_down of the experts that received tokens '

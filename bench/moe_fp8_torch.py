@@ -25,7 +25,6 @@ MoE layer runs; it yields no padding or tile list, so it does less), kind "host_
 """
 import argparse
 import ctypes
-import importlib.util
 import json
 import math
 import os
@@ -38,19 +37,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 I64, INT, PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
 T, E, TOP, BLK = 4096, 64, 8, 128
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
+from torch_bench_common import load_structs  # noqa: E402
 
-def _structs():
-    """python/ckjit/_structs.py: the ctypes mirrors of the public structs that the CPU
-    suite checks against the headers (loaded by path: importing the ckjit package
-    would load a libckjit of its own choosing)."""
-    spec = importlib.util.spec_from_file_location(
-        'ckjit_structs', os.path.join(ROOT, 'python', 'ckjit', '_structs.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-S = _structs()
+S = load_structs()
 Fp8Desc, MoeDesc, SortDesc = S.GemmFp8Desc, S.GemmFp8MoeDesc, S.MoeSortDesc
 BF16, FP8_E4M3, I32 = S.BF16_DT, S.FP8_E4M3_DT, S.I32_DT
 

@@ -13,6 +13,7 @@ before importing this module (bench/ is not a package).
 """
 import argparse
 import ctypes
+import importlib.util
 import json
 import math
 import os
@@ -106,6 +107,17 @@ def layout_check(structs, headers, tag, hand_message_names_last=True):
 
 
 # ---- records -----------------------------------------------------------------------------
+def load_structs():
+    """python/ckjit/_structs.py: the ctypes mirrors of the public structs that the CPU
+    suite checks against the headers (loaded by path: importing the ckjit package
+    would load a libckjit of its own choosing)."""
+    spec = importlib.util.spec_from_file_location(
+        'ckjit_structs', os.path.join(ROOT, 'python', 'ckjit', '_structs.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class Reporter:
     """JSONL records on stdout (what make_results.py reads), progress on stderr prefixed by
     the script's name; tag names the script's info and note records ('attention', ...)."""

@@ -100,7 +100,7 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  * one expert in several slots (each slot contributes).
  * An id outside 0 .. experts - 1 contributes nothing (no weight of any
  * expert is read for it) and is counted into *invalid (device int32,
- * optional; written every call).  With CKJIT_MOE_CHECK=1 in the environment
+ * optional; written by every call with tokens > 0, untouched at tokens 0).  With CKJIT_MOE_CHECK=1 in the environment
  * (a debug option) the call waits for the stream and fails with
  * CKJIT_ERROR_INVALID_ARGUMENT when any id was out of range.
  *

@@ -214,14 +214,17 @@ static ckjit_status grouped_gemm(const ckjit_fused_moe_desc *d, const moe_layout
   g.scaling = fp8 ? d->weight_scaling : CKJIT_FP8_SCALE_TENSOR;
   g.scale_a = m->scale_a, g.scale_b = m->scale_b;
   g.activation = m->epilogue == EPI_GATED ? d->activation : CKJIT_UNARY_IDENTITY;
-  const uint64_t es = fp8 ? 1 : ckjit_dtype_size(d->dtype);
+  int64_t extent_b; /* elements of all the experts' B */
+  if (__builtin_mul_overflow(rows_b * m->k_dim, (int64_t)d->experts, &extent_b))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %d experts' weights overflow the address space",
+                       api, (int)d->experts);
   ckjit__fp8_moe moe = {
       .api = api, .layout = MOE_CONTIGUOUS, .experts = d->experts,
       .tile_experts = (const int32_t *)(ws + l->tiles),
       .stride_b = rows_b * m->k_dim,
       .stride_scale_b = !fp8 ? 0 : block ? ckjit__ceil_div(rows_b, 128) * kb : rows_b,
-      .extent_b = (int64_t)((uint64_t)d->experts * (uint64_t)rows_b * (uint64_t)m->k_dim * es),
-      .fused = 1, .epilogue = m->epilogue,
+      .extent_b = extent_b,
+      .epilogue = m->epilogue,
       .row_ids = (const int32_t *)(ws + l->sorted), .row_weights = d->topk_weights,
       .route_entries = d->tokens * d->k,
   };

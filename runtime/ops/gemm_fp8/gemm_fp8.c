@@ -30,10 +30,11 @@ void ckjit_gemm_fp8_desc_init(ckjit_gemm_fp8_desc *desc) {
 
 static int is_fp8(ckjit_dtype t) { return t == CKJIT_FP8_E4M3 || t == CKJIT_FP8_E5M2; }
 
-/* An operand of `rows` rows of k bytes, ld apart; `extent`: the bytes the
- * call may read from p (0: rows * ld). */
-static ckjit_status check_operand(const char *api, const char *name, const void *p, int64_t rows,
-                                  int64_t k, int64_t ld, const char *ld_name, int64_t extent) {
+/* An operand of `rows` rows of k elements of `es` bytes, ld apart;
+ * `extent`: the elements the call may read from p (0: rows * ld). */
+static ckjit_status check_operand(const char *api, const char *name, const void *p, size_t es,
+                                  int64_t rows, int64_t k, int64_t ld, const char *ld_name,
+                                  int64_t extent) {
   if (!p) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", api, name);
   if (ld < k || ld < 1)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s %lld is smaller than k %lld", api,
@@ -43,9 +44,9 @@ static ckjit_status check_operand(const char *api, const char *name, const void 
                        "%s: %s must be 16-byte aligned and %s a multiple of 16 (%p, %lld): the "
                        "tensor memory accelerator reads it",
                        api, name, ld_name, p, (long long)ld);
-  int64_t bytes = extent;
-  if ((!extent && __builtin_mul_overflow(rows, ld, &bytes)) ||
-      (uintptr_t)p + (uint64_t)bytes < (uintptr_t)p)
+  int64_t elems = extent, bytes;
+  if ((!extent && __builtin_mul_overflow(rows, ld, &elems)) ||
+      __builtin_mul_overflow(elems, (int64_t)es, &bytes) || (uintptr_t)p + (uint64_t)bytes < (uintptr_t)p)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s overflows the address space", api,
                        name);
   return CKJIT_SUCCESS;
@@ -105,8 +106,9 @@ static ckjit_status validate(const char *api, const ckjit_gemm_fp8_desc *g, cons
   ckjit_status st;
   const int64_t a_extent = moe && moe->layout == MOE_MASKED ? moe->extent_a : 0,
                 b_extent = moe ? moe->extent_b : 0;
-  if ((st = check_operand(api, "a", g->a, g->m, g->k, g->lda, "lda", a_extent)) ||
-      (st = check_operand(api, "b", g->b, g->n, g->k, g->ldb, "ldb", b_extent)))
+  const size_t es = ckjit_dtype_size(g->a_dtype); /* A and B alike */
+  if ((st = check_operand(api, "a", g->a, es, g->m, g->k, g->lda, "lda", a_extent)) ||
+      (st = check_operand(api, "b", g->b, es, g->n, g->k, g->ldb, "ldb", b_extent)))
     return st;
   if (!g->d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: d is NULL", api);
   if (g->ldd < g->n || g->ldd < 1)

@@ -33,11 +33,10 @@ typedef struct ckjit__fp8_moe {
   int experts;
   const int32_t *tile_experts, *counts;
   int64_t stride_a, stride_b, stride_d, stride_scale_a, stride_scale_b, stride_bias; /* elements */
-  int64_t extent_a, extent_b; /* bytes the call may read from a (MASKED) and b */
-  /* ckjit_fused_moe's GEMMs only: 16-bit operands allowed (a_dtype ==
-   * b_dtype, bf16 or f16: unscaled); the epilogue (EPI_*); the scatter's
+  int64_t extent_a, extent_b; /* elements the call may read from a (MASKED) and b */
+  /* ckjit_fused_moe's GEMMs only: the epilogue (EPI_*); the scatter's
    * routing: D row row_ids[m] (below route_entries) times row_weights. */
-  int fused, epilogue;
+  int epilogue;
   const int32_t *row_ids;
   const float *row_weights;
   int64_t route_entries;
