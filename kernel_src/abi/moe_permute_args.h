@@ -22,7 +22,12 @@
  *   combine: dst row t (t < rows tokens) = sum over s < k of src row t * k
  *            + s, in order, where topk_ids[t * k + s] is in 0 .. experts
  *            - 1.
- * Rows have cols elements, 8-element (16-byte) pieces; ld_* in elements. */
+ * Rows have cols elements, 8-element (16-byte) pieces; ld_* in elements.
+ * A gather block moves whole rows; a combine block one unit of a row's
+ * CKJIT_MOE_PERMUTE_PASS columns (unit u: row u / units_per_row, columns
+ * from u % units_per_row times the pass), so a few tokens still spread
+ * over many blocks. */
+#define CKJIT_MOE_PERMUTE_PASS 1024 /* 128 threads x 8 elements */
 #define CKJIT_MOE_PERMUTE_FIELDS(X)                                            \
   X(const void *, src, 0)                                                      \
   X(void *, dst, 8)                                                            \

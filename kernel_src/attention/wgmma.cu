@@ -82,6 +82,21 @@ CKJIT_INLINE void fill_copy(unsigned dst, RowAt row, const T *mapped, int r0, in
   if (threadIdx.x == 0) mbar_arrive(bar);
 }
 
+// cp.async without waiting (the K / V rings of a call without tensor
+// maps): each copier hangs its copies on `bar` (copy_arrive_on), the
+// copiers meet so every one has before the single counted arrival, and
+// the producer moves on to the next buffer while these land.  The copies
+// are generic-proxy writes nobody fenced: the consumers fence after their
+// wait (consumer_fence), before wgmma reads the buffer.
+template <int ROWS, int COLS, class RowAt>
+CKJIT_INLINE void fill_copy_async(unsigned dst, RowAt row, const T *mapped, int r0, int len, unsigned bar,
+                                  int copiers) {
+  load_panels<ROWS, COLS>(dst, row, mapped, r0, len, threadIdx.x, copiers);
+  copy_arrive_on(bar);
+  named_barrier_sync(PRODUCER_BARRIER, copiers);
+  if (threadIdx.x == 0) mbar_arrive(bar);
+}
+
 // Paged TMA boxes hold min(PAGE, BN) slots of one page; lane l of the
 // producer warp reads the page id of box l of a key step (kv_box_id), a
 // step ahead of its use, so the id's latency is not on the copies' path.
@@ -133,8 +148,11 @@ template <int COLS>
 CKJIT_INLINE void fill_keys(const ckjit_attention_args &a, const attn_tile &t, bool v, unsigned dst,
                             const ckjit_tensor_map *map, int n0, int id, unsigned bar, int copiers) {
   if (fill_keys_tma<COLS>(a, t, dst, map, n0, id, bar)) return;
-  fill_copy<BN, COLS>(dst, [&](int j) { return attn_key_row(a, t, v, j); }, v ? t.v : t.k, n0, t.sk,
-                      bar, copiers);
+  const auto row = [&](int j) { return attn_key_row(a, t, v, j); };
+  if (a.tma) // a tile the maps cannot take: rare, so the plain fill
+    fill_copy<BN, COLS>(dst, row, v ? t.v : t.k, n0, t.sk, bar, copiers);
+  else
+    fill_copy_async<BN, COLS>(dst, row, v ? t.v : t.k, n0, t.sk, bar, copiers);
 }
 
 // The producer warpgroup: per tile, Q once (after the consumers are done
@@ -188,9 +206,14 @@ CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barr
 CKJIT_INLINE void turn_wait(int c) { named_barrier_sync(1 + c, 128 * 2); }
 CKJIT_INLINE void turn_pass(int c) { named_barrier_arrive(1 + (c + 1) % CONSUMERS, 128 * 2); }
 
-// Waits for a ring buffer (its writes are visible to wgmma: TMA writes
-// through the async proxy, the cp.async producer fences its own).
-CKJIT_INLINE void wait_full(ckjit_u64 &bar, unsigned phase) { mbar_wait(smem_addr(&bar), phase); }
+// Waits for a ring buffer and makes its writes visible to wgmma: TMA
+// writes through the async proxy and the synchronous cp.async fill fences
+// its own; the K / V copies of a call without maps (fill_copy_async) are
+// fenced here.
+CKJIT_INLINE void wait_full(const ckjit_attention_args &a, ckjit_u64 &bar, unsigned phase) {
+  mbar_wait(smem_addr(&bar), phase);
+  if (!a.tma) fence_async_shared();
+}
 
 // A consumer warpgroup: 64 query rows of each tile.  Key step i issues
 // S_i = Q K_iᵀ and then O += P_(i-1) V_(i-1), and computes the softmax of
@@ -221,7 +244,7 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
     q_phase ^= 1;
     if (end > begin) {
       int s = step % STAGES;
-      wait_full(bar.k_full[s], (step / STAGES) & 1);
+      wait_full(a, bar.k_full[s], (step / STAGES) & 1);
       turn_wait(wg);
       qk_gemm(s_acc, q_tile(base), row0, k_tile(base, s));
       turn_pass(wg);
@@ -235,8 +258,8 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
         const int prev = s;
         const unsigned prev_phase = (step / STAGES) & 1;
         s = ++step % STAGES;
-        wait_full(bar.k_full[s], (step / STAGES) & 1);
-        wait_full(bar.v_full[prev], prev_phase);
+        wait_full(a, bar.k_full[s], (step / STAGES) & 1);
+        wait_full(a, bar.v_full[prev], prev_phase);
         turn_wait(wg);
         qk_gemm(s_acc, q_tile(base), row0, k_tile(base, s));
         pv_gemm(o, p, v_tile(base, prev));
@@ -257,7 +280,7 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
       // the producer loads the next tile's Q (and its first K) while this
       // tile's last P V and the stores run.
       mbar_arrive(smem_addr(&bar.q_empty));
-      wait_full(bar.v_full[s], (step / STAGES) & 1);
+      wait_full(a, bar.v_full[s], (step / STAGES) & 1);
       turn_wait(wg);
       pv_gemm(o, p, v_tile(base, s));
       turn_pass(wg);

@@ -45,6 +45,18 @@ template <int ROWS, int COLS, class RowAt>
 CKJIT_INLINE void load_panels(unsigned dst, RowAt row, const T *mapped, int r0, int r_end, int tid,
                              int threads) {
   constexpr int chunks = COLS / 8, total = ROWS * chunks;
+  if (threads % chunks == 0) {
+    // Each thread keeps one chunk column: a row's address is made once per
+    // row, not once per 16 bytes.
+    const int c = tid % chunks, rows_per_pass = threads / chunks;
+    const unsigned col = dst + (c / 8) * (ROWS * 128);
+#pragma unroll 4
+    for (int r = tid / chunks; r < ROWS; r += rows_per_pass) {
+      const T *src = r0 + r < r_end ? row(r0 + r) : nullptr;
+      copy_async<16>(col + r * 128 + (((c % 8) ^ (r % 8)) * 16), src ? src + c * 8 : mapped, src ? 16 : 0);
+    }
+    return;
+  }
 #pragma unroll 4
   for (int i = tid; i < total; i += threads) {
     const int r = i / chunks, c = i % chunks;
@@ -52,6 +64,13 @@ CKJIT_INLINE void load_panels(unsigned dst, RowAt row, const T *mapped, int r0, 
     const unsigned at = dst + (c / 8) * (ROWS * 128) + r * 128 + (((c % 8) ^ (r % 8)) * 16);
     copy_async<16>(at, src ? src + c * 8 : mapped, src ? 16 : 0);
   }
+}
+
+// The mbarrier at `bar` (shared) gets one more pending arrival now, made
+// when every cp.async this thread issued before has landed: the thread
+// goes on without waiting for its copies.
+CKJIT_INLINE void copy_arrive_on(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.shared.b64 [%0];" ::"r"(bar) : "memory");
 }
 
 // Descriptors (core/wgmma.h: 128-byte swizzle, 8-row groups 1 KiB apart).

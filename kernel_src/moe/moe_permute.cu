@@ -7,8 +7,9 @@
 //   combine  each token's row is the sum of its k slot rows (the down
 //            GEMM's weighted products), in slot order, in f32, rounded once:
 //            the same bits every run, without atomics.
-// One block of 128 threads per row; each thread moves 16-byte pieces of 8
-// elements (the front-end keeps rows and strides in whole pieces).
+// Blocks of 128 threads, a row (gather) or a row's 1024-column unit
+// (combine) each; each thread moves 16-byte pieces of 8 elements (the
+// front-end keeps rows and strides in whole pieces).
 #include "core/prelude.h"
 #include "abi/moe_permute_args.h"
 // @PARAMETERS@
@@ -17,6 +18,7 @@ typedef DTYPE T;
 #define THREADS 128
 #define PIECE 8                    // elements a thread moves at a time
 #define PASS (THREADS * PIECE)     // columns a pass of the block covers
+static_assert(PASS == CKJIT_MOE_PERMUTE_PASS, "the host sizes combine's grid by the pass");
 #define QMAX 448.0f                // e4m3's largest finite value
 
 CKJIT_INLINE void load_piece(const T *p, float (&v)[PIECE]) {
@@ -105,35 +107,48 @@ typedef long long IDS;
 #else
 typedef int IDS;
 #endif
-CKJIT_INLINE void combine_row(const ckjit_moe_permute_args &x, long long tok) {
+// Columns [c0, c0 + PASS) of token tok's row.  Every slot's piece is
+// loaded before any is added (k loads in flight, not one after another:
+// a decode step has too few tokens to hide their latency otherwise), and
+// the sum still goes in slot order.
+#define SLOTS_IN_FLIGHT 8
+CKJIT_INLINE void combine_unit(const ckjit_moe_permute_args &x, long long tok, long long c0) {
   const IDS *ids = static_cast<const IDS *>(x.topk_ids) + tok * x.k;
   const T *src = static_cast<const T *>(x.src) + tok * x.k * x.ld_src;
   T *dst = static_cast<T *>(x.dst) + tok * x.ld_dst;
-  for (long long c = threadIdx.x * PIECE; c < x.cols; c += PASS) {
-    float sum[PIECE] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for (int s = 0; s < x.k; s++) {
-      const long long e = ids[s];
-      if (e < 0 || e >= x.experts) continue; // routed nowhere: no row was written
-      float v[PIECE];
-      load_piece(src + s * x.ld_src + c, v);
+  const long long c = c0 + threadIdx.x * PIECE;
+  if (c >= x.cols) return;
+  float sum[PIECE] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  for (int s0 = 0; s0 < x.k; s0 += SLOTS_IN_FLIGHT) {
+    ckjit_vec<T, PIECE> w[SLOTS_IN_FLIGHT];
+    bool routed[SLOTS_IN_FLIGHT];
 #pragma unroll
-      for (int i = 0; i < PIECE; i++) sum[i] += v[i];
+    for (int j = 0; j < SLOTS_IN_FLIGHT; j++) {
+      const int s = s0 + j;
+      const long long e = s < x.k ? (long long)ids[s] : -1;
+      routed[j] = e >= 0 && e < x.experts; // routed nowhere: no row was written
+      if (routed[j]) w[j] = ckjit_load<T, PIECE>(src + s * x.ld_src + c);
     }
-    ckjit_vec<T, PIECE> w;
 #pragma unroll
-    for (int i = 0; i < PIECE; i++) w.v[i] = ckjit_from_float<T>(sum[i]);
-    ckjit_store<T, PIECE>(dst + c, w);
+    for (int j = 0; j < SLOTS_IN_FLIGHT; j++)
+      if (routed[j])
+#pragma unroll
+        for (int i = 0; i < PIECE; i++) sum[i] += ckjit_to_float(w[j].v[i]);
   }
+  ckjit_vec<T, PIECE> out;
+#pragma unroll
+  for (int i = 0; i < PIECE; i++) out.v[i] = ckjit_from_float<T>(sum[i]);
+  ckjit_store<T, PIECE>(dst + c, out);
 }
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS) ckjit_moe_permute(const ckjit_moe_permute_args x) {
-  for (long long r = blockIdx.x; r < x.rows; r += gridDim.x) {
 #if DIR == DIR_GATHER
-    gather_row(x, r);
+  for (long long r = blockIdx.x; r < x.rows; r += gridDim.x) gather_row(x, r);
 #else
-    combine_row(x, r);
+  const long long per_row = (x.cols + PASS - 1) / PASS;
+  for (long long u = blockIdx.x; u < x.rows * per_row; u += gridDim.x)
+    combine_unit(x, u / per_row, u % per_row * PASS);
 #endif
-  }
 }
 CKJIT_ABI_KERNEL(ckjit_moe_permute, CKJIT_MOE_PERMUTE_PARAM);

@@ -174,7 +174,8 @@ static ckjit_status check_operands(const ckjit_fused_moe_desc *d, const moe_layo
 
 /* ---- the chain ------------------------------------------------------------------- */
 
-/* A moe_permute launch: one block per row, grid-stride past 2^20 rows. */
+/* A moe_permute launch: one block per row (gather) or per unit of a row
+ * (combine), grid-stride past 2^20 of them. */
 static ckjit_status permute(ckjit_gpu *gpu, int dir, const ckjit_fused_moe_desc *d, int quant,
                             const ckjit_moe_permute_args *x, void *stream) {
   if (!x->rows) return CKJIT_SUCCESS;
@@ -184,7 +185,9 @@ static ckjit_status permute(ckjit_gpu *gpu, int dir, const ckjit_fused_moe_desc 
   p.spec.value[MP_DTYPE] = ckjit__dtype_param_value(d->dtype);
   p.spec.value[MP_QUANT] = quant;
   p.spec.value[MP_IDS] = dir == DIR_COMBINE && d->ids_dtype == CKJIT_I64 ? PIDS_I64 : PIDS_I32;
-  p.grid[0] = (unsigned)(x->rows < (1 << 20) ? x->rows : (1 << 20));
+  const int64_t blocks =
+      dir == DIR_COMBINE ? x->rows * ckjit__ceil_div(x->cols, CKJIT_MOE_PERMUTE_PASS) : x->rows;
+  p.grid[0] = (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
   p.block[0] = 128;
   return ckjit__op_run(gpu, &p, x, &ckjit_abi_by_value, stream);
 }

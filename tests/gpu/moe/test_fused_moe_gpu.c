@@ -331,6 +331,9 @@ static size_t build(fm_case *cs, int skip_large) {
   c = mk("every slot on one expert (twice each token)", 1000, 8, 2, 272, 144, B, B, ERF, I32, FM_ONE_EXPERT);
   c.twice = 1, cs[n++] = c;
   cs[n++] = mk("3 of 256 experts used", 500, 256, 8, 272, 144, F, F, TANH, I64, FM_FEW);
+  /* k 16: two rounds of the combine's 8 slots in flight; hidden 1168: a
+   * row of two combine units, the second partial */
+  cs[n++] = mk("k 16 of 64 experts, hidden 1168", 33, 64, 16, 1168, 144, B, B, SILU, I32, FM_UNIFORM);
   cs[n++] = mk("invalid ids of 512 experts", 700, 512, 2, 272, 144, B, B, SILU, I64, FM_INVALID);
   c = mk("random data, ldx / ldy padded, invalid NULL", 100, 8, 2, 272, 144, B, B, SILU, I32, FM_UNIFORM);
   c.random_data = 1, c.ldx_pad = 40, c.ldy_pad = 24, c.no_invalid = 1, cs[n++] = c;
