@@ -4,10 +4,9 @@
 // workspace): each block counts every expert's entries (a histogram in
 // shared memory), so it knows where its own run starts; then it gathers
 // its entries in entry order, a chunk of THREADS x PER entries at a time
-// (each thread PER consecutive entries, so a warp's loads are contiguous):
-// a block-wide scan of the threads' match counts places each thread's
-// matches after the earlier threads' and chunks' (stable, so the result is
-// the same bits every run).  Block e also pads its run, writes its tiles'
+// (each thread PER consecutive entries; see PER): a block-wide scan of the
+// threads' match counts places each thread's matches after the earlier
+// threads' and chunks' (stable, so the result is the same bits every run).  Block e also pads its run, writes its tiles'
 // expert and its offset and count; block 0 writes the tail past the last
 // run and the totals.
 #include "core/prelude.h"
@@ -21,7 +20,13 @@ typedef long long IDS;
 typedef int IDS;
 #endif
 
-#define PER 4 // entries a thread takes per chunk
+// Entries a thread takes per chunk: 16 loads in flight, and 4096 tokens
+// x top-8 in 8 chunks (each chunk costs a block scan and its barriers).
+// A chunk is read coalesced (load v of thread t: entry v * THREADS + t)
+// and each entry's match flag parked in shared memory, where thread t
+// then finds the flags of its own PER consecutive entries: one scan
+// orders the chunk's matches.
+#define PER 16
 #define WARPS (THREADS / CKJIT_WARP_SIZE)
 
 CKJIT_INLINE int shfl_up_int(int v, int d) {
@@ -58,13 +63,21 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 ckjit_moe_sort(const ckjit_moe_sort_args x) {
   __shared__ int hist[MAX_EXPERTS];
   __shared__ int warp_sums[WARPS];
+  __shared__ __align__(16) unsigned char match[THREADS * PER];
   const int e = blockIdx.x, t = threadIdx.x;
   const IDS *ids = static_cast<const IDS *>(x.topk_ids);
   for (int j = t; j < x.experts; j += THREADS) hist[j] = 0;
   __syncthreads();
-  for (long long i = t; i < x.entries; i += THREADS) {
-    const long long id = ids[i];
-    if (id >= 0 && id < x.experts) atomicAdd(&hist[id], 1);
+  for (long long base = 0; base < x.entries; base += (long long)THREADS * PER) {
+    long long id[PER];
+#pragma unroll
+    for (int v = 0; v < PER; v++) {
+      const long long i = base + v * THREADS + t;
+      id[v] = i < x.entries ? (long long)ids[i] : -1;
+    }
+#pragma unroll
+    for (int v = 0; v < PER; v++)
+      if (id[v] >= 0 && id[v] < x.experts) atomicAdd(&hist[id[v]], 1);
   }
   __syncthreads();
   // Where this expert's run starts (the padded runs of the experts before
@@ -84,16 +97,21 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
 
   int at = start; // where the next chunk's first match goes
   for (long long base = 0; base < x.entries; base += (long long)THREADS * PER) {
-    const long long i0 = base + (long long)t * PER;
-    int flags = 0, mine = 0;
 #pragma unroll
-    for (int v = 0; v < PER; v++)
-      if (i0 + v < x.entries && ids[i0 + v] == e) flags |= 1 << v, mine++;
+    for (int v = 0; v < PER; v++) {
+      const long long i = base + v * THREADS + t;
+      match[v * THREADS + t] = i < x.entries && ids[i] == e;
+    }
+    __syncthreads();
+    const uint4 mine4 = *reinterpret_cast<const uint4 *>(&match[t * PER]);
+    const unsigned words[4] = {mine4.x, mine4.y, mine4.z, mine4.w}; // a byte (0 or 1) an entry
+    const int mine = __popc(words[0]) + __popc(words[1]) + __popc(words[2]) + __popc(words[3]);
     int chunk;
-    int pos = at + block_scan(mine, warp_sums, chunk);
+    int pos = at + block_scan(mine, warp_sums, chunk); // (its barriers free `match` for the next chunk)
+    const long long i0 = base + (long long)t * PER;
 #pragma unroll
     for (int v = 0; v < PER; v++)
-      if (flags >> v & 1) x.sorted_ids[pos++] = (int)(i0 + v);
+      if (words[v / 4] >> (8 * (v % 4)) & 1) x.sorted_ids[pos++] = (int)(i0 + v);
     at += chunk;
   }
 
