@@ -152,6 +152,22 @@ CKJIT_API size_t ckjit_fused_moe_workspace_size(const ckjit_fused_moe_desc *desc
 /* The fused MoE layer (above). */
 CKJIT_API ckjit_status ckjit_fused_moe(const ckjit_fused_moe_desc *desc, void *stream);
 
+/* The layer with its router: topk_ids and topk_weights are computed first,
+ * as ckjit_topk_softmax(logits_dtype, tokens, experts, logits, ld_logits, k,
+ * renormalize, ...) with int32 ids (see its contract: experts <= 256, k <=
+ * min(8, experts), logits [tokens][experts] f32, bf16 or f16 with row
+ * stride ld_logits), into the workspace, then the layer runs on them
+ * exactly as ckjit_fused_moe (the same bits as the two calls in a row).
+ * desc's topk_ids, topk_weights and ids_dtype are not read.  The workspace
+ * holds the routing after the layer's buffers: size it with
+ * ckjit_fused_moe_router_workspace_size (0 with ckjit_last_error() set
+ * when the sizes are out of either call's limits).  Two launches more
+ * than ckjit_fused_moe's, on `stream`, no host synchronization. */
+CKJIT_API size_t ckjit_fused_moe_router_workspace_size(const ckjit_fused_moe_desc *desc);
+CKJIT_API ckjit_status ckjit_fused_moe_router(const ckjit_fused_moe_desc *desc, ckjit_dtype logits_dtype,
+                                              const void *logits, int64_t ld_logits, int renormalize,
+                                              void *stream);
+
 #ifdef __cplusplus
 }
 #endif

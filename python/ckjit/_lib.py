@@ -92,6 +92,8 @@ PROTOTYPES = {
     'ckjit_fused_moe_desc_init': (None, [_P(S.FusedMoeDesc)]),
     'ckjit_fused_moe_workspace_size': (S.SIZE, [S.PTR]),
     'ckjit_fused_moe': (S.ENUM, [S.PTR, S.PTR]),
+    'ckjit_fused_moe_router_workspace_size': (S.SIZE, [S.PTR]),
+    'ckjit_fused_moe_router': (S.ENUM, [S.PTR, S.ENUM, S.PTR, S.I64, S.I32, S.PTR]),
     'ckjit_attention_desc_init': (None, [_P(S.AttentionDesc)]),
     'ckjit_attention_strides_bshd': (S.AttentionStrides, [S.I64, S.I64, S.I64]),
     'ckjit_attention_strides_bhsd': (S.AttentionStrides, [S.I64, S.I64, S.I64]),
@@ -104,7 +106,8 @@ PROTOTYPES = {
     'ckjit_paged_kv_append': (S.ENUM, [S.PTR, S.PTR]),
     'ckjit_paged_kv_check': (S.ENUM, [S.PTR, S.I64, S.PTR]),
 }
-OPTIONAL = frozenset({'ckjit_get_device_info_for', 'ckjit_get_device_count'})
+OPTIONAL = frozenset({'ckjit_get_device_info_for', 'ckjit_get_device_count',
+                      'ckjit_fused_moe_router_workspace_size', 'ckjit_fused_moe_router'})
 
 
 def candidates(environ=None):

@@ -11,7 +11,9 @@
  * succeed.  ckjit_fused_moe_workspace_size: 0 with a message naming the
  * function for sizes out of the limits, > 0 otherwise, growing with tokens
  * and at least the (token, slot) rows the down GEMM writes before the
- * combine.  Every call runs on a fresh thread; pointers are fake,
+ * combine.  ckjit_fused_moe_router: the same layer checks, its router's
+ * limits (experts <= 256, k <= min(8, experts)), the logits (NULL,
+ * misaligned, dtype, ld_logits) and its larger workspace.  Every call runs on a fresh thread; pointers are fake,
  * well-aligned device addresses never dereferenced. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,11 +33,18 @@ typedef struct call {
   char what[160];
   int null_desc;
   ckjit_fused_moe_desc d;
+  int router; /* ckjit_fused_moe_router with the fields below */
+  ckjit_dtype logits_dtype;
+  const void *logits;
+  int64_t ld_logits;
+  int renormalize;
 } call;
 
 static ckjit_status do_call(const void *p) {
   const call *c = p;
-  return ckjit_fused_moe(c->null_desc ? NULL : &c->d, NULL);
+  const ckjit_fused_moe_desc *d = c->null_desc ? NULL : &c->d;
+  if (c->router) return ckjit_fused_moe_router(d, c->logits_dtype, c->logits, c->ld_logits, c->renormalize, NULL);
+  return ckjit_fused_moe(d, NULL);
 }
 
 static void expect2(call c, ckjit_status want, ckjit_status alt) {
@@ -77,6 +86,17 @@ static call base(int fp8, const char *fmt, ...) {
   }
   d->workspace = AE_FAKE_DEV(9);
   fit(&c);
+  return c;
+}
+
+/* The same valid call through ckjit_fused_moe_router: bf16 logits [100][8],
+ * the routing in the workspace (topk_ids and topk_weights NULL: not read). */
+static call router_base(int fp8, const char *what) {
+  call c = base(fp8, "router: %s", what);
+  c.router = 1, c.logits_dtype = CKJIT_BF16, c.logits = AE_FAKE_DEV(11), c.ld_logits = 8;
+  c.d.topk_ids = NULL, c.d.topk_weights = NULL;
+  c.d.workspace_bytes = ckjit_fused_moe_router_workspace_size(&c.d);
+  assert_true(c.d.workspace_bytes > ckjit_fused_moe_workspace_size(&c.d));
   return c;
 }
 
@@ -300,10 +320,52 @@ static void test_valid(void **state) {
   }
 }
 
+/* ---- ckjit_fused_moe_router ------------------------------------------------------------------- */
+
+#define RBAD(fp8, what, ...) AE_CASE(invalid, router_base(fp8, what), ckjit_fused_moe_desc *d = &c.d; (void)d; __VA_ARGS__)
+#define RREFUSED(fp8, what, ...) AE_CASE(refused, router_base(fp8, what), ckjit_fused_moe_desc *d = &c.d; (void)d; __VA_ARGS__)
+#define RVALID(fp8, what, ...) AE_CASE(valid, router_base(fp8, what), ckjit_fused_moe_desc *d = &c.d; (void)d; __VA_ARGS__)
+
+static void test_router(void **state) {
+  (void)state;
+  call c = router_base(0, "sizes");
+  const size_t layer = ckjit_fused_moe_workspace_size(&c.d), both = ckjit_fused_moe_router_workspace_size(&c.d);
+  /* the routing: [100][2] int32 ids and f32 weights after the layer's buffers */
+  assert_true(both >= layer + 2 * 100 * 2 * 4);
+  c.d.experts = 300;
+  assert_int_equal(ckjit_fused_moe_router_workspace_size(&c.d), 0);
+  assert_non_null(strstr(ckjit_last_error(), "ckjit_fused_moe_router"));
+  c.d.experts = 8, c.d.k = 9;
+  assert_int_equal(ckjit_fused_moe_router_workspace_size(&c.d), 0);
+  assert_int_equal(ckjit_fused_moe_router_workspace_size(NULL), 0);
+  AE_CASE(invalid, router_base(0, "desc NULL"), c.null_desc = 1);
+  RBAD(0, "experts 257 (the router's limit)", d->experts = 257);
+  RBAD(0, "k 9 (the router's limit)", d->k = 9, d->experts = 16, c.ld_logits = 16);
+  RBAD(0, "k 4 of 2 experts", d->k = 4, d->experts = 2);
+  RBAD(0, "logits NULL", c.logits = NULL);
+  RBAD(0, "f32 logits 2-byte aligned", c.logits_dtype = CKJIT_F32, c.logits = OFF(c.logits, 2));
+  RBAD(0, "ld_logits 7 < experts 8", c.ld_logits = 7);
+  RREFUSED(0, "logits_dtype i32", c.logits_dtype = CKJIT_I32);
+  RBAD(0, "logits_dtype 77", c.logits_dtype = (ckjit_dtype)77);
+  RBAD(0, "the layer's workspace size (no room for the routing)", d->workspace_bytes = ckjit_fused_moe_workspace_size(d));
+  RBAD(0, "workspace one byte short", d->workspace_bytes -= 1);
+  RBAD(0, "workspace NULL", d->workspace = NULL);
+  RBAD(1, "fp8: hidden 264", d->hidden = 264, d->ldx = d->ldy = 264);
+  RBAD(0, "x NULL", d->x = NULL);
+  RVALID(0, "bf16 logits");
+  RVALID(1, "fp8 block, f32 logits with a wider row, renormalized", c.logits_dtype = CKJIT_F32, c.ld_logits = 12,
+         c.renormalize = 1);
+  RVALID(0, "f16 logits, topk_ids and ids_dtype not read", c.logits_dtype = CKJIT_F16, d->topk_ids = OFF(AE_FAKE_DEV(3), 1),
+         d->ids_dtype = (ckjit_dtype)42);
+  RVALID(0, "k 8 of 256 experts", d->k = 8, d->experts = 256, c.ld_logits = 256,
+         d->workspace_bytes = ckjit_fused_moe_router_workspace_size(d));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_desc_init), cmocka_unit_test(test_workspace_size), cmocka_unit_test(test_sizes),
       cmocka_unit_test(test_types),     cmocka_unit_test(test_pointers),       cmocka_unit_test(test_valid),
+      cmocka_unit_test(test_router),
   };
   return cmocka_run_group_tests_name("fused_moe_api_errors", tests, group_setup, ae_group_teardown);
 }

@@ -12,6 +12,9 @@
  *   down     the grouped GEMM with each row's routing weight in its
  *            epilogue, written to its (token, slot) row of z;
  *   combine  y[t] = the sum of z's k rows of t, in slot order (moe_permute).
+ *
+ * ckjit_fused_moe_router runs ckjit_topk_softmax on the router's logits
+ * first, into the workspace's tail, and the same chain on that routing.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 #include "runtime/dispatch.h"
 #include "runtime/ops/gemm_fp8/gemm_fp8.h"
 #include "runtime/ops/moe_sort/moe_sort.h"
+#include "runtime/ops/topk_softmax/topk_softmax.h"
 #include "runtime/ops/op_frame.h"
 
 static const char api[] = "ckjit_fused_moe";
@@ -249,23 +253,30 @@ static ckjit_status debug_check(const int32_t *invalid, void *stream) {
   return CKJIT_SUCCESS;
 }
 
-ckjit_status ckjit_fused_moe(const ckjit_fused_moe_desc *d, void *stream) {
+/* Everything a call checks before it launches anything; the layout and
+ * the stream's GPU on success. */
+static ckjit_status prepare(const ckjit_fused_moe_desc *d, moe_layout *l, void *stream, ckjit_gpu **gpu) {
   ckjit_status st = check_shape(d);
   if (st) return st;
-  moe_layout l;
-  layout_of(d, &l);
-  if ((st = check_operands(d, &l))) return st;
+  layout_of(d, l);
+  if ((st = check_operands(d, l))) return st;
   const void *const operands[] = {d->x, d->y, d->topk_ids, d->topk_weights, d->w_gate_up, d->w_down,
                                   d->scale_gate_up, d->scale_down, d->workspace, d->invalid};
   static const char *const names[] = {"x", "y", "topk_ids", "topk_weights", "w_gate_up", "w_down",
                                       "scale_gate_up", "scale_down", "workspace", "invalid"};
   if ((st = ckjit__check_pointers(stream, api, 10, operands, names))) return st;
-  ckjit_gpu *gpu;
-  if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
-  if (!ckjit__arch_has_wgmma(gpu->arch) || !gpu->device.tensor_map_encode)
+  if ((st = ckjit__stream_gpu(stream, gpu))) return st;
+  if (!ckjit__arch_has_wgmma((*gpu)->arch) || !(*gpu)->device.tensor_map_encode)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
-                       "%s: runs on sm_90 (wgmma and TMA); this GPU compiles for %s", api, gpu->arch);
-  if (!d->tokens) return CKJIT_SUCCESS;
+                       "%s: runs on sm_90 (wgmma and TMA); this GPU compiles for %s", api, (*gpu)->arch);
+  return CKJIT_SUCCESS;
+}
+
+/* The chain of launches (after prepare). */
+static ckjit_status run_layer(const ckjit_fused_moe_desc *d, const moe_layout *lp, ckjit_gpu *gpu,
+                              void *stream) {
+  const moe_layout l = *lp;
+  ckjit_status st;
   char *const ws = (char *)d->workspace;
   int32_t *const invalid = d->invalid ? d->invalid : (int32_t *)(ws + l.invalid);
   const int fp8 = is_fp8_weights(d);
@@ -314,4 +325,84 @@ ckjit_status ckjit_fused_moe(const ckjit_fused_moe_desc *d, void *stream) {
       .rows = d->tokens, .cols = d->hidden, .entries = entries, .k = d->k, .experts = d->experts};
   if ((st = permute(gpu, DIR_COMBINE, d, QUANT_NONE, &combine, stream))) return st;
   return debug_check(invalid, stream);
+}
+
+ckjit_status ckjit_fused_moe(const ckjit_fused_moe_desc *d, void *stream) {
+  moe_layout l;
+  ckjit_gpu *gpu;
+  ckjit_status st = prepare(d, &l, stream, &gpu);
+  if (st || !d->tokens) return st;
+  return run_layer(d, &l, gpu, stream);
+}
+
+/* ---- with the router ------------------------------------------------------------- */
+
+/* ckjit_fused_moe_router's workspace: the layer's, then topk_ids (int32)
+ * and topk_weights (f32), [tokens][k] each. */
+typedef struct router_layout {
+  moe_layout layer;
+  size_t ids, weights, total;
+} router_layout;
+
+static ckjit_status router_shape(const ckjit_fused_moe_desc *d, router_layout *r) {
+  memset(r, 0, sizeof *r);
+  if (!d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s_router: desc is NULL", api);
+  if (d->experts > TOPK_MAX_EXPERTS || d->k > TOPK_MAX_K || d->k > d->experts)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s_router: experts %d, k %d: the router (ckjit_topk_softmax) takes experts "
+                       "<= %d and k <= min(%d, experts)",
+                       api, (int)d->experts, (int)d->k, TOPK_MAX_EXPERTS, TOPK_MAX_K);
+  ckjit_fused_moe_desc layer = *d;
+  layer.ids_dtype = CKJIT_I32;
+  ckjit_status st = check_shape(&layer);
+  if (st) return st;
+  layout_of(&layer, &r->layer);
+  size_t at = r->layer.total;
+  r->ids = take(&at, 4 * (uint64_t)d->tokens * (uint64_t)d->k);
+  r->weights = take(&at, 4 * (uint64_t)d->tokens * (uint64_t)d->k);
+  r->total = at;
+  return CKJIT_SUCCESS;
+}
+
+size_t ckjit_fused_moe_router_workspace_size(const ckjit_fused_moe_desc *d) {
+  router_layout r;
+  return router_shape(d, &r) ? 0 : r.total;
+}
+
+ckjit_status ckjit_fused_moe_router(const ckjit_fused_moe_desc *d, ckjit_dtype logits_dtype,
+                                    const void *logits, int64_t ld_logits, int renormalize,
+                                    void *stream) {
+  router_layout r;
+  ckjit_status st = router_shape(d, &r);
+  if (st) return st;
+  if (d->workspace_bytes < r.total)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s_router: workspace_bytes %zu is less than the %zu bytes "
+                       "ckjit_fused_moe_router_workspace_size asks for",
+                       api, d->workspace_bytes, r.total);
+  /* The router's own arguments, checked here too: before the device is
+   * looked up (a bad call fails the same with or without a GPU). */
+  if (logits_dtype != CKJIT_F32 && logits_dtype != CKJIT_BF16 && logits_dtype != CKJIT_F16)
+    return ckjit__fail(ckjit_dtype_size(logits_dtype) ? CKJIT_ERROR_UNSUPPORTED : CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s_router: logits_dtype %s must be CKJIT_F32, CKJIT_BF16 or CKJIT_F16", api,
+                       ckjit_dtype_name(logits_dtype));
+  if (d->tokens && (!logits || (uintptr_t)logits % ckjit_dtype_size(logits_dtype) || ld_logits < d->experts))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s_router: logits %p must be non-NULL and aligned to its element, ld_logits %lld "
+                       ">= experts %d",
+                       api, logits, (long long)ld_logits, (int)d->experts);
+  /* The layer reads the routing from the workspace's tail. */
+  char *const ws = (char *)d->workspace;
+  ckjit_fused_moe_desc layer = *d;
+  layer.ids_dtype = CKJIT_I32;
+  layer.topk_ids = ws ? ws + r.ids : NULL;
+  layer.topk_weights = ws ? (const float *)(ws + r.weights) : NULL;
+  layer.workspace_bytes = r.layer.total;
+  moe_layout l;
+  ckjit_gpu *gpu;
+  if ((st = prepare(&layer, &l, stream, &gpu)) || !d->tokens) return st;
+  if ((st = ckjit_topk_softmax(logits_dtype, d->tokens, d->experts, logits, ld_logits, d->k, renormalize,
+                               (float *)(ws + r.weights), CKJIT_I32, ws + r.ids, stream)))
+    return st;
+  return run_layer(&layer, &l, gpu, stream);
 }

@@ -510,6 +510,82 @@ done:
   return ck->failures - f0;
 }
 
+/* ckjit_fused_moe_router against its definition, ckjit_topk_softmax then
+ * ckjit_fused_moe: y the same bytes (its padding and guard included), for
+ * random logits (sometimes tied, so the tie rule shows), `dt` logits with a
+ * row wider than experts, plain or renormalized weights.  The layer alone
+ * is checked against the reference by the cases above, topk_softmax by
+ * rows_gpu. */
+static long router_check(gt_ctx *ctx, size_t index, uint64_t seed, int64_t tokens, ckjit_dtype dt, int renormalize) {
+  gt_check *ck = ctx->ck;
+  const long f0 = ck->failures;
+  fm_case c = mk("router", tokens, 64, 8, 272, 144, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_GELU_TANH, CKJIT_I32, FM_UNIFORM);
+  tu_rng r = {seed ^ 0x3C6EF372ull};
+  fm_host p;
+  fm_dev v;
+  gt_buf logits, rws;
+  memset(&v, 0, sizeof v), memset(&logits, 0, sizeof logits), memset(&rws, 0, sizeof rws);
+  uint8_t *first = NULL;
+  begin(ck, "router", index, &c, seed);
+  printf("  logits %s, renormalize %d\n", ckjit_dtype_name(dt), renormalize);
+  const int64_t ld = c.experts + 8;
+  if (fm_host_make(&p, &c, seed, ctx->threads)) {
+    gt_fail(ck, "host allocation failed");
+    goto done;
+  }
+  if (dev_make(ck, &v, &p) || gt_buf_alloc(ck, &logits, dt, (size_t)(tokens * ld))) goto done;
+  for (int64_t i = 0; i < tokens * ld; i++) /* a coarse grid: ties happen */
+    gt_put(dt, logits.host, (size_t)i, (double)tu_rng_range(&r, -16, 16) / 4);
+  if (gt_buf_upload(ck, &logits)) goto done;
+  /* the definition: the router into the layer's ids and weights, then the layer */
+  ckjit_status st = ckjit_topk_softmax(dt, tokens, c.experts, logits.dev, ld, c.k, renormalize, v.tw.dev, CKJIT_I32,
+                                       v.ids.dev, NULL);
+  if (st != CKJIT_SUCCESS) {
+    gt_fail(ck, "ckjit_topk_softmax returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    goto done;
+  }
+  int32_t inv;
+  if (call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv)) goto done;
+  const size_t ybytes = v.y.elems * gt_esize(c.dtype);
+  if (!(first = malloc(ybytes))) abort();
+  memcpy(first, v.y.host, ybytes);
+  /* the call, with exactly the workspace its query asks for */
+  ckjit_fused_moe_desc d = v.d;
+  d.topk_ids = NULL, d.topk_weights = NULL, d.ids_dtype = CKJIT_I64; /* not read */
+  d.workspace_bytes = ckjit_fused_moe_router_workspace_size(&d);
+  if (d.workspace_bytes < v.ws_bytes + 2 * 4 * (size_t)(tokens * c.k)) {
+    gt_fail(ck, "ckjit_fused_moe_router_workspace_size %zu: less than the layer's %zu plus the routing", d.workspace_bytes,
+            v.ws_bytes);
+    goto done;
+  }
+  if (gt_buf_alloc(ck, &rws, CKJIT_I8, d.workspace_bytes) || gt_buf_poison(ck, &rws) || gt_buf_poison(ck, &v.y)) goto done;
+  d.workspace = rws.dev;
+  d.workspace_bytes -= 1;
+  st = ckjit_fused_moe_router(&d, dt, logits.dev, ld, renormalize, NULL);
+  if (st != CKJIT_ERROR_INVALID_ARGUMENT) gt_fail(ck, "a workspace one byte short gave %s", ckjit_status_string(st));
+  else gt_pass(ck);
+  d.workspace_bytes += 1;
+  st = ckjit_fused_moe_router(&d, dt, logits.dev, ld, renormalize, NULL);
+  if (st != CKJIT_SUCCESS) {
+    gt_fail(ck, "ckjit_fused_moe_router returned %s: %s", ckjit_status_string(st), ckjit_last_error());
+    goto done;
+  }
+  if (gt_sync(ck) || gt_buf_download(ck, &v.y, NULL)) goto done;
+  size_t differ = 0, at = 0;
+  for (size_t i = 0; i < ybytes; i++)
+    if (v.y.host[i] != first[i] && !differ++) at = i;
+  if (differ) gt_fail(ck, "y: %zu of %zu bytes differ from topk_softmax + fused_moe (first at byte %zu)", differ, ybytes, at);
+  else gt_pass(ck);
+done:
+  free(first);
+  gt_buf_free(&logits);
+  gt_buf_free(&rws);
+  dev_free(&v);
+  fm_host_free(&p);
+  gt_check_end(ck);
+  return ck->failures - f0;
+}
+
 /* ---- the suite --------------------------------------------------------------------------------- */
 
 static int requires(gt_ctx *ctx, char *why, size_t len) {
@@ -545,9 +621,13 @@ static gt_result run(gt_ctx *ctx) {
   failed += graph_replay(ctx, count, s, CKJIT_BF16) != 0;
   failed += graph_replay(ctx, count + 1, s ^ 1, CKJIT_FP8_E4M3) != 0; /* block-scaled (mk's default) */
   failed += moe_check(ctx, count + 2, ctx->seed ^ (0x9E3779B97F4A7C15ull * (count + 3))) != 0;
-  printf("fused_moe: %zu cases (%d failed), %ld checks, %ld failures\n", count + 3, failed, ctx->ck->checks,
+  s = ctx->seed ^ (0x9E3779B97F4A7C15ull * (count + 4));
+  failed += router_check(ctx, count + 3, s, 1, CKJIT_F32, 0) != 0;
+  failed += router_check(ctx, count + 4, s ^ 1, 77, CKJIT_BF16, 1) != 0;
+  failed += router_check(ctx, count + 5, s ^ 2, 700, CKJIT_F16, 0) != 0;
+  printf("fused_moe: %zu cases (%d failed), %ld checks, %ld failures\n", count + 6, failed, ctx->ck->checks,
          ctx->ck->failures);
-  return (gt_result){(long)count + 3, failed};
+  return (gt_result){(long)count + 6, failed};
 }
 
 static const gt_suite suite = {
