@@ -23,6 +23,15 @@
  *   invalid           (optional, one int32) entries whose id is outside
  *                     0 .. experts - 1: they are left out of every run.
  *
+ * Expert parallelism: with expert_map set, this device holds `experts` of
+ * global_experts experts and topk_ids name global experts: expert_map
+ * (device int32 [global_experts]) gives each global expert its local one,
+ * 0 .. experts - 1, or -1 for an expert held elsewhere.  Entries routed
+ * elsewhere are left out of every run and are not invalid; invalid counts
+ * ids outside 0 .. global_experts - 1 and map entries outside -1 ..
+ * experts - 1 (those entries are left out too).  expert_map NULL: the ids
+ * are the local experts (global_experts is not read).
+ *
  * Experts with no entries have an empty run and no tile.  The capacity
  * (elements of sorted_ids) is ckjit_moe_sort_capacity(tokens, k, experts,
  * tile_m): the largest padded total any routing can give, rounded up to
@@ -51,6 +60,8 @@ typedef struct ckjit_moe_sort_desc {
   int32_t *tile_experts;       /* capacity / tile_m */
   int32_t *total_rows;         /* NULL or 1 */
   int32_t *invalid;            /* NULL or 1 */
+  const int32_t *expert_map;   /* NULL, or global_experts entries (expert parallelism) */
+  int32_t global_experts;      /* 1 .. 2^20 with expert_map */
 } ckjit_moe_sort_desc;
 
 /* Zeroes desc, then tile_m 128 and ids_dtype CKJIT_I32. */
@@ -98,7 +109,13 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  * CKJIT_I32 or CKJIT_I64) and topk_weights (f32) are [tokens][k], contiguous;
  * the weights are used as given (no renormalization), and a token may name
  * one expert in several slots (each slot contributes).
- * An id outside 0 .. experts - 1 contributes nothing (no weight of any
+ * Expert parallelism: with expert_map set (as ckjit_moe_sort's), topk_ids
+ * name global experts, the weights hold this device's `experts` local
+ * ones, and y sums only the slots routed to them: a slot whose expert is
+ * held elsewhere (map entry -1) contributes nothing and is not invalid;
+ * the other devices' layers add the rest (e.g. an all-reduce of y).
+ * An id outside 0 .. experts - 1 (with a map: outside 0 .. global_experts
+ * - 1, or mapped outside -1 .. experts - 1) contributes nothing (no weight of any
  * expert is read for it) and is counted into *invalid (device int32,
  * optional; written by every call with tokens > 0, untouched at tokens 0).  With CKJIT_MOE_CHECK=1 in the environment
  * (a debug option) the call waits for the stream and fails with
@@ -141,6 +158,8 @@ typedef struct ckjit_fused_moe_desc {
   void *workspace;
   size_t workspace_bytes;
   int32_t *invalid;               /* NULL, or one device int32 */
+  const int32_t *expert_map;      /* NULL, or [global_experts] global -> local expert or -1 */
+  int32_t global_experts;         /* 1 .. 2^20 with expert_map */
 } ckjit_fused_moe_desc;
 /* Zeroes desc, then dtype and weight_dtype CKJIT_BF16, ids_dtype CKJIT_I32,
  * weight_scaling CKJIT_FP8_SCALE_BLOCK and activation SILU. */

@@ -21,7 +21,8 @@
  *            (row) under quantization;
  *   combine: dst row t (t < rows tokens) = sum over s < k of src row t * k
  *            + s, in order, where topk_ids[t * k + s] is in 0 .. experts
- *            - 1.
+ *            - 1 (with expert_map, of global_experts entries: where the
+ *            id's map entry is).
  * Rows have cols elements, 8-element (16-byte) pieces; ld_* in elements.
  * A gather block moves whole rows; a combine block one unit of a row's
  * CKJIT_MOE_PERMUTE_PASS columns (unit u: row u / units_per_row, columns
@@ -41,8 +42,11 @@
   X(long long, cols, 72)                                                       \
   X(long long, entries, 80)                                                    \
   X(int, k, 88)                                                                \
-  X(int, experts, 92)
-CKJIT_ABI_STRUCT(ckjit_moe_permute_args, CKJIT_MOE_PERMUTE_FIELDS, 96)
+  X(int, experts, 92)                                                          \
+  X(const int *, expert_map, 96)                                               \
+  X(int, global_experts, 104)                                                  \
+  X(int, reserved, 108)
+CKJIT_ABI_STRUCT(ckjit_moe_permute_args, CKJIT_MOE_PERMUTE_FIELDS, 112)
 #define CKJIT_MOE_PERMUTE_PARAM(X) X(ckjit_moe_permute_args, x, 0)
 
 #endif

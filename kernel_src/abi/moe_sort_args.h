@@ -10,7 +10,8 @@
 
 /* include/ckjit/moe.h's ckjit_moe_sort: topk_ids' `entries` (tokens * k)
  * ids, int64 when ids_i64; the outputs as that header says (total and
- * invalid may be NULL); capacity: sorted_ids' elements. */
+ * invalid may be NULL); capacity: sorted_ids' elements; expert_map (NULL,
+ * or global_experts entries) as the header's expert parallelism. */
 #define CKJIT_MOE_SORT_FIELDS(X)                                               \
   X(const void *, topk_ids, 0)                                                 \
   X(int *, sorted_ids, 8)                                                      \
@@ -22,8 +23,11 @@
   X(long long, entries, 56)                                                    \
   X(long long, capacity, 64)                                                   \
   X(int, experts, 72)                                                          \
-  X(int, tile_m, 76)
-CKJIT_ABI_STRUCT(ckjit_moe_sort_args, CKJIT_MOE_SORT_FIELDS, 80)
+  X(int, tile_m, 76)                                                           \
+  X(const int *, expert_map, 80)                                               \
+  X(int, global_experts, 88)                                                   \
+  X(int, reserved, 92)
+CKJIT_ABI_STRUCT(ckjit_moe_sort_args, CKJIT_MOE_SORT_FIELDS, 96)
 #define CKJIT_MOE_SORT_PARAM(X) X(ckjit_moe_sort_args, x, 0)
 
 #endif

@@ -12,6 +12,7 @@
 // front-end keeps rows and strides in whole pieces).
 #include "core/prelude.h"
 #include "abi/moe_permute_args.h"
+#include "moe/local_expert.h"
 // @PARAMETERS@
 
 typedef DTYPE T;
@@ -125,8 +126,8 @@ CKJIT_INLINE void combine_unit(const ckjit_moe_permute_args &x, long long tok, l
 #pragma unroll
     for (int j = 0; j < SLOTS_IN_FLIGHT; j++) {
       const int s = s0 + j;
-      const long long e = s < x.k ? (long long)ids[s] : -1;
-      routed[j] = e >= 0 && e < x.experts; // routed nowhere: no row was written
+      // routed nowhere or to another device: no row was written
+      routed[j] = s < x.k && moe_local_expert((long long)ids[s], x.experts, x.expert_map, x.global_experts) >= 0;
       if (routed[j]) w[j] = ckjit_load<T, PIECE>(src + s * x.ld_src + c);
     }
 #pragma unroll

@@ -11,6 +11,7 @@
 // run and the totals.
 #include "core/prelude.h"
 #include "abi/moe_sort_args.h"
+#include "moe/local_expert.h"
 // @PARAMETERS@
 
 #define MAX_EXPERTS 1024
@@ -64,9 +65,12 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
   __shared__ int hist[MAX_EXPERTS];
   __shared__ int warp_sums[WARPS];
   __shared__ __align__(16) unsigned char match[THREADS * PER];
+  __shared__ int elsewhere; // (block 0) entries routed to another device's experts
   const int e = blockIdx.x, t = threadIdx.x;
   const IDS *ids = static_cast<const IDS *>(x.topk_ids);
+  auto local = [&](long long id) { return moe_local_expert(id, x.experts, x.expert_map, x.global_experts); };
   for (int j = t; j < x.experts; j += THREADS) hist[j] = 0;
+  if (t == 0) elsewhere = 0;
   __syncthreads();
   for (long long base = 0; base < x.entries; base += (long long)THREADS * PER) {
     long long id[PER];
@@ -76,8 +80,12 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
       id[v] = i < x.entries ? (long long)ids[i] : -1;
     }
 #pragma unroll
-    for (int v = 0; v < PER; v++)
-      if (id[v] >= 0 && id[v] < x.experts) atomicAdd(&hist[id[v]], 1);
+    for (int v = 0; v < PER; v++) {
+      if (base + v * THREADS + t >= x.entries) continue;
+      const int le = local(id[v]);
+      if (le >= 0) atomicAdd(&hist[le], 1);
+      else if (le == MOE_ELSEWHERE && e == 0) atomicAdd(&elsewhere, 1);
+    }
   }
   __syncthreads();
   // Where this expert's run starts (the padded runs of the experts before
@@ -100,7 +108,7 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
 #pragma unroll
     for (int v = 0; v < PER; v++) {
       const long long i = base + v * THREADS + t;
-      match[v * THREADS + t] = i < x.entries && ids[i] == e;
+      match[v * THREADS + t] = i < x.entries && local(ids[i]) == e;
     }
     __syncthreads();
     const uint4 mine4 = *reinterpret_cast<const uint4 *>(&match[t * PER]);
@@ -127,7 +135,7 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
     if (x.invalid) {
       long long valid = 0;
       for (int j = 0; j < x.experts; j++) valid += hist[j];
-      *x.invalid = (int)(x.entries - valid);
+      *x.invalid = (int)(x.entries - valid - elsewhere);
     }
   }
 }

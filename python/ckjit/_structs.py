@@ -147,7 +147,8 @@ class MoeSortDesc(ctypes.Structure):
     _fields_ = [('tokens', I64), ('k', ctypes.c_int32), ('experts', ctypes.c_int32),
                 ('tile_m', ctypes.c_int32), ('ids_dtype', ENUM), ('topk_ids', PTR),
                 ('sorted_ids', PTR), ('expert_offsets', PTR), ('expert_counts', PTR),
-                ('tile_experts', PTR), ('total_rows', PTR), ('invalid', PTR)]
+                ('tile_experts', PTR), ('total_rows', PTR), ('invalid', PTR),
+                ('expert_map', PTR), ('global_experts', ctypes.c_int32)]
 
 
 class FusedMoeDesc(ctypes.Structure):
@@ -157,7 +158,7 @@ class FusedMoeDesc(ctypes.Structure):
                 ('weight_dtype', ENUM), ('w_gate_up', PTR), ('w_down', PTR),
                 ('weight_scaling', ENUM), ('scale_gate_up', PTR), ('scale_down', PTR),
                 ('activation', ENUM), ('workspace', PTR), ('workspace_bytes', SIZE),
-                ('invalid', PTR)]
+                ('invalid', PTR), ('expert_map', PTR), ('global_experts', ctypes.c_int32)]
 
 
 class AttentionStrides(ctypes.Structure):

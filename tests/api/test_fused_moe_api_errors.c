@@ -138,6 +138,8 @@ static void test_desc_init(void **state) {
   assert_null(d.workspace);
   assert_int_equal(d.workspace_bytes, 0);
   assert_null(d.invalid);
+  assert_null(d.expert_map);
+  assert_int_equal(d.global_experts, 0);
 }
 
 /* ---- the workspace query ---------------------------------------------------------------------- */
@@ -287,6 +289,9 @@ static void test_pointers(void **state) {
   BAD(0, "workspace one byte short", d->workspace_bytes -= 1);
   BAD(1, "fp8: workspace one byte short", d->workspace_bytes -= 1);
   BAD(0, "workspace_bytes 0", d->workspace_bytes = 0);
+  BAD(0, "expert_map with global_experts 0", d->expert_map = AE_FAKE_DEV(12), d->global_experts = 0);
+  BAD(0, "expert_map with global_experts -1", d->expert_map = AE_FAKE_DEV(12), d->global_experts = -1);
+  BAD(0, "expert_map 1-byte aligned", d->expert_map = OFF(AE_FAKE_DEV(12), 1), d->global_experts = 64);
   if (ws_of(0, 10, 2, 256, 128) < ws_of(0, 100, 2, 256, 128)) /* (test_workspace_size: it grows) */
     BAD(0, "the workspace for 10 tokens with 100", d->tokens = 10, fit(&c), d->tokens = 100);
 }
@@ -302,6 +307,8 @@ static void test_valid(void **state) {
         d->activation = CKJIT_UNARY_GELU_TANH, fit(&c));
   VALID(1, "fp8, f16, gelu_erf", d->dtype = CKJIT_F16, d->activation = CKJIT_UNARY_GELU_ERF, fit(&c));
   VALID(0, "invalid given", d->invalid = AE_FAKE_DEV(10));
+  VALID(0, "an expert map: 8 local of 256 global experts", d->expert_map = AE_FAKE_DEV(12), d->global_experts = 256);
+  VALID(1, "fp8, global_experts ignored without a map", d->global_experts = -3);
   VALID(0, "16-bit weights: the scales and weight_scaling are not read", d->weight_scaling = CKJIT_FP8_SCALE_TENSOR);
   VALID(0, "ldx, ldy wider", d->ldx = 256 + 24, d->ldy = 256 + 8);
   VALID(0, "a larger workspace", d->workspace_bytes += 4096);

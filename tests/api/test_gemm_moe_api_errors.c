@@ -179,6 +179,8 @@ static void test_sort(void **state) {
   assert_int_equal(d.tokens, 0);
   assert_null(d.sorted_ids);
   assert_null(d.invalid);
+  assert_null(d.expert_map);
+  assert_int_equal(d.global_experts, 0);
   /* capacity: tokens * k + experts * (tile_m - 1), rounded up to tile_m, at least tile_m */
   assert_int_equal(ckjit_moe_sort_capacity(100, 8, 64, 128), 8960);
   assert_int_equal(ckjit_moe_sort_capacity(0, 1, 8, 1), 1);
@@ -208,8 +210,19 @@ static void test_sort(void **state) {
   BAD_SORT("topk_ids int64 4-byte aligned", s->ids_dtype = CKJIT_I64, s->topk_ids = (const char *)AE_FAKE_DEV(1) + 4);
   BAD_SORT("sorted_ids 2-byte aligned", s->sorted_ids = (int32_t *)((char *)AE_FAKE_DEV(2) + 2));
   BAD_SORT("invalid 1-byte aligned", s->invalid = (int32_t *)((char *)AE_FAKE_DEV(6) + 1));
+  BAD_SORT("expert_map with global_experts 0", s->expert_map = AE_FAKE_DEV(8), s->global_experts = 0);
+  BAD_SORT("expert_map with global_experts 2^20 + 1", s->expert_map = AE_FAKE_DEV(8),
+           s->global_experts = (1 << 20) + 1);
+  BAD_SORT("expert_map 2-byte aligned", s->expert_map = (const int32_t *)((char *)AE_FAKE_DEV(8) + 2),
+           s->global_experts = 256);
   call c = sort_call("valid, int64 ids, total and invalid given");
   c.s.ids_dtype = CKJIT_I64, c.s.total_rows = AE_FAKE_DEV(6), c.s.invalid = AE_FAKE_DEV(7);
+  valid(c);
+  c = sort_call("valid, an expert map: 64 local of 1024 global experts");
+  c.s.expert_map = AE_FAKE_DEV(8), c.s.global_experts = 1024;
+  valid(c);
+  c = sort_call("valid, global_experts ignored without a map");
+  c.s.global_experts = -5;
   valid(c);
   c = sort_call("valid, tokens 0 (topk_ids may be NULL), tile_m 1");
   c.s.tokens = 0, c.s.topk_ids = NULL, c.s.tile_m = 1;

@@ -114,7 +114,8 @@ int main(void) {
   F(ckjit_moe_sort_desc, topk_ids); F(ckjit_moe_sort_desc, sorted_ids);
   F(ckjit_moe_sort_desc, expert_offsets); F(ckjit_moe_sort_desc, expert_counts);
   F(ckjit_moe_sort_desc, tile_experts); F(ckjit_moe_sort_desc, total_rows);
-  F(ckjit_moe_sort_desc, invalid);
+  F(ckjit_moe_sort_desc, invalid); F(ckjit_moe_sort_desc, expert_map);
+  F(ckjit_moe_sort_desc, global_experts);
   end();
   BEGIN(ckjit_fused_moe_desc);
   F(ckjit_fused_moe_desc, tokens); F(ckjit_fused_moe_desc, hidden); F(ckjit_fused_moe_desc, inter);
@@ -127,6 +128,7 @@ int main(void) {
   F(ckjit_fused_moe_desc, scale_gate_up); F(ckjit_fused_moe_desc, scale_down);
   F(ckjit_fused_moe_desc, activation); F(ckjit_fused_moe_desc, workspace);
   F(ckjit_fused_moe_desc, workspace_bytes); F(ckjit_fused_moe_desc, invalid);
+  F(ckjit_fused_moe_desc, expert_map); F(ckjit_fused_moe_desc, global_experts);
   end();
 
   BEGIN(ckjit_attention_strides);

@@ -88,6 +88,9 @@ static ckjit_status check_shape(const ckjit_fused_moe_desc *d) {
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: activation %d must be CKJIT_UNARY_SILU, GELU_TANH or GELU_ERF", api,
                        (int)d->activation);
+  if (d->expert_map && (d->global_experts < 1 || d->global_experts > MOE_SORT_MAX_GLOBAL_EXPERTS))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: global_experts %d with an expert_map: need 1..%d", api,
+                       (int)d->global_experts, MOE_SORT_MAX_GLOBAL_EXPERTS);
   if (!ckjit_moe_sort_capacity(d->tokens, d->k, d->experts, TILE_M))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: tokens %lld x k %d (plus the experts' padding) pass 2^31 - 1 rows", api,
@@ -163,7 +166,8 @@ static ckjit_status check_operands(const ckjit_fused_moe_desc *d, const moe_layo
   if ((uintptr_t)d->x % 16 || (uintptr_t)d->y % 16 || (uintptr_t)d->w_gate_up % 16 ||
       (uintptr_t)d->w_down % 16 || (uintptr_t)d->workspace % ALIGN ||
       (uintptr_t)d->topk_ids % ckjit_dtype_size(d->ids_dtype) || (uintptr_t)d->topk_weights % 4 ||
-      (uintptr_t)d->scale_gate_up % 4 || (uintptr_t)d->scale_down % 4 || (uintptr_t)d->invalid % 4)
+      (uintptr_t)d->scale_gate_up % 4 || (uintptr_t)d->scale_down % 4 || (uintptr_t)d->invalid % 4 ||
+      (uintptr_t)d->expert_map % 4)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: x, y and the weights must be 16-byte aligned, the workspace 256-byte "
                        "aligned, the rest aligned to their elements",
@@ -260,11 +264,13 @@ static ckjit_status prepare(const ckjit_fused_moe_desc *d, moe_layout *l, void *
   if (st) return st;
   layout_of(d, l);
   if ((st = check_operands(d, l))) return st;
-  const void *const operands[] = {d->x, d->y, d->topk_ids, d->topk_weights, d->w_gate_up, d->w_down,
-                                  d->scale_gate_up, d->scale_down, d->workspace, d->invalid};
-  static const char *const names[] = {"x", "y", "topk_ids", "topk_weights", "w_gate_up", "w_down",
-                                      "scale_gate_up", "scale_down", "workspace", "invalid"};
-  if ((st = ckjit__check_pointers(stream, api, 10, operands, names))) return st;
+  const void *const operands[] = {d->x,          d->y,          d->topk_ids,   d->topk_weights,
+                                  d->w_gate_up,  d->w_down,     d->scale_gate_up, d->scale_down,
+                                  d->workspace,  d->invalid,    d->expert_map};
+  static const char *const names[] = {"x",         "y",          "topk_ids",      "topk_weights",
+                                      "w_gate_up", "w_down",     "scale_gate_up", "scale_down",
+                                      "workspace", "invalid",    "expert_map"};
+  if ((st = ckjit__check_pointers(stream, api, 11, operands, names))) return st;
   if ((st = ckjit__stream_gpu(stream, gpu))) return st;
   if (!ckjit__arch_has_wgmma((*gpu)->arch) || !(*gpu)->device.tensor_map_encode)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
@@ -291,6 +297,7 @@ static ckjit_status run_layer(const ckjit_fused_moe_desc *d, const moe_layout *l
   sort.expert_counts = (int32_t *)(ws + l.counts);
   sort.tile_experts = (int32_t *)(ws + l.tiles);
   sort.invalid = invalid;
+  sort.expert_map = d->expert_map, sort.global_experts = d->global_experts;
   if ((st = ckjit_moe_sort(&sort, stream))) return st;
 
   const int64_t entries = d->tokens * d->k;
@@ -322,7 +329,8 @@ static ckjit_status run_layer(const ckjit_fused_moe_desc *d, const moe_layout *l
 
   const ckjit_moe_permute_args combine = {
       .src = ws + l.z, .dst = d->y, .topk_ids = d->topk_ids, .ld_src = d->hidden, .ld_dst = d->ldy,
-      .rows = d->tokens, .cols = d->hidden, .entries = entries, .k = d->k, .experts = d->experts};
+      .rows = d->tokens, .cols = d->hidden, .entries = entries, .k = d->k, .experts = d->experts,
+      .expert_map = d->expert_map, .global_experts = d->expert_map ? d->global_experts : 0};
   if ((st = permute(gpu, DIR_COMBINE, d, QUANT_NONE, &combine, stream))) return st;
   return debug_check(invalid, stream);
 }

@@ -55,7 +55,12 @@ static ckjit_status validate(const ckjit_moe_sort_desc *d, int64_t *capacity) {
                        "%s: topk_ids, sorted_ids, expert_offsets, expert_counts and tile_experts must "
                        "not be NULL",
                        api);
-  if ((uintptr_t)d->topk_ids % is || (uintptr_t)d->sorted_ids % 4 || (uintptr_t)d->expert_offsets % 4 ||
+  if (d->expert_map && (d->global_experts < 1 || d->global_experts > MOE_SORT_MAX_GLOBAL_EXPERTS))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: global_experts %d with an expert_map: need 1..%d", api, (int)d->global_experts,
+                       MOE_SORT_MAX_GLOBAL_EXPERTS);
+  if ((uintptr_t)d->expert_map % 4 ||
+      (uintptr_t)d->topk_ids % is || (uintptr_t)d->sorted_ids % 4 || (uintptr_t)d->expert_offsets % 4 ||
       (uintptr_t)d->expert_counts % 4 || (uintptr_t)d->tile_experts % 4 ||
       (uintptr_t)d->total_rows % 4 || (uintptr_t)d->invalid % 4)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: every array must be aligned to its element size",
@@ -67,11 +72,11 @@ ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *d, void *stream) {
   int64_t capacity = 0;
   ckjit_status st = validate(d, &capacity);
   if (st) return st;
-  const void *const operands[] = {d->topk_ids,    d->sorted_ids,   d->expert_offsets, d->expert_counts,
-                                  d->tile_experts, d->total_rows, d->invalid};
+  const void *const operands[] = {d->topk_ids,    d->sorted_ids, d->expert_offsets, d->expert_counts,
+                                  d->tile_experts, d->total_rows, d->invalid,        d->expert_map};
   static const char *const names[] = {"topk_ids",     "sorted_ids", "expert_offsets", "expert_counts",
-                                      "tile_experts", "total_rows", "invalid"};
-  if ((st = ckjit__check_pointers(stream, api, 7, operands, names))) return st;
+                                      "tile_experts", "total_rows", "invalid",        "expert_map"};
+  if ((st = ckjit__check_pointers(stream, api, 8, operands, names))) return st;
   ckjit_gpu *gpu;
   if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
   ckjit_launch_plan p;
@@ -84,6 +89,8 @@ ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *d, void *stream) {
                                  .offsets = d->expert_offsets, .counts = d->expert_counts,
                                  .tile_experts = d->tile_experts, .total = d->total_rows,
                                  .invalid = d->invalid, .entries = d->tokens * d->k,
-                                 .capacity = capacity, .experts = d->experts, .tile_m = d->tile_m};
+                                 .capacity = capacity, .experts = d->experts, .tile_m = d->tile_m,
+                                 .expert_map = d->expert_map,
+                                 .global_experts = d->expert_map ? d->global_experts : 0};
   return ckjit__op_run(gpu, &p, &x, &ckjit_abi_by_value, stream);
 }

@@ -10,5 +10,7 @@
 enum { MS_IDS, MS_THREADS, MS_COUNT };
 enum { CKJIT_MOE_SORT_IDS(CKJIT_ENUM_CONSTANT) };
 enum { MOE_SORT_MAX_EXPERTS = 1024, MOE_SORT_MAX_K = 64, MOE_SORT_MAX_TILE = 1024 };
+/* Expert parallelism: the most global experts an expert_map may name. */
+#define MOE_SORT_MAX_GLOBAL_EXPERTS (1 << 20)
 
 #endif

@@ -510,6 +510,74 @@ done:
   return ck->failures - f0;
 }
 
+/* Expert parallelism against its definition: the layer with an expert_map
+ * (16 local of 48 global experts, ids naming global experts) gives the same
+ * y bytes as the layer on the local ids with every slot routed elsewhere
+ * given id -1 (nothing is read for either); *invalid counts only the ids
+ * outside the routing (the one planted), not the slots routed elsewhere. */
+static long ep_check(gt_ctx *ctx, size_t index, uint64_t seed) {
+  gt_check *ck = ctx->ck;
+  const long f0 = ck->failures;
+  enum { LOCAL = 16, GLOBAL = 48 };
+  fm_case c = mk("expert parallel", 300, LOCAL, 4, 272, 144, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
+  tu_rng r = {seed ^ 0xA54FF53Aull};
+  fm_host p;
+  fm_dev v;
+  gt_buf map;
+  memset(&v, 0, sizeof v), memset(&map, 0, sizeof map);
+  uint8_t *first = NULL;
+  int64_t *global = NULL;
+  begin(ck, "expert parallel", index, &c, seed);
+  if (fm_host_make(&p, &c, seed, ctx->threads)) {
+    gt_fail(ck, "host allocation failed");
+    goto done;
+  }
+  /* global g holds local expert g % 16 for g < 32 (two global names each),
+   * the rest live elsewhere */
+  if (gt_buf_alloc(ck, &map, CKJIT_I32, GLOBAL)) goto done;
+  for (int g = 0; g < GLOBAL; g++) ((int32_t *)(void *)map.host)[g] = g < 2 * LOCAL ? g % LOCAL : -1;
+  if (gt_buf_upload(ck, &map)) goto done;
+  const int64_t n = c.tokens * c.k;
+  if (!(global = malloc(sizeof(int64_t) * (size_t)n))) abort();
+  int64_t elsewhere = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t e = p.ids[i]; /* a local expert */
+    if (tu_rng_range(&r, 0, 2) == 0) { /* routed elsewhere: the local run reads id -1 */
+      global[i] = 2 * LOCAL + tu_rng_range(&r, 0, GLOBAL - 2 * LOCAL - 1), p.ids[i] = -1, elsewhere++;
+    } else {
+      global[i] = e + LOCAL * tu_rng_range(&r, 0, 1);
+    }
+  }
+  global[7] = GLOBAL + 3, p.ids[7] = -1; /* outside the routing: invalid in both */
+  if (dev_make(ck, &v, &p)) goto done; /* the local ids */
+  int32_t inv_local, inv_ep;
+  if (call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv_local)) goto done;
+  check_output(ck, ctx, &p, &v, inv_local, &r); /* the local run against the reference */
+  const size_t ybytes = v.y.elems * gt_esize(c.dtype);
+  if (!(first = malloc(ybytes))) abort();
+  memcpy(first, v.y.host, ybytes);
+  for (int64_t i = 0; i < n; i++) ((int32_t *)(void *)v.ids.host)[i] = (int32_t)global[i];
+  if (gt_buf_upload(ck, &v.ids) || gt_buf_poison(ck, &v.y)) goto done;
+  v.d.expert_map = map.dev, v.d.global_experts = GLOBAL;
+  if (call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv_ep)) goto done;
+  size_t differ = 0, at = 0;
+  for (size_t i = 0; i < ybytes; i++)
+    if (v.y.host[i] != first[i] && !differ++) at = i;
+  if (differ) gt_fail(ck, "y: %zu of %zu bytes differ from the local run (first at byte %zu)", differ, ybytes, at);
+  else gt_pass(ck);
+  if (inv_ep != 1 || inv_local != 1 + (int32_t)elsewhere)
+    gt_fail(ck, "*invalid %d with the map, %d without: want 1 and 1 + %lld", inv_ep, inv_local, (long long)elsewhere);
+  else gt_pass(ck);
+done:
+  free(first);
+  free(global);
+  gt_buf_free(&map);
+  dev_free(&v);
+  fm_host_free(&p);
+  gt_check_end(ck);
+  return ck->failures - f0;
+}
+
 /* ckjit_fused_moe_router against its definition, ckjit_topk_softmax then
  * ckjit_fused_moe: y the same bytes (its padding and guard included), for
  * random logits (sometimes tied, so the tie rule shows), `dt` logits with a
@@ -625,9 +693,10 @@ static gt_result run(gt_ctx *ctx) {
   failed += router_check(ctx, count + 3, s, 1, CKJIT_F32, 0) != 0;
   failed += router_check(ctx, count + 4, s ^ 1, 77, CKJIT_BF16, 1) != 0;
   failed += router_check(ctx, count + 5, s ^ 2, 700, CKJIT_F16, 0) != 0;
-  printf("fused_moe: %zu cases (%d failed), %ld checks, %ld failures\n", count + 6, failed, ctx->ck->checks,
+  failed += ep_check(ctx, count + 6, s ^ 3) != 0;
+  printf("fused_moe: %zu cases (%d failed), %ld checks, %ld failures\n", count + 7, failed, ctx->ck->checks,
          ctx->ck->failures);
-  return (gt_result){(long)count + 6, failed};
+  return (gt_result){(long)count + 7, failed};
 }
 
 static const gt_suite suite = {
