@@ -60,17 +60,25 @@ CKJIT_INLINE int block_scan(int v, int *warp_sums, int &total) {
   return before + inc - v;
 }
 
+// MAP (a spec parameter): the ids go through an expert map (expert
+// parallelism).  The kernel without one is the plain sort, its lookups
+// compiled out (behind a runtime test they made ptxas spill, and the sort
+// ran 2x slower: bench/NOTES.md).
 extern "C" __global__ void __launch_bounds__(THREADS)
 ckjit_moe_sort(const ckjit_moe_sort_args x) {
   __shared__ int hist[MAX_EXPERTS];
   __shared__ int warp_sums[WARPS];
   __shared__ __align__(16) unsigned char match[THREADS * PER];
-  __shared__ int elsewhere; // (block 0) entries routed to another device's experts
   const int e = blockIdx.x, t = threadIdx.x;
   const IDS *ids = static_cast<const IDS *>(x.topk_ids);
-  auto local = [&](long long id) { return moe_local_expert(id, x.experts, x.expert_map, x.global_experts); };
-  for (int j = t; j < x.experts; j += THREADS) hist[j] = 0;
+#if MAP
+  __shared__ int elsewhere; // (block 0) entries routed to another device's experts
+  const int experts = x.experts, global_experts = x.global_experts;
+  const int *const map = x.expert_map;
+  auto local = [=](long long id) { return moe_local_expert(id, experts, map, global_experts); };
   if (t == 0) elsewhere = 0;
+#endif
+  for (int j = t; j < x.experts; j += THREADS) hist[j] = 0;
   __syncthreads();
   for (long long base = 0; base < x.entries; base += (long long)THREADS * PER) {
     long long id[PER];
@@ -79,6 +87,7 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
       const long long i = base + v * THREADS + t;
       id[v] = i < x.entries ? (long long)ids[i] : -1;
     }
+#if MAP
 #pragma unroll
     for (int v = 0; v < PER; v++) {
       if (base + v * THREADS + t >= x.entries) continue;
@@ -86,6 +95,11 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
       if (le >= 0) atomicAdd(&hist[le], 1);
       else if (le == MOE_ELSEWHERE && e == 0) atomicAdd(&elsewhere, 1);
     }
+#else
+#pragma unroll
+    for (int v = 0; v < PER; v++)
+      if (id[v] >= 0 && id[v] < x.experts) atomicAdd(&hist[id[v]], 1);
+#endif
   }
   __syncthreads();
   // Where this expert's run starts (the padded runs of the experts before
@@ -108,7 +122,11 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
 #pragma unroll
     for (int v = 0; v < PER; v++) {
       const long long i = base + v * THREADS + t;
+#if MAP
       match[v * THREADS + t] = i < x.entries && local(ids[i]) == e;
+#else
+      match[v * THREADS + t] = i < x.entries && ids[i] == e;
+#endif
     }
     __syncthreads();
     const uint4 mine4 = *reinterpret_cast<const uint4 *>(&match[t * PER]);
@@ -135,7 +153,10 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
     if (x.invalid) {
       long long valid = 0;
       for (int j = 0; j < x.experts; j++) valid += hist[j];
-      *x.invalid = (int)(x.entries - valid - elsewhere);
+#if MAP
+      valid += elsewhere; // routed elsewhere: not invalid
+#endif
+      *x.invalid = (int)(x.entries - valid);
     }
   }
 }

@@ -83,6 +83,7 @@ ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *d, void *stream) {
   ckjit__plan_init(&p, CKJIT_FAMILY_MOE_SORT);
   p.spec.value[MS_IDS] = d->ids_dtype == CKJIT_I64 ? IDS_I64 : IDS_I32;
   p.spec.value[MS_THREADS] = 256;
+  p.spec.value[MS_MAP] = d->expert_map != NULL;
   p.grid[0] = (unsigned)d->experts;
   p.block[0] = 256;
   const ckjit_moe_sort_args x = {.topk_ids = d->topk_ids, .sorted_ids = d->sorted_ids,

@@ -6,8 +6,11 @@
 #include "abi/moe_sort_args.h"
 #include "runtime/spec.h"
 
-/* ids: topk_ids' integer type; threads per block (one block per expert). */
-enum { MS_IDS, MS_THREADS, MS_COUNT };
+/* ids: topk_ids' integer type; threads per block (one block per expert);
+ * map: 1 for an expert map (expert parallelism), compiled only where used
+ * (with both forms in one kernel ptxas spilled and the sort ran 2x slower:
+ * bench/NOTES.md). */
+enum { MS_IDS, MS_THREADS, MS_MAP, MS_COUNT };
 enum { CKJIT_MOE_SORT_IDS(CKJIT_ENUM_CONSTANT) };
 enum { MOE_SORT_MAX_EXPERTS = 1024, MOE_SORT_MAX_K = 64, MOE_SORT_MAX_TILE = 1024 };
 /* Expert parallelism: the most global experts an expert_map may name. */

@@ -11,6 +11,7 @@ CKJIT_ENUM_TABLES(moe_ids, CKJIT_MOE_SORT_IDS)
 static const ckjit_param_desc params[MS_COUNT] = {
     [MS_IDS] = {.name = "ids", .macro = "IDS_TYPE", .names = moe_ids_names, .symbols = moe_ids_symbols},
     [MS_THREADS] = CKJIT_INT_PARAM("threads", 64, 1024, 256),
+    [MS_MAP] = CKJIT_INT_PARAM("map", 0, 1, 0),
 };
 
 static ckjit_status check(const ckjit_spec *s) {
@@ -20,13 +21,15 @@ static ckjit_status check(const ckjit_spec *s) {
   return CKJIT_SUCCESS;
 }
 
-/* Default set: both id types, 256 threads (the front-end's choice). */
+/* Default set: both id types, with and without an expert map, 256 threads
+ * (the front-end's choice). */
 static int default_spec(size_t index, ckjit_spec *out) {
-  if (index >= 2) return 0;
+  if (index >= 4) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_MOE_SORT;
-  out->value[MS_IDS] = (int32_t)index;
+  out->value[MS_IDS] = (int32_t)(index % 2);
   out->value[MS_THREADS] = 256;
+  out->value[MS_MAP] = (int32_t)(index / 2);
   return 1;
 }
 
