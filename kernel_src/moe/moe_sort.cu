@@ -6,9 +6,9 @@
 // its entries in entry order, a chunk of THREADS x PER entries at a time
 // (each thread PER consecutive entries; see PER): a block-wide scan of the
 // threads' match counts places each thread's matches after the earlier
-// threads' and chunks' (stable, so the result is the same bits every run).  Block e also pads its run, writes its tiles'
-// expert and its offset and count; block 0 writes the tail past the last
-// run and the totals.
+// threads' and chunks' (stable, so the result is the same bits every run).
+// Block e also pads its run, writes its tiles' expert and its offset and
+// count; block 0 writes the tail past the last run and the totals.
 #include "core/prelude.h"
 #include "abi/moe_sort_args.h"
 #include "moe/local_expert.h"
@@ -89,8 +89,7 @@ ckjit_moe_sort(const ckjit_moe_sort_args x) {
     }
 #if MAP
 #pragma unroll
-    for (int v = 0; v < PER; v++) {
-      if (base + v * THREADS + t >= x.entries) continue;
+    for (int v = 0; v < PER; v++) { // (past the entries id is -1: invalid, not counted)
       const int le = local(id[v]);
       if (le >= 0) atomicAdd(&hist[le], 1);
       else if (le == MOE_ELSEWHERE && e == 0) atomicAdd(&elsewhere, 1);

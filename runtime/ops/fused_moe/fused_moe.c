@@ -88,9 +88,6 @@ static ckjit_status check_shape(const ckjit_fused_moe_desc *d) {
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: activation %d must be CKJIT_UNARY_SILU, GELU_TANH or GELU_ERF", api,
                        (int)d->activation);
-  if (d->expert_map && (d->global_experts < 1 || d->global_experts > MOE_SORT_MAX_GLOBAL_EXPERTS))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: global_experts %d with an expert_map: need 1..%d", api,
-                       (int)d->global_experts, MOE_SORT_MAX_GLOBAL_EXPERTS);
   if (!ckjit_moe_sort_capacity(d->tokens, d->k, d->experts, TILE_M))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: tokens %lld x k %d (plus the experts' padding) pass 2^31 - 1 rows", api,
@@ -152,6 +149,8 @@ static ckjit_status check_operands(const ckjit_fused_moe_desc *d, const moe_layo
                        "%s: ldx %lld and ldy %lld must be >= hidden %lld and multiples of 8 (rows "
                        "move in 16-byte pieces)",
                        api, (long long)d->ldx, (long long)d->ldy, (long long)d->hidden);
+  ckjit_status st = ckjit__moe_check_map(api, d->expert_map, d->global_experts);
+  if (st) return st;
   const int fp8 = is_fp8_weights(d);
   const void *const need[] = {d->x, d->y, d->topk_ids, d->topk_weights, d->w_gate_up, d->w_down,
                               d->workspace};
@@ -166,8 +165,7 @@ static ckjit_status check_operands(const ckjit_fused_moe_desc *d, const moe_layo
   if ((uintptr_t)d->x % 16 || (uintptr_t)d->y % 16 || (uintptr_t)d->w_gate_up % 16 ||
       (uintptr_t)d->w_down % 16 || (uintptr_t)d->workspace % ALIGN ||
       (uintptr_t)d->topk_ids % ckjit_dtype_size(d->ids_dtype) || (uintptr_t)d->topk_weights % 4 ||
-      (uintptr_t)d->scale_gate_up % 4 || (uintptr_t)d->scale_down % 4 || (uintptr_t)d->invalid % 4 ||
-      (uintptr_t)d->expert_map % 4)
+      (uintptr_t)d->scale_gate_up % 4 || (uintptr_t)d->scale_down % 4 || (uintptr_t)d->invalid % 4)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: x, y and the weights must be 16-byte aligned, the workspace 256-byte "
                        "aligned, the rest aligned to their elements",
@@ -279,9 +277,8 @@ static ckjit_status prepare(const ckjit_fused_moe_desc *d, moe_layout *l, void *
 }
 
 /* The chain of launches (after prepare). */
-static ckjit_status run_layer(const ckjit_fused_moe_desc *d, const moe_layout *lp, ckjit_gpu *gpu,
+static ckjit_status run_layer(const ckjit_fused_moe_desc *d, const moe_layout l, ckjit_gpu *gpu,
                               void *stream) {
-  const moe_layout l = *lp;
   ckjit_status st;
   char *const ws = (char *)d->workspace;
   int32_t *const invalid = d->invalid ? d->invalid : (int32_t *)(ws + l.invalid);
@@ -330,7 +327,7 @@ static ckjit_status run_layer(const ckjit_fused_moe_desc *d, const moe_layout *l
   const ckjit_moe_permute_args combine = {
       .src = ws + l.z, .dst = d->y, .topk_ids = d->topk_ids, .ld_src = d->hidden, .ld_dst = d->ldy,
       .rows = d->tokens, .cols = d->hidden, .entries = entries, .k = d->k, .experts = d->experts,
-      .expert_map = d->expert_map, .global_experts = d->expert_map ? d->global_experts : 0};
+      .expert_map = d->expert_map, .global_experts = d->global_experts};
   if ((st = permute(gpu, DIR_COMBINE, d, QUANT_NONE, &combine, stream))) return st;
   return debug_check(invalid, stream);
 }
@@ -340,7 +337,7 @@ ckjit_status ckjit_fused_moe(const ckjit_fused_moe_desc *d, void *stream) {
   ckjit_gpu *gpu;
   ckjit_status st = prepare(d, &l, stream, &gpu);
   if (st || !d->tokens) return st;
-  return run_layer(d, &l, gpu, stream);
+  return run_layer(d, l, gpu, stream);
 }
 
 /* ---- with the router ------------------------------------------------------------- */
@@ -412,5 +409,5 @@ ckjit_status ckjit_fused_moe_router(const ckjit_fused_moe_desc *d, ckjit_dtype l
   if ((st = ckjit_topk_softmax(logits_dtype, d->tokens, d->experts, logits, ld_logits, d->k, renormalize,
                                (float *)(ws + r.weights), CKJIT_I32, ws + r.ids, stream)))
     return st;
-  return run_layer(&layer, &l, gpu, stream);
+  return run_layer(&layer, l, gpu, stream);
 }

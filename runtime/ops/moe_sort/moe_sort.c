@@ -30,6 +30,17 @@ int64_t ckjit_moe_sort_capacity(int64_t tokens, int k, int experts, int tile_m) 
   return capacity > 0 && capacity <= INT32_MAX ? capacity : 0;
 }
 
+ckjit_status ckjit__moe_check_map(const char *api, const int32_t *expert_map, int32_t global_experts) {
+  if (!expert_map) return CKJIT_SUCCESS;
+  if (global_experts < 1 || global_experts > MOE_SORT_MAX_GLOBAL_EXPERTS)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: global_experts %d with an expert_map: need 1..%d", api,
+                       (int)global_experts, MOE_SORT_MAX_GLOBAL_EXPERTS);
+  if ((uintptr_t)expert_map % 4)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: expert_map %p must be 4-byte aligned", api,
+                       (const void *)expert_map);
+  return CKJIT_SUCCESS;
+}
+
 static ckjit_status validate(const ckjit_moe_sort_desc *d, int64_t *capacity) {
   if (!d) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", api);
   if (d->tokens < 0 || d->k < 1 || d->k > MOE_SORT_MAX_K || d->experts < 1 ||
@@ -55,12 +66,9 @@ static ckjit_status validate(const ckjit_moe_sort_desc *d, int64_t *capacity) {
                        "%s: topk_ids, sorted_ids, expert_offsets, expert_counts and tile_experts must "
                        "not be NULL",
                        api);
-  if (d->expert_map && (d->global_experts < 1 || d->global_experts > MOE_SORT_MAX_GLOBAL_EXPERTS))
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: global_experts %d with an expert_map: need 1..%d", api, (int)d->global_experts,
-                       MOE_SORT_MAX_GLOBAL_EXPERTS);
-  if ((uintptr_t)d->expert_map % 4 ||
-      (uintptr_t)d->topk_ids % is || (uintptr_t)d->sorted_ids % 4 || (uintptr_t)d->expert_offsets % 4 ||
+  ckjit_status st = ckjit__moe_check_map(api, d->expert_map, d->global_experts);
+  if (st) return st;
+  if ((uintptr_t)d->topk_ids % is || (uintptr_t)d->sorted_ids % 4 || (uintptr_t)d->expert_offsets % 4 ||
       (uintptr_t)d->expert_counts % 4 || (uintptr_t)d->tile_experts % 4 ||
       (uintptr_t)d->total_rows % 4 || (uintptr_t)d->invalid % 4)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: every array must be aligned to its element size",
@@ -91,7 +99,6 @@ ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *d, void *stream) {
                                  .tile_experts = d->tile_experts, .total = d->total_rows,
                                  .invalid = d->invalid, .entries = d->tokens * d->k,
                                  .capacity = capacity, .experts = d->experts, .tile_m = d->tile_m,
-                                 .expert_map = d->expert_map,
-                                 .global_experts = d->expert_map ? d->global_experts : 0};
+                                 .expert_map = d->expert_map, .global_experts = d->global_experts};
   return ckjit__op_run(gpu, &p, &x, &ckjit_abi_by_value, stream);
 }

@@ -16,4 +16,9 @@ enum { MOE_SORT_MAX_EXPERTS = 1024, MOE_SORT_MAX_K = 64, MOE_SORT_MAX_TILE = 102
 /* Expert parallelism: the most global experts an expert_map may name. */
 #define MOE_SORT_MAX_GLOBAL_EXPERTS (1 << 20)
 
+/* An expert map's arguments (include/ckjit/moe.h): none, or global_experts
+ * in 1 .. MOE_SORT_MAX_GLOBAL_EXPERTS and the map 4-byte aligned; a failure
+ * names `api`.  ckjit_moe_sort's and ckjit_fused_moe's rule. */
+ckjit_status ckjit__moe_check_map(const char *api, const int32_t *expert_map, int32_t global_experts);
+
 #endif
