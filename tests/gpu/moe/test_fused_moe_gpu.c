@@ -548,7 +548,10 @@ static long ep_check(gt_ctx *ctx, size_t index, uint64_t seed) {
       global[i] = e + LOCAL * tu_rng_range(&r, 0, 1);
     }
   }
-  global[7] = GLOBAL + 3, p.ids[7] = -1; /* outside the routing: invalid in both */
+  /* slot 7 is outside the routing: invalid in both runs, and no longer a
+   * slot routed elsewhere if the draw above made it one */
+  if (p.ids[7] == -1) elsewhere--;
+  global[7] = GLOBAL + 3, p.ids[7] = -1;
   if (dev_make(ck, &v, &p)) goto done; /* the local ids */
   int32_t inv_local, inv_ep;
   if (call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv_local)) goto done;
