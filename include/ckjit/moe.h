@@ -79,6 +79,7 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  *
  *   y[t] = sum_{s < k} topk_weights[t][s] * down_e(act(gate_e(x[t])) * up_e(x[t])),
  *          e = topk_ids[t][s]
+ *        + sum_{j < shared_experts} down_j(act(gate_j(x[t])) * up_j(x[t]))
  *
  * with gate_e(v) = W1_e[0 .. inter) v and up_e(v) = W1_e[inter .. 2 inter) v,
  * W1 = w_gate_up [experts][2 inter][hidden] and down_e(h) = W2_e h, W2 =
@@ -114,6 +115,21 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  * ones, and y sums only the slots routed to them: a slot whose expert is
  * held elsewhere (map entry -1) contributes nothing and is not invalid;
  * the other devices' layers add the rest (e.g. an all-reduce of y).
+ * Shared experts (DeepSeek-V2/V3, Qwen-MoE style): shared_experts > 0 adds
+ * each token's output of every shared expert j, with weight 1, after its
+ * routed slots: W1_j = w_shared_gate_up [j] ([2 shared_inter][hidden]),
+ * W2_j = w_shared_down [j] ([hidden][shared_inter]), in weight_dtype with
+ * weight_scaling (FP8: scale_shared_gate_up / scale_shared_down laid out
+ * as scale_gate_up / scale_down with shared_experts and shared_inter for
+ * experts and inter).  shared_inter (0: inter) is a multiple of 16 (of 64
+ * for block-scaled FP8).  Each shared product is rounded to `dtype` like a
+ * routed slot's and summed after the slots in the same f32 sum, so a
+ * shared expert gives the same bits as a routed expert every token names
+ * in one more slot with weight 1.  A token whose routed ids are all
+ * invalid or elsewhere still gets its shared experts' sum.  With
+ * expert_map, every device that passes shared experts adds them: pass them
+ * on one device only when y is summed across devices.  Gate-scaled shared
+ * experts (Qwen2-MoE's sigmoid gate) are not supported.
  * An id outside 0 .. experts - 1 (with a map: outside 0 .. global_experts
  * - 1, or mapped outside -1 .. experts - 1) contributes nothing (no weight of any
  * expert is read for it) and is counted into *invalid (device int32,
@@ -126,7 +142,10 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  * by expert (quantizing them for FP8 weights); the grouped gate-up GEMM
  * with act(gate) * up in its epilogue; for FP8, the quantization of that
  * product; the grouped down GEMM with the routing weight in its epilogue,
- * each row written to its (token, slot) place; the combine.
+ * each row written to its (token, slot) place; with shared experts, x
+ * quantized (FP8; copied when ldx is not a multiple of 16) and per shared
+ * expert its gate-up GEMM, (FP8) the product's quantization and its down
+ * GEMM; the combine.
  *
  * Temporary buffers come from `workspace` (device, 256-byte aligned, at
  * least ckjit_fused_moe_workspace_size(desc) bytes, not overlapping
@@ -160,6 +179,13 @@ typedef struct ckjit_fused_moe_desc {
   int32_t *invalid;               /* NULL, or one device int32 */
   const int32_t *expert_map;      /* NULL, or [global_experts] global -> local expert or -1 */
   int32_t global_experts;         /* 1 .. 2^20 with expert_map */
+  /* shared experts (every token, weight 1), in the routed weights' type
+   * and scaling: */
+  int32_t shared_experts;         /* 0 (none) .. 16 */
+  int64_t shared_inter;           /* their intermediate size; 0: inter */
+  const void *w_shared_gate_up;   /* [shared_experts][2 shared_inter][hidden] */
+  const void *w_shared_down;      /* [shared_experts][hidden][shared_inter] */
+  const float *scale_shared_gate_up, *scale_shared_down; /* FP8 only, laid out as the routed ones' */
 } ckjit_fused_moe_desc;
 /* Zeroes desc, then dtype and weight_dtype CKJIT_BF16, ids_dtype CKJIT_I32,
  * weight_scaling CKJIT_FP8_SCALE_BLOCK and activation SILU. */

@@ -22,7 +22,8 @@
  *   combine: dst row t (t < rows tokens) = sum over s < k of src row t * k
  *            + s, in order, where topk_ids[t * k + s] is in 0 .. experts
  *            - 1 (with expert_map, of global_experts entries: where the
- *            id's map entry is).
+ *            id's map entry is), then over j < shared of shared_src row
+ *            t * shared + j (the shared experts' rows, ld_src apart too).
  * Rows have cols elements, 8-element (16-byte) pieces; ld_* in elements.
  * A gather block moves whole rows; a combine block one unit of a row's
  * CKJIT_MOE_PERMUTE_PASS columns (unit u: row u / units_per_row, columns
@@ -45,8 +46,9 @@
   X(int, experts, 92)                                                          \
   X(const int *, expert_map, 96)                                               \
   X(int, global_experts, 104)                                                  \
-  X(int, reserved, 108)
-CKJIT_ABI_STRUCT(ckjit_moe_permute_args, CKJIT_MOE_PERMUTE_FIELDS, 112)
+  X(int, shared, 108)                                                          \
+  X(const void *, shared_src, 112)
+CKJIT_ABI_STRUCT(ckjit_moe_permute_args, CKJIT_MOE_PERMUTE_FIELDS, 120)
 #define CKJIT_MOE_PERMUTE_PARAM(X) X(ckjit_moe_permute_args, x, 0)
 
 #endif

@@ -158,7 +158,9 @@ class FusedMoeDesc(ctypes.Structure):
                 ('weight_dtype', ENUM), ('w_gate_up', PTR), ('w_down', PTR),
                 ('weight_scaling', ENUM), ('scale_gate_up', PTR), ('scale_down', PTR),
                 ('activation', ENUM), ('workspace', PTR), ('workspace_bytes', SIZE),
-                ('invalid', PTR), ('expert_map', PTR), ('global_experts', ctypes.c_int32)]
+                ('invalid', PTR), ('expert_map', PTR), ('global_experts', ctypes.c_int32),
+                ('shared_experts', ctypes.c_int32), ('shared_inter', I64), ('w_shared_gate_up', PTR),
+                ('w_shared_down', PTR), ('scale_shared_gate_up', PTR), ('scale_shared_down', PTR)]
 
 
 class AttentionStrides(ctypes.Structure):

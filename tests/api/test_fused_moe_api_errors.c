@@ -140,6 +140,12 @@ static void test_desc_init(void **state) {
   assert_null(d.invalid);
   assert_null(d.expert_map);
   assert_int_equal(d.global_experts, 0);
+  assert_int_equal(d.shared_experts, 0);
+  assert_int_equal(d.shared_inter, 0);
+  assert_null(d.w_shared_gate_up);
+  assert_null(d.w_shared_down);
+  assert_null(d.scale_shared_gate_up);
+  assert_null(d.scale_shared_down);
 }
 
 /* ---- the workspace query ---------------------------------------------------------------------- */
@@ -327,6 +333,63 @@ static void test_valid(void **state) {
   }
 }
 
+/* ---- shared experts ------------------------------------------------------------------------------ */
+
+/* base() with n shared experts of shared_inter si (0: inter), their
+ * weights (and FP8 scales) set and the workspace refitted (where the sizes
+ * are valid). */
+static void add_shared(call *c, int n, int64_t si) {
+  ckjit_fused_moe_desc *d = &c->d;
+  d->shared_experts = n, d->shared_inter = si;
+  d->w_shared_gate_up = AE_FAKE_DEV(13), d->w_shared_down = AE_FAKE_DEV(14);
+  if (d->weight_dtype == CKJIT_FP8_E4M3) d->scale_shared_gate_up = AE_FAKE_DEV(15), d->scale_shared_down = AE_FAKE_DEV(16);
+  const size_t ws = ckjit_fused_moe_workspace_size(d); /* 0 for the sizes the call must refuse */
+  if (ws) d->workspace_bytes = ws;
+}
+
+#define SBAD(fp8, what, n, si, ...) AE_CASE(invalid, base(fp8, "shared: %s", what), ckjit_fused_moe_desc *d = &c.d; (void)d; add_shared(&c, n, si); __VA_ARGS__)
+#define SREFUSED(fp8, what, n, si, ...) AE_CASE(refused, base(fp8, "shared: %s", what), ckjit_fused_moe_desc *d = &c.d; (void)d; add_shared(&c, n, si); __VA_ARGS__)
+#define SVALID(fp8, what, n, si, ...) AE_CASE(valid, base(fp8, "shared: %s", what), ckjit_fused_moe_desc *d = &c.d; (void)d; add_shared(&c, n, si); __VA_ARGS__)
+
+static void test_shared(void **state) {
+  (void)state;
+  /* the workspace: the shared products [tokens][shared][hidden] on top, and
+   * h sized for the larger of the routed rows and one shared expert's */
+  call c = base(0, "shared sizes");
+  const size_t none = ckjit_fused_moe_workspace_size(&c.d);
+  c.d.shared_experts = 2;
+  const size_t two = ckjit_fused_moe_workspace_size(&c.d);
+  assert_true(two >= none + (size_t)100 * 2 * 256 * 2);
+  c.d.shared_inter = 128 * 64; /* one shared expert's h: 100 x 8192 elements, past the routed rows' */
+  const size_t routed_h = (size_t)ckjit_moe_sort_capacity(100, 2, 8, 128) * 128 * 2;
+  assert_true(ckjit_fused_moe_workspace_size(&c.d) >= two + (size_t)100 * 8192 * 2 - routed_h);
+  WS_BAD("shared_experts -1", d->shared_experts = -1);
+  WS_BAD("shared_experts 17", d->shared_experts = 17);
+  WS_BAD("shared_inter 72 (not a multiple of 16)", d->shared_experts = 1, d->shared_inter = 72);
+  WS_BAD("shared_inter -16", d->shared_experts = 1, d->shared_inter = -16);
+  SBAD(0, "shared_experts 17", 17, 0);
+  SBAD(0, "shared_experts -1", -1, 0);
+  SBAD(0, "shared_inter 72", 1, 72);
+  SBAD(0, "shared_inter -64", 1, -64);
+  SREFUSED(1, "fp8 block, shared_inter 96 (not a multiple of 64)", 1, 96);
+  SBAD(0, "w_shared_gate_up NULL", 1, 0, d->w_shared_gate_up = NULL);
+  SBAD(0, "w_shared_down NULL", 2, 0, d->w_shared_down = NULL);
+  SBAD(1, "fp8: scale_shared_gate_up NULL", 1, 0, d->scale_shared_gate_up = NULL);
+  SBAD(1, "fp8: scale_shared_down NULL", 1, 0, d->scale_shared_down = NULL);
+  SBAD(0, "w_shared_gate_up 2-byte aligned", 1, 0, d->w_shared_gate_up = OFF(d->w_shared_gate_up, 2));
+  SBAD(1, "fp8: w_shared_down 8-byte aligned", 1, 0, d->w_shared_down = OFF(d->w_shared_down, 8));
+  SBAD(1, "fp8: scale_shared_down 2-byte aligned", 1, 0, d->scale_shared_down = OFF(d->scale_shared_down, 2));
+  SBAD(0, "the workspace without the shared products", 1, 0, d->workspace_bytes = none);
+  SVALID(0, "one, inter", 1, 0);
+  SVALID(0, "two of shared_inter 512", 2, 512);
+  SVALID(0, "16 of 16", 16, 16);
+  SVALID(1, "fp8 block, one of 2 x 64", 1, 128);
+  SVALID(1, "fp8 row, shared_inter 48", 1, 48, d->weight_scaling = CKJIT_FP8_SCALE_ROW, fit(&c));
+  SVALID(0, "ldx not a multiple of 16 (x copied)", 1, 0, d->ldx = 264);
+  SVALID(0, "16-bit: the shared scales are not read", 1, 0, d->scale_shared_down = OFF(AE_FAKE_DEV(16), 1));
+  VALID(0, "no shared experts: their pointers are not read", d->w_shared_gate_up = OFF(AE_FAKE_DEV(13), 1));
+}
+
 /* ---- ckjit_fused_moe_router ------------------------------------------------------------------- */
 
 #define RBAD(fp8, what, ...) AE_CASE(invalid, router_base(fp8, what), ckjit_fused_moe_desc *d = &c.d; (void)d; __VA_ARGS__)
@@ -372,7 +435,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_desc_init), cmocka_unit_test(test_workspace_size), cmocka_unit_test(test_sizes),
       cmocka_unit_test(test_types),     cmocka_unit_test(test_pointers),       cmocka_unit_test(test_valid),
-      cmocka_unit_test(test_router),
+      cmocka_unit_test(test_router),    cmocka_unit_test(test_shared),
   };
   return cmocka_run_group_tests_name("fused_moe_api_errors", tests, group_setup, ae_group_teardown);
 }

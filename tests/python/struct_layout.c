@@ -129,6 +129,9 @@ int main(void) {
   F(ckjit_fused_moe_desc, activation); F(ckjit_fused_moe_desc, workspace);
   F(ckjit_fused_moe_desc, workspace_bytes); F(ckjit_fused_moe_desc, invalid);
   F(ckjit_fused_moe_desc, expert_map); F(ckjit_fused_moe_desc, global_experts);
+  F(ckjit_fused_moe_desc, shared_experts); F(ckjit_fused_moe_desc, shared_inter);
+  F(ckjit_fused_moe_desc, w_shared_gate_up); F(ckjit_fused_moe_desc, w_shared_down);
+  F(ckjit_fused_moe_desc, scale_shared_gate_up); F(ckjit_fused_moe_desc, scale_shared_down);
   end();
 
   BEGIN(ckjit_attention_strides);

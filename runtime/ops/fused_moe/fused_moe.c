@@ -11,7 +11,11 @@
  *   (FP8)    h quantized (moe_permute, every row in place order);
  *   down     the grouped GEMM with each row's routing weight in its
  *            epilogue, written to its (token, slot) row of z;
- *   combine  y[t] = the sum of z's k rows of t, in slot order (moe_permute).
+ *   shared   (shared experts) x in token order (e4m3 for FP8 weights), and
+ *            per shared expert the same two GEMMs on every token, ungrouped,
+ *            the down product written to the token's row of zs;
+ *   combine  y[t] = the sum of z's k rows of t, in slot order, then of its
+ *            zs rows (moe_permute).
  *
  * ckjit_fused_moe_router runs ckjit_topk_softmax on the router's logits
  * first, into the workspace's tail, and the same chain on that routing.
@@ -31,7 +35,7 @@
 
 static const char api[] = "ckjit_fused_moe";
 
-enum { TILE_M = 128, ALIGN = 256 };
+enum { TILE_M = 128, ALIGN = 256, MAX_SHARED = 16 };
 
 void ckjit_fused_moe_desc_init(ckjit_fused_moe_desc *desc) {
   if (!desc) return;
@@ -88,6 +92,17 @@ static ckjit_status check_shape(const ckjit_fused_moe_desc *d) {
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: activation %d must be CKJIT_UNARY_SILU, GELU_TANH or GELU_ERF", api,
                        (int)d->activation);
+  if (d->shared_experts < 0 || d->shared_experts > MAX_SHARED || d->shared_inter < 0 ||
+      d->shared_inter % 16 || d->shared_inter > INT32_MAX / 4)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: shared_experts %d and shared_inter %lld: need 0..%d shared experts and "
+                       "shared_inter 0 (inter) or a positive multiple of 16",
+                       api, (int)d->shared_experts, (long long)d->shared_inter, MAX_SHARED);
+  if (d->shared_experts && is_fp8_weights(d) && d->weight_scaling == CKJIT_FP8_SCALE_BLOCK &&
+      d->shared_inter % 64)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: block-scaled FP8 weights need shared_inter (%lld) a multiple of 64", api,
+                       (long long)d->shared_inter);
   if (!ckjit_moe_sort_capacity(d->tokens, d->k, d->experts, TILE_M))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "%s: tokens %lld x k %d (plus the experts' padding) pass 2^31 - 1 rows", api,
@@ -98,11 +113,14 @@ static ckjit_status check_shape(const ckjit_fused_moe_desc *d) {
 /* ---- workspace ------------------------------------------------------------------- */
 
 /* Where each buffer of the chain lives in the workspace (byte offsets,
- * each 256-byte aligned), and the total. */
+ * each 256-byte aligned), and the total.  The shared experts' pass runs
+ * after the routed GEMMs, so it reuses xs (for x in token order: capacity
+ * >= tokens rows) and h, hq (sized for both); zs holds its products until
+ * the combine. */
 typedef struct moe_layout {
   int64_t capacity;                       /* rows of the expert-ordered list */
   size_t sorted, offsets, counts, tiles, invalid;
-  size_t xs, xs_scales, h, hq, hq_scales, z, total;
+  size_t xs, xs_scales, h, hq, hq_scales, z, zs, total;
 } moe_layout;
 
 static size_t take(size_t *at, uint64_t bytes) {
@@ -116,9 +134,20 @@ static int64_t scales_per_row(const ckjit_fused_moe_desc *d, int64_t cols) {
   return d->weight_scaling == CKJIT_FP8_SCALE_BLOCK ? ckjit__ceil_div(cols, 128) : 1;
 }
 
+static int64_t shared_inter(const ckjit_fused_moe_desc *d) {
+  return d->shared_inter ? d->shared_inter : d->inter;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
 static void layout_of(const ckjit_fused_moe_desc *d, moe_layout *l) {
   const int64_t c = ckjit_moe_sort_capacity(d->tokens, d->k, d->experts, TILE_M);
   const uint64_t es = ckjit_dtype_size(d->dtype), fp8 = (uint64_t)is_fp8_weights(d);
+  /* h's elements: the routed rows', or one shared expert's over every token */
+  const uint64_t t = (uint64_t)d->tokens, si = d->shared_experts ? (uint64_t)shared_inter(d) : 0;
+  const uint64_t h_elems = max_u64((uint64_t)c * (uint64_t)d->inter, t * si);
+  const uint64_t h_scales = max_u64((uint64_t)c * (uint64_t)scales_per_row(d, d->inter),
+                                    si ? t * (uint64_t)scales_per_row(d, (int64_t)si) : 0);
   size_t at = 0;
   l->capacity = c;
   l->sorted = take(&at, 4 * (uint64_t)c);
@@ -128,10 +157,11 @@ static void layout_of(const ckjit_fused_moe_desc *d, moe_layout *l) {
   l->invalid = take(&at, 4);
   l->xs = take(&at, (uint64_t)c * (uint64_t)d->hidden * (fp8 ? 1 : es));
   l->xs_scales = take(&at, fp8 * 4 * (uint64_t)c * (uint64_t)scales_per_row(d, d->hidden));
-  l->h = take(&at, (uint64_t)c * (uint64_t)d->inter * es);
-  l->hq = take(&at, fp8 * (uint64_t)c * (uint64_t)d->inter);
-  l->hq_scales = take(&at, fp8 * 4 * (uint64_t)c * (uint64_t)scales_per_row(d, d->inter));
-  l->z = take(&at, (uint64_t)d->tokens * (uint64_t)d->k * (uint64_t)d->hidden * es);
+  l->h = take(&at, h_elems * es);
+  l->hq = take(&at, fp8 * h_elems);
+  l->hq_scales = take(&at, fp8 * 4 * h_scales);
+  l->z = take(&at, t * (uint64_t)d->k * (uint64_t)d->hidden * es);
+  l->zs = take(&at, t * (uint64_t)d->shared_experts * (uint64_t)d->hidden * es);
   l->total = at;
 }
 
@@ -161,6 +191,18 @@ static ckjit_status check_operands(const ckjit_fused_moe_desc *d, const moe_layo
       return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", api, names[i]);
   if (fp8 && (!d->scale_gate_up || !d->scale_down))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: FP8 weights need scale_gate_up and scale_down",
+                       api);
+  if (d->shared_experts &&
+      (!d->w_shared_gate_up || !d->w_shared_down || (fp8 && (!d->scale_shared_gate_up || !d->scale_shared_down))))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: %d shared experts need w_shared_gate_up and w_shared_down%s", api,
+                       (int)d->shared_experts, fp8 ? ", scale_shared_gate_up and scale_shared_down" : "");
+  if (d->shared_experts &&
+      ((uintptr_t)d->w_shared_gate_up % 16 || (uintptr_t)d->w_shared_down % 16 ||
+       (fp8 && ((uintptr_t)d->scale_shared_gate_up % 4 || (uintptr_t)d->scale_shared_down % 4))))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: the shared experts' weights must be 16-byte aligned, their scales 4-byte "
+                       "aligned",
                        api);
   if ((uintptr_t)d->x % 16 || (uintptr_t)d->y % 16 || (uintptr_t)d->w_gate_up % 16 ||
       (uintptr_t)d->w_down % 16 || (uintptr_t)d->workspace % ALIGN ||
@@ -198,40 +240,49 @@ static ckjit_status permute(ckjit_gpu *gpu, int dir, const ckjit_fused_moe_desc 
   return ckjit__op_run(gpu, &p, x, &ckjit_abi_by_value, stream);
 }
 
-/* One of the two grouped GEMMs: A [capacity][k_dim] in expert order, the
- * experts' weights B [experts][rows_b][k_dim] (rows_b: n, gated 2 n). */
+/* One of the GEMMs: A [m][k_dim] (rows lda apart) times the weights B
+ * [experts][rows_b][k_dim] (rows_b: n, gated 2 n).  CONTIGUOUS: A's rows
+ * in expert order, each 128-row tile's expert from the sort (the routed
+ * experts); NONE: one expert (a shared one) on every row. */
 typedef struct moe_gemm {
   const void *a, *b;
   const float *scale_a, *scale_b;
   void *d;
-  int64_t n, k_dim, ldd;
-  int epilogue;
+  int64_t m, lda, n, k_dim, ldd;
+  int experts, layout, epilogue;
 } moe_gemm;
 
-static ckjit_status grouped_gemm(const ckjit_fused_moe_desc *d, const moe_layout *l, const char *ws,
+/* Elements of one expert's scales of B (rows_b x k_dim weights). */
+static int64_t scales_per_expert(const ckjit_fused_moe_desc *d, int64_t rows_b, int64_t k_dim) {
+  if (!is_fp8_weights(d)) return 0;
+  return d->weight_scaling == CKJIT_FP8_SCALE_BLOCK ? ckjit__ceil_div(rows_b, 128) * ckjit__ceil_div(k_dim, 128)
+                                                    : rows_b;
+}
+
+static ckjit_status moe_gemm_run(const ckjit_fused_moe_desc *d, const moe_layout *l, const char *ws,
                                  const moe_gemm *m, void *stream) {
-  const int fp8 = is_fp8_weights(d), block = d->weight_scaling == CKJIT_FP8_SCALE_BLOCK;
-  const int64_t rows_b = m->epilogue == EPI_GATED ? 2 * m->n : m->n, kb = ckjit__ceil_div(m->k_dim, 128);
+  const int64_t rows_b = m->epilogue == EPI_GATED ? 2 * m->n : m->n;
   ckjit_gemm_fp8_desc g;
   ckjit_gemm_fp8_desc_init(&g);
-  g.m = l->capacity, g.n = m->n, g.k = m->k_dim;
+  g.m = m->m, g.n = m->n, g.k = m->k_dim;
   g.a_dtype = g.b_dtype = d->weight_dtype;
   g.out_dtype = d->dtype;
-  g.a = m->a, g.lda = m->k_dim;
+  g.a = m->a, g.lda = m->lda;
   g.b = m->b, g.ldb = m->k_dim;
   g.d = m->d, g.ldd = m->ldd;
-  g.scaling = fp8 ? d->weight_scaling : CKJIT_FP8_SCALE_TENSOR;
+  g.scaling = is_fp8_weights(d) ? d->weight_scaling : CKJIT_FP8_SCALE_TENSOR;
   g.scale_a = m->scale_a, g.scale_b = m->scale_b;
   g.activation = m->epilogue == EPI_GATED ? d->activation : CKJIT_UNARY_IDENTITY;
   int64_t extent_b; /* elements of all the experts' B */
-  if (__builtin_mul_overflow(rows_b * m->k_dim, (int64_t)d->experts, &extent_b))
+  if (__builtin_mul_overflow(rows_b * m->k_dim, (int64_t)m->experts, &extent_b))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %d experts' weights overflow the address space",
-                       api, (int)d->experts);
+                       api, m->experts);
+  const int grouped = m->layout == MOE_CONTIGUOUS;
   ckjit__fp8_moe moe = {
-      .api = api, .layout = MOE_CONTIGUOUS, .experts = d->experts,
-      .tile_experts = (const int32_t *)(ws + l->tiles),
+      .api = api, .layout = m->layout, .experts = m->experts,
+      .tile_experts = grouped ? (const int32_t *)(ws + l->tiles) : NULL,
       .stride_b = rows_b * m->k_dim,
-      .stride_scale_b = !fp8 ? 0 : block ? ckjit__ceil_div(rows_b, 128) * kb : rows_b,
+      .stride_scale_b = scales_per_expert(d, rows_b, m->k_dim),
       .extent_b = extent_b,
       .epilogue = m->epilogue,
       .row_ids = (const int32_t *)(ws + l->sorted), .row_weights = d->topk_weights,
@@ -262,17 +313,73 @@ static ckjit_status prepare(const ckjit_fused_moe_desc *d, moe_layout *l, void *
   if (st) return st;
   layout_of(d, l);
   if ((st = check_operands(d, l))) return st;
+  /* the shared experts' pointers are read only with shared experts (their
+   * scales only for FP8) */
+  const int shared = d->shared_experts > 0, shared_scales = shared && is_fp8_weights(d);
   const void *const operands[] = {d->x,          d->y,          d->topk_ids,   d->topk_weights,
                                   d->w_gate_up,  d->w_down,     d->scale_gate_up, d->scale_down,
-                                  d->workspace,  d->invalid,    d->expert_map};
+                                  d->workspace,  d->invalid,    d->expert_map,
+                                  shared ? d->w_shared_gate_up : NULL, shared ? d->w_shared_down : NULL,
+                                  shared_scales ? d->scale_shared_gate_up : NULL,
+                                  shared_scales ? d->scale_shared_down : NULL};
   static const char *const names[] = {"x",         "y",          "topk_ids",      "topk_weights",
                                       "w_gate_up", "w_down",     "scale_gate_up", "scale_down",
-                                      "workspace", "invalid",    "expert_map"};
-  if ((st = ckjit__check_pointers(stream, api, 11, operands, names))) return st;
+                                      "workspace", "invalid",    "expert_map",
+                                      "w_shared_gate_up", "w_shared_down",
+                                      "scale_shared_gate_up", "scale_shared_down"};
+  if ((st = ckjit__check_pointers(stream, api, 15, operands, names))) return st;
   if ((st = ckjit__stream_gpu(stream, gpu))) return st;
   if (!ckjit__arch_has_wgmma((*gpu)->arch) || !(*gpu)->device.tensor_map_encode)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                        "%s: runs on sm_90 (wgmma and TMA); this GPU compiles for %s", api, (*gpu)->arch);
+  return CKJIT_SUCCESS;
+}
+
+/* The shared experts' pass (after the routed GEMMs, whose xs and h it
+ * reuses): x in token order as the GEMMs' A (x itself for 16-bit weights
+ * when its rows suit the tensor memory accelerator, else a copy or the
+ * FP8 quantization into xs), then per shared expert j its gate-up GEMM
+ * into h, (FP8) h quantized into hq, and its down GEMM into column block j
+ * of zs [tokens][shared_experts][hidden]. */
+static ckjit_status run_shared(const ckjit_fused_moe_desc *d, const moe_layout *l, ckjit_gpu *gpu,
+                               int quant, void *stream) {
+  char *const ws = (char *)d->workspace;
+  const int fp8 = is_fp8_weights(d);
+  const int64_t t = d->tokens, si = shared_inter(d), wes = (int64_t)ckjit_dtype_size(d->weight_dtype);
+  const int direct = !fp8 && d->ldx % 16 == 0;
+  ckjit_status st;
+  if (!direct) {
+    const ckjit_moe_permute_args xt = {
+        .src = d->x, .dst = ws + l->xs, .scales = (float *)(ws + l->xs_scales), .row_ids = NULL,
+        .ld_src = d->ldx, .ld_dst = d->hidden, .ld_scales = scales_per_row(d, d->hidden), .rows = t,
+        .cols = d->hidden, .entries = t, .k = 1, .experts = 1};
+    if ((st = permute(gpu, DIR_GATHER, d, quant, &xt, stream))) return st;
+  }
+  const int64_t per_up = scales_per_expert(d, 2 * si, d->hidden), per_down = scales_per_expert(d, d->hidden, si);
+  for (int j = 0; j < d->shared_experts; j++) {
+    const moe_gemm up = {
+        .a = direct ? d->x : ws + l->xs, .b = (const char *)d->w_shared_gate_up + j * 2 * si * d->hidden * wes,
+        .scale_a = (const float *)(ws + l->xs_scales),
+        .scale_b = fp8 ? d->scale_shared_gate_up + j * per_up : NULL, .d = ws + l->h, .m = t,
+        .lda = direct ? d->ldx : d->hidden, .n = si, .k_dim = d->hidden, .ldd = si, .experts = 1,
+        .layout = MOE_NONE, .epilogue = EPI_GATED};
+    if ((st = moe_gemm_run(d, l, ws, &up, stream))) return st;
+    if (fp8) {
+      const ckjit_moe_permute_args hq = {
+          .src = ws + l->h, .dst = ws + l->hq, .scales = (float *)(ws + l->hq_scales), .row_ids = NULL,
+          .ld_src = si, .ld_dst = si, .ld_scales = scales_per_row(d, si), .rows = t, .cols = si,
+          .entries = t, .k = 1, .experts = 1};
+      if ((st = permute(gpu, DIR_GATHER, d, quant, &hq, stream))) return st;
+    }
+    const moe_gemm down = {
+        .a = ws + (fp8 ? l->hq : l->h), .b = (const char *)d->w_shared_down + j * d->hidden * si * wes,
+        .scale_a = (const float *)(ws + l->hq_scales),
+        .scale_b = fp8 ? d->scale_shared_down + j * per_down : NULL,
+        .d = ws + l->zs + (size_t)j * (size_t)d->hidden * ckjit_dtype_size(d->dtype), .m = t, .lda = si,
+        .n = d->hidden, .k_dim = si, .ldd = d->shared_experts * d->hidden, .experts = 1,
+        .layout = MOE_NONE, .epilogue = EPI_PLAIN};
+    if ((st = moe_gemm_run(d, l, ws, &down, stream))) return st;
+  }
   return CKJIT_SUCCESS;
 }
 
@@ -306,9 +413,10 @@ static ckjit_status run_layer(const ckjit_fused_moe_desc *d, const moe_layout l,
   if ((st = permute(gpu, DIR_GATHER, d, quant, &gather, stream))) return st;
 
   const moe_gemm up = {.a = ws + l.xs, .b = d->w_gate_up, .scale_a = (const float *)(ws + l.xs_scales),
-                       .scale_b = d->scale_gate_up, .d = ws + l.h, .n = d->inter, .k_dim = d->hidden,
-                       .ldd = d->inter, .epilogue = EPI_GATED};
-  if ((st = grouped_gemm(d, &l, ws, &up, stream))) return st;
+                       .scale_b = d->scale_gate_up, .d = ws + l.h, .m = l.capacity, .lda = d->hidden,
+                       .n = d->inter, .k_dim = d->hidden, .ldd = d->inter, .experts = d->experts,
+                       .layout = MOE_CONTIGUOUS, .epilogue = EPI_GATED};
+  if ((st = moe_gemm_run(d, &l, ws, &up, stream))) return st;
 
   if (fp8) { /* h quantized as the down GEMM's A: every row, in place order */
     const ckjit_moe_permute_args hq = {
@@ -320,14 +428,18 @@ static ckjit_status run_layer(const ckjit_fused_moe_desc *d, const moe_layout l,
 
   const moe_gemm down = {.a = ws + (fp8 ? l.hq : l.h), .b = d->w_down,
                          .scale_a = (const float *)(ws + l.hq_scales), .scale_b = d->scale_down,
-                         .d = ws + l.z, .n = d->hidden, .k_dim = d->inter, .ldd = d->hidden,
-                         .epilogue = EPI_SCATTER};
-  if ((st = grouped_gemm(d, &l, ws, &down, stream))) return st;
+                         .d = ws + l.z, .m = l.capacity, .lda = d->inter, .n = d->hidden,
+                         .k_dim = d->inter, .ldd = d->hidden, .experts = d->experts,
+                         .layout = MOE_CONTIGUOUS, .epilogue = EPI_SCATTER};
+  if ((st = moe_gemm_run(d, &l, ws, &down, stream))) return st;
+
+  if (d->shared_experts && (st = run_shared(d, &l, gpu, quant, stream))) return st;
 
   const ckjit_moe_permute_args combine = {
       .src = ws + l.z, .dst = d->y, .topk_ids = d->topk_ids, .ld_src = d->hidden, .ld_dst = d->ldy,
       .rows = d->tokens, .cols = d->hidden, .entries = entries, .k = d->k, .experts = d->experts,
-      .expert_map = d->expert_map, .global_experts = d->global_experts};
+      .expert_map = d->expert_map, .global_experts = d->global_experts,
+      .shared = d->shared_experts, .shared_src = ws + l.zs};
   if ((st = permute(gpu, DIR_COMBINE, d, QUANT_NONE, &combine, stream))) return st;
   return debug_check(invalid, stream);
 }

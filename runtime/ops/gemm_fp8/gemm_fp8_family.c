@@ -81,7 +81,8 @@ int ckjit__gemm_fp8_stages(int bn) { return bn == 64 ? 8 : bn == 128 ? 6 : 4; }
  * tile; one kernel in clusters of two (compiled by CI like the rest;
  * CKJIT_GEMM_FP8_CLUSTER=2); the MoE layouts with block and tensor scales
  * (DeepSeek-style block-scaled experts, per-tensor ones); ckjit_fused_moe's
- * gate-up (gated, silu) and down (scatter) GEMMs for its weight types. */
+ * gate-up (gated, silu) and down (scatter) GEMMs for its weight types, and
+ * its shared experts' ungrouped ones. */
 static int default_spec(size_t index, ckjit_spec *out) {
   static const struct { int out, scaling, bn, cluster, moe, epi, a; } set[] = {
       {DTYPE_BF16, SCALE_TENSOR, 128, 1, 0, EPI_PLAIN, FP8_E4M3},
@@ -108,6 +109,14 @@ static int default_spec(size_t index, ckjit_spec *out) {
       {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, FP8_E4M3},
       {DTYPE_BF16, SCALE_ROW, 128, 1, MOE_CONTIGUOUS, EPI_GATED, FP8_E4M3},
       {DTYPE_BF16, SCALE_ROW, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, FP8_E4M3},
+      /* its shared experts' GEMMs (ungrouped; the FP8 down GEMM is a plain
+       * one above) */
+      {DTYPE_BF16, SCALE_NONE, 256, 1, 0, EPI_GATED, OP_BF16},
+      {DTYPE_BF16, SCALE_NONE, 256, 1, 0, EPI_PLAIN, OP_BF16},
+      {DTYPE_BF16, SCALE_NONE, 128, 1, 0, EPI_GATED, OP_BF16},
+      {DTYPE_BF16, SCALE_NONE, 128, 1, 0, EPI_PLAIN, OP_BF16},
+      {DTYPE_BF16, SCALE_BLOCK, 128, 1, 0, EPI_GATED, FP8_E4M3},
+      {DTYPE_BF16, SCALE_ROW, 128, 1, 0, EPI_GATED, FP8_E4M3},
   };
   if (index >= sizeof set / sizeof set[0]) return 0;
   memset(out, 0, sizeof *out);

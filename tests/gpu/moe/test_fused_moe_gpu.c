@@ -63,7 +63,9 @@
  * ids and the routing weights come back unchanged; `twice` cases rerun and
  * must give identical bits.  Then a CUDA graph capture of one call on a
  * non-default stream replayed over four routings (bf16 weights, then FP8
- * block-scaled ones), and CKJIT_MOE_CHECK=1.
+ * block-scaled ones), CKJIT_MOE_CHECK=1, the router wrapper, expert
+ * parallelism and shared experts (each against the plain layer's bytes:
+ * see ep_check and shared_check).
  *
  * Runs on sm_90 with an sm_90 compile arch; elsewhere one call must return
  * CKJIT_ERROR_UNSUPPORTED and the suite is skipped with the reason.
@@ -77,183 +79,9 @@
 
 #include "ckjit/ckjit.h"
 #include "gpu_harness.h"
+#include "fused_moe_device.h"
 #include "fused_moe_reference.h"
 #include "../gemm/fp8_reference.h"
-
-#define YGUARD 64
-#define INV_SENTINEL 0x7F7F7F7F
-
-typedef struct fm_dev {
-  gt_buf x, y, ids, tw, w1, w2, s1, s2, ws, inv;
-  int64_t ldy;
-  size_t ws_bytes;
-  ckjit_fused_moe_desc d;
-} fm_dev;
-
-static gt_buf *dev_buf(fm_dev *v, int i) {
-  gt_buf *const all[10] = {&v->x, &v->y, &v->ids, &v->tw, &v->w1, &v->w2, &v->s1, &v->s2, &v->ws, &v->inv};
-  return all[i];
-}
-
-static void dev_free(fm_dev *v) {
-  for (int i = 0; i < 10; i++) gt_buf_free(dev_buf(v, i));
-}
-
-/* A device buffer of elems `dt` elements holding src (its host mirror, a
- * calloc, stays untouched: large weights are not copied twice). */
-static int dev_put(gt_check *ck, gt_buf *b, ckjit_dtype dt, const void *src, size_t elems) {
-  if (gt_buf_alloc(ck, b, dt, elems)) return -1;
-  if (!elems) return 0;
-  const ckjit_status st = ckjit_memcpy(b->dev, src, elems * gt_esize(dt), CKJIT_HOST_TO_DEVICE);
-  if (st != CKJIT_SUCCESS) gt_fail(ck, "upload: %s: %s", ckjit_status_string(st), ckjit_last_error());
-  return st == CKJIT_SUCCESS ? 0 : -1;
-}
-
-/* The routing into the device's ids and weights. */
-static int upload_routing(gt_check *ck, fm_dev *v, const fm_host *p) {
-  const size_t n = (size_t)(p->c->tokens * p->c->k);
-  for (size_t i = 0; i < n; i++) {
-    if (p->c->ids == CKJIT_I32) ((int32_t *)(void *)v->ids.host)[i] = (int32_t)p->ids[i];
-    else ((int64_t *)(void *)v->ids.host)[i] = p->ids[i];
-  }
-  memcpy(v->tw.host, p->tw, n * sizeof(float));
-  return n && (gt_buf_upload(ck, &v->ids) || gt_buf_upload(ck, &v->tw)) ? -1 : 0;
-}
-
-/* Buffers, the descriptor and the workspace for p. */
-static int dev_make(gt_check *ck, fm_dev *v, const fm_host *p) {
-  const fm_case *c = p->c;
-  const int fp8 = c->wdt == CKJIT_FP8_E4M3;
-  memset(v, 0, sizeof *v);
-  v->ldy = c->hidden + c->ldy_pad;
-  const size_t n = (size_t)(c->tokens * c->k);
-  if (dev_put(ck, &v->x, c->dtype, p->x, (size_t)(c->tokens * p->ldx)) ||
-      gt_buf_alloc(ck, &v->y, c->dtype, (size_t)(c->tokens * v->ldy) + YGUARD) || gt_buf_poison(ck, &v->y) ||
-      gt_buf_alloc(ck, &v->ids, c->ids, n) || gt_buf_alloc(ck, &v->tw, CKJIT_F32, n) ||
-      upload_routing(ck, v, p) || dev_put(ck, &v->w1, c->wdt, p->w1, p->w1_elems) ||
-      dev_put(ck, &v->w2, c->wdt, p->w2, p->w2_elems) ||
-      (fp8 && (dev_put(ck, &v->s1, CKJIT_F32, p->s1, p->s1_elems) || dev_put(ck, &v->s2, CKJIT_F32, p->s2, p->s2_elems))) ||
-      gt_buf_alloc(ck, &v->inv, CKJIT_I32, 1))
-    return -1;
-  ckjit_fused_moe_desc *d = &v->d;
-  ckjit_fused_moe_desc_init(d);
-  d->tokens = c->tokens, d->hidden = c->hidden, d->inter = c->inter, d->experts = c->experts, d->k = c->k;
-  d->dtype = c->dtype, d->x = v->x.dev, d->ldx = p->ldx, d->y = v->y.dev, d->ldy = v->ldy;
-  d->ids_dtype = c->ids, d->topk_ids = v->ids.dev, d->topk_weights = v->tw.dev;
-  d->weight_dtype = c->wdt, d->w_gate_up = v->w1.dev, d->w_down = v->w2.dev;
-  if (fp8) d->weight_scaling = c->sc, d->scale_gate_up = v->s1.dev, d->scale_down = v->s2.dev;
-  d->activation = c->act;
-  d->invalid = c->no_invalid ? NULL : v->inv.dev;
-  v->ws_bytes = ckjit_fused_moe_workspace_size(d);
-  if (!v->ws_bytes && c->tokens > 0) {
-    gt_fail(ck, "ckjit_fused_moe_workspace_size returned 0: %s", ckjit_last_error());
-    return -1;
-  }
-  if (gt_buf_alloc(ck, &v->ws, CKJIT_I8, v->ws_bytes)) return -1; /* exactly the size asked for */
-  d->workspace = v->ws.dev, d->workspace_bytes = v->ws_bytes;
-  return 0;
-}
-
-/* One call on `stream` with the workspace and *invalid refilled first. */
-static ckjit_status call(gt_check *ck, fm_dev *v, void *stream) {
-  const int32_t sentinel = INV_SENTINEL;
-  if ((v->ws_bytes && ckjit_memset(v->ws.dev, 0xFF, v->ws_bytes) != CKJIT_SUCCESS) ||
-      ckjit_memcpy(v->inv.dev, &sentinel, 4, CKJIT_HOST_TO_DEVICE) != CKJIT_SUCCESS) {
-    gt_fail(ck, "workspace / invalid fill: %s", ckjit_last_error());
-    return CKJIT_ERROR_INTERNAL;
-  }
-  const ckjit_status st = ckjit_fused_moe(&v->d, stream);
-  if (st != CKJIT_SUCCESS) gt_fail(ck, "ckjit_fused_moe returned %s: %s", ckjit_status_string(st), ckjit_last_error());
-  return st;
-}
-
-static int download(gt_check *ck, fm_dev *v, int32_t *inv) {
-  if (gt_buf_download(ck, &v->y, NULL) || gt_buf_download(ck, &v->inv, NULL)) return -1;
-  memcpy(inv, v->inv.host, 4);
-  return 0;
-}
-
-/* The tokens the reference checks: all, or the first, the last, INVALID's
- * forced ones (1, tokens / 2) and `sample` more at random. */
-static int64_t pick(const fm_case *c, tu_rng *r, int64_t **out) {
-  const int64_t T = c->tokens, want = c->sample && c->sample + 4 < T ? c->sample + 4 : T;
-  int64_t *tok = malloc(sizeof(int64_t) * (size_t)(want ? want : 1)), n = 0;
-  uint8_t *seen = calloc((size_t)(T ? T : 1), 1);
-  if (!tok || !seen) abort();
-  const int64_t fixed[4] = {0, T - 1, 1, T / 2};
-  for (int i = 0; i < 4 && want < T; i++)
-    if (!seen[fixed[i]]) seen[fixed[i]] = 1, tok[n++] = fixed[i];
-  while (n < want) {
-    const int64_t t = want == T ? n : tu_rng_range(r, 0, T - 1);
-    if (want == T || !seen[t]) seen[t] = 1, tok[n++] = t;
-  }
-  free(seen);
-  *out = tok;
-  return n;
-}
-
-/* Checks y (downloaded) and *invalid against p's routing (see the top). */
-static void check_output(gt_check *ck, const gt_ctx *ctx, const fm_host *p, fm_dev *v, int32_t inv, tu_rng *r) {
-  const fm_case *c = p->c;
-  const int64_t H = c->hidden, T = c->tokens, ldy = v->ldy;
-  const uint8_t *y = v->y.host;
-  long pad_bad = 0, unwritten = 0, nonzero = 0;
-  for (size_t i = 0; i < v->y.elems; i++) {
-    const int64_t t = (int64_t)i / ldy, col = (int64_t)i % ldy;
-    if (t >= T || col >= H) pad_bad += !gt_is_poison(c->dtype, y, i);
-    else if (fm_all_invalid(p, t)) nonzero += gt_get(c->dtype, y, i) != 0.0;
-    else unwritten += !isfinite(gt_get(c->dtype, y, i));
-  }
-  if (pad_bad)
-    gt_fail(ck, "%ld elements of y's padding (ldy %lld) or the guard after it were written", pad_bad, (long long)ldy);
-  else gt_pass(ck);
-  if (nonzero) gt_fail(ck, "%ld elements of tokens without a valid id are not 0", nonzero);
-  else gt_pass(ck);
-  if (unwritten) gt_fail(ck, "%ld elements of y are NaN / inf (not written?)", unwritten);
-  else gt_pass(ck);
-  const int64_t want_inv = fm_invalid_count(p);
-  if (c->no_invalid) {
-    /* desc.invalid NULL: nothing to read back */
-  } else if (T == 0 ? inv != 0 && inv != INV_SENTINEL : inv != want_inv) { /* T 0: "does nothing" or writes 0 */
-    gt_fail(ck, "*invalid = %d, want %lld", inv, (long long)want_inv);
-  } else {
-    gt_pass(ck);
-  }
-  if (T == 0) return;
-  int64_t *tok;
-  const int64_t n = pick(c, r, &tok);
-  double *lo = malloc(sizeof(double) * (size_t)(n * H)), *hi = malloc(sizeof(double) * (size_t)(n * H));
-  double *ref = malloc(sizeof(double) * (size_t)(n * H));
-  if (!lo || !hi || !ref) abort();
-  fm_reference(p, tok, n, lo, hi, ref, ctx->threads);
-  const double atol = fm_atol(c->dtype);
-  long bad = 0;
-  for (int64_t k = 0; k < n; k++)
-    for (int64_t i = 0; i < H; i++) {
-      const int64_t t = tok[k];
-      const double got = gt_get(c->dtype, y, (size_t)(t * ldy + i)), l = lo[k * H + i], h = hi[k * H + i];
-      if (got >= l - atol && got <= h + atol) continue;
-      bad++;
-      gt_fail(ck, "y[%lld][%lld] = %.9g, want %.9g in [%.9g, %.9g] (ids %lld %lld ...)", (long long)t, (long long)i, got,
-              ref[k * H + i], l, h, (long long)p->ids[t * c->k], (long long)p->ids[t * c->k + (c->k > 1)]);
-    }
-  if (!bad) gt_pass(ck);
-  free(tok), free(lo), free(hi), free(ref);
-}
-
-static const char *act_name(int act) {
-  return act == CKJIT_UNARY_SILU ? "silu" : act == CKJIT_UNARY_GELU_TANH ? "gelu_tanh" : "gelu_erf";
-}
-
-static void begin(gt_check *ck, const char *what, size_t index, const fm_case *c, uint64_t seed) {
-  gt_check_begin(ck,
-                 "%s %zu [%s] tokens %lld experts %d k %d hidden %lld inter %lld %s, %s%s weights, %s, %s ids, %s, "
-                 "seed %llu",
-                 what, index, c->name, (long long)c->tokens, c->experts, c->k, (long long)c->hidden, (long long)c->inter,
-                 ckjit_dtype_name(c->dtype), ckjit_dtype_name(c->wdt),
-                 c->wdt != CKJIT_FP8_E4M3 ? "" : c->sc == CKJIT_FP8_SCALE_ROW ? " row-scaled" : " block-scaled",
-                 act_name(c->act), ckjit_dtype_name(c->ids), fm_routing_name(c->routing), (unsigned long long)seed);
-}
 
 static long run_case(gt_ctx *ctx, size_t index, const fm_case *c, uint64_t seed) {
   gt_check *ck = ctx->ck;
@@ -264,12 +92,12 @@ static long run_case(gt_ctx *ctx, size_t index, const fm_case *c, uint64_t seed)
   memset(&v, 0, sizeof v);
   uint8_t *first = NULL, *back = NULL;
   int32_t inv = 0;
-  begin(ck, "case", index, c, seed);
+  fm_begin(ck, "case", index, c, seed);
   if (fm_host_make(&p, c, seed, ctx->threads)) {
     gt_fail(ck, "host allocation failed");
     goto done;
   }
-  if (dev_make(ck, &v, &p)) goto done;
+  if (fm_dev_make(ck, &v, &p)) goto done;
   if (v.ws_bytes) { /* one byte short: refused before any device work */
     ckjit_fused_moe_desc small = v.d;
     small.workspace_bytes = v.ws_bytes - 1;
@@ -279,14 +107,14 @@ static long run_case(gt_ctx *ctx, size_t index, const fm_case *c, uint64_t seed)
               ckjit_status_string(st));
     else gt_pass(ck);
   }
-  if (call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv)) goto done;
-  check_output(ck, ctx, &p, &v, inv, &r);
+  if (fm_call(ck, &v, NULL) || gt_sync(ck) || fm_download(ck, &v, &inv)) goto done;
+  fm_check_output(ck, ctx, &p, &v, inv, &r);
   const size_t ybytes = v.y.elems * gt_esize(c->dtype);
   if (c->twice) {
     first = malloc(ybytes);
     if (!first) abort();
     memcpy(first, v.y.host, ybytes);
-    if (gt_buf_poison(ck, &v.y) || call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv)) goto done;
+    if (gt_buf_poison(ck, &v.y) || fm_call(ck, &v, NULL) || gt_sync(ck) || fm_download(ck, &v, &inv)) goto done;
     if (memcmp(first, v.y.host, ybytes)) gt_fail(ck, "a second run gave other bits");
     else gt_pass(ck);
   }
@@ -302,7 +130,7 @@ static long run_case(gt_ctx *ctx, size_t index, const fm_case *c, uint64_t seed)
   }
 done:
   free(first), free(back);
-  dev_free(&v);
+  fm_dev_free(&v);
   fm_host_free(&p);
   gt_check_end(ck);
   return ck->failures - f0;
@@ -310,53 +138,44 @@ done:
 
 /* ---- the cases ---------------------------------------------------------------------------- */
 
-static fm_case mk(const char *name, int64_t tokens, int E, int k, int64_t H, int64_t I, ckjit_dtype dt, ckjit_dtype wdt,
-                  ckjit_unary_op act, ckjit_dtype ids, int routing) {
-  fm_case c;
-  memset(&c, 0, sizeof c);
-  c.name = name, c.tokens = tokens, c.experts = E, c.k = k, c.hidden = H, c.inter = I, c.dtype = dt, c.wdt = wdt;
-  c.sc = CKJIT_FP8_SCALE_BLOCK, c.act = act, c.ids = ids, c.routing = routing;
-  return c;
-}
-
 static size_t build(fm_case *cs, int skip_large) {
   const ckjit_dtype B = CKJIT_BF16, F = CKJIT_F16, Q = CKJIT_FP8_E4M3, I32 = CKJIT_I32, I64 = CKJIT_I64;
   const ckjit_unary_op SILU = CKJIT_UNARY_SILU, TANH = CKJIT_UNARY_GELU_TANH, ERF = CKJIT_UNARY_GELU_ERF;
   size_t n = 0;
   fm_case c;
-  cs[n++] = mk("no tokens", 0, 8, 2, 272, 144, B, B, SILU, I32, FM_UNIFORM);
-  cs[n++] = mk("one token", 1, 8, 2, 272, 144, B, B, SILU, I32, FM_UNIFORM);
-  cs[n++] = mk("7 tokens, k 8 of 64 experts", 7, 64, 8, 272, 144, F, F, TANH, I64, FM_UNIFORM);
-  cs[n++] = mk("k 1, invalid ids", 300, 64, 1, 272, 144, B, B, SILU, I32, FM_INVALID);
-  c = mk("every slot on one expert (twice each token)", 1000, 8, 2, 272, 144, B, B, ERF, I32, FM_ONE_EXPERT);
+  cs[n++] = fm_mk("no tokens", 0, 8, 2, 272, 144, B, B, SILU, I32, FM_UNIFORM);
+  cs[n++] = fm_mk("one token", 1, 8, 2, 272, 144, B, B, SILU, I32, FM_UNIFORM);
+  cs[n++] = fm_mk("7 tokens, k 8 of 64 experts", 7, 64, 8, 272, 144, F, F, TANH, I64, FM_UNIFORM);
+  cs[n++] = fm_mk("k 1, invalid ids", 300, 64, 1, 272, 144, B, B, SILU, I32, FM_INVALID);
+  c = fm_mk("every slot on one expert (twice each token)", 1000, 8, 2, 272, 144, B, B, ERF, I32, FM_ONE_EXPERT);
   c.twice = 1, cs[n++] = c;
-  cs[n++] = mk("3 of 256 experts used", 500, 256, 8, 272, 144, F, F, TANH, I64, FM_FEW);
+  cs[n++] = fm_mk("3 of 256 experts used", 500, 256, 8, 272, 144, F, F, TANH, I64, FM_FEW);
   /* k 16: two rounds of the combine's 8 slots in flight; hidden 1168: a
    * row of two combine units, the second partial */
-  cs[n++] = mk("k 16 of 64 experts, hidden 1168", 33, 64, 16, 1168, 144, B, B, SILU, I32, FM_UNIFORM);
-  cs[n++] = mk("invalid ids of 512 experts", 700, 512, 2, 272, 144, B, B, SILU, I64, FM_INVALID);
-  c = mk("random data, ldx / ldy padded, invalid NULL", 100, 8, 2, 272, 144, B, B, SILU, I32, FM_UNIFORM);
+  cs[n++] = fm_mk("k 16 of 64 experts, hidden 1168", 33, 64, 16, 1168, 144, B, B, SILU, I32, FM_UNIFORM);
+  cs[n++] = fm_mk("invalid ids of 512 experts", 700, 512, 2, 272, 144, B, B, SILU, I64, FM_INVALID);
+  c = fm_mk("random data, ldx / ldy padded, invalid NULL", 100, 8, 2, 272, 144, B, B, SILU, I32, FM_UNIFORM);
   c.random_data = 1, c.ldx_pad = 40, c.ldy_pad = 24, c.no_invalid = 1, cs[n++] = c;
-  c = mk("fp8 row", 77, 8, 2, 272, 144, B, Q, SILU, I32, FM_UNIFORM);
+  c = fm_mk("fp8 row", 77, 8, 2, 272, 144, B, Q, SILU, I32, FM_UNIFORM);
   c.sc = CKJIT_FP8_SCALE_ROW, c.zero_groups = 1, cs[n++] = c;
-  c = mk("fp8 row, k 1, invalid ids", 200, 64, 1, 272, 144, F, Q, ERF, I64, FM_INVALID);
+  c = fm_mk("fp8 row, k 1, invalid ids", 200, 64, 1, 272, 144, F, Q, ERF, I64, FM_INVALID);
   c.sc = CKJIT_FP8_SCALE_ROW, c.ldy_pad = 8, cs[n++] = c;
-  c = mk("fp8 block, inter 192", 77, 8, 2, 272, 192, B, Q, SILU, I32, FM_UNIFORM);
+  c = fm_mk("fp8 block, inter 192", 77, 8, 2, 272, 192, B, Q, SILU, I32, FM_UNIFORM);
   c.zero_groups = 1, cs[n++] = c;
-  c = mk("fp8 block, k 8, padded", 300, 64, 8, 528, 320, F, Q, TANH, I64, FM_FEW);
+  c = fm_mk("fp8 block, k 8, padded", 300, 64, 8, 528, 320, F, Q, TANH, I64, FM_FEW);
   c.ldx_pad = 8, c.ldy_pad = 16, c.zero_groups = 1, c.twice = 1, cs[n++] = c;
-  c = mk("fp8 row, 512 experts, 7 tokens", 7, 512, 8, 272, 144, B, Q, SILU, I32, FM_UNIFORM);
+  c = fm_mk("fp8 row, 512 experts, 7 tokens", 7, 512, 8, 272, 144, B, Q, SILU, I32, FM_UNIFORM);
   c.sc = CKJIT_FP8_SCALE_ROW, cs[n++] = c;
   if (skip_large) return n;
-  c = mk("16384 tokens, k 8 of 256 experts", 16384, 256, 8, 272, 144, B, B, SILU, I32, FM_UNIFORM);
+  c = fm_mk("16384 tokens, k 8 of 256 experts", 16384, 256, 8, 272, 144, B, B, SILU, I32, FM_UNIFORM);
   c.sample = 24, c.large = 1, cs[n++] = c;
-  c = mk("16384 tokens of 512 experts, invalid ids", 16384, 512, 2, 528, 208, F, F, TANH, I64, FM_INVALID);
+  c = fm_mk("16384 tokens of 512 experts, invalid ids", 16384, 512, 2, 528, 208, F, F, TANH, I64, FM_INVALID);
   c.sample = 24, c.ldy_pad = 8, c.large = 1, cs[n++] = c;
-  c = mk("16384 tokens, fp8 block", 16384, 256, 8, 272, 192, B, Q, SILU, I32, FM_INVALID);
+  c = fm_mk("16384 tokens, fp8 block", 16384, 256, 8, 272, 192, B, Q, SILU, I32, FM_INVALID);
   c.sample = 16, c.large = 1, cs[n++] = c;
-  c = mk("realistic bf16", 4096, 64, 8, 4096, 1408, B, B, SILU, I32, FM_UNIFORM);
+  c = fm_mk("realistic bf16", 4096, 64, 8, 4096, 1408, B, B, SILU, I32, FM_UNIFORM);
   c.sample = 16, c.large = 1, cs[n++] = c;
-  c = mk("realistic fp8 block", 4096, 64, 8, 4096, 1408, B, Q, SILU, I32, FM_UNIFORM);
+  c = fm_mk("realistic fp8 block", 4096, 64, 8, 4096, 1408, B, Q, SILU, I32, FM_UNIFORM);
   c.sample = 16, c.large = 1, cs[n++] = c;
   return n;
 }
@@ -409,7 +228,7 @@ static int load_cuda(const gt_ctx *ctx, char *why, size_t len) {
 static long graph_replay(gt_ctx *ctx, size_t index, uint64_t seed, ckjit_dtype wdt) {
   gt_check *ck = ctx->ck;
   const long f0 = ck->failures;
-  fm_case c = mk("CUDA graph replay", 256, 64, 8, 272, 192, CKJIT_BF16, wdt, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
+  fm_case c = fm_mk("CUDA graph replay", 256, 64, 8, 272, 192, CKJIT_BF16, wdt, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
   char why[256];
   if (!load_cuda(ctx, why, sizeof why)) {
     printf("SKIP the CUDA graph replay: %s\n", why);
@@ -422,12 +241,12 @@ static long graph_replay(gt_ctx *ctx, size_t index, uint64_t seed, ckjit_dtype w
   void *primary = NULL, *stream = NULL, *graph = NULL, *exec = NULL;
   int32_t inv;
   int dev;
-  begin(ck, "case", index, &c, seed);
+  fm_begin(ck, "case", index, &c, seed);
   if (fm_host_make(&p, &c, seed, ctx->threads)) {
     gt_fail(ck, "host allocation failed");
     goto done;
   }
-  if (dev_make(ck, &v, &p)) goto done;
+  if (fm_dev_make(ck, &v, &p)) goto done;
   /* the stream in the device's primary context, made current here (ckjit
    * leaves the caller's context alone) */
   if (cu.device_get(&dev, ctx->info.device) || cu.retain(&primary, dev) || cu.set_current(primary) ||
@@ -436,8 +255,8 @@ static long graph_replay(gt_ctx *ctx, size_t index, uint64_t seed, ckjit_dtype w
     goto done;
   }
   /* eager first: kernels are compiled and loaded outside the capture */
-  if (call(ck, &v, stream) || cu.sync(stream) || download(ck, &v, &inv)) goto done;
-  check_output(ck, ctx, &p, &v, inv, &r);
+  if (fm_call(ck, &v, stream) || cu.sync(stream) || fm_download(ck, &v, &inv)) goto done;
+  fm_check_output(ck, ctx, &p, &v, inv, &r);
   int rc = cu.begin(stream, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */);
   const ckjit_status st = rc ? CKJIT_ERROR_INTERNAL : ckjit_fused_moe(&v.d, stream);
   if (!rc) rc = cu.end(stream, &graph);
@@ -449,23 +268,23 @@ static long graph_replay(gt_ctx *ctx, size_t index, uint64_t seed, ckjit_dtype w
   for (int i = 0; i < 4; i++) {
     const int32_t sentinel = INV_SENTINEL;
     fm_route(&p, routings[i], &r);
-    if (upload_routing(ck, &v, &p) || gt_buf_poison(ck, &v.y) || ckjit_memset(v.ws.dev, 0xFF, v.ws_bytes) ||
+    if (fm_upload_routing(ck, &v, &p) || gt_buf_poison(ck, &v.y) || ckjit_memset(v.ws.dev, 0xFF, v.ws_bytes) ||
         ckjit_memcpy(v.inv.dev, &sentinel, 4, CKJIT_HOST_TO_DEVICE))
       goto done;
     if (cu.launch(exec, stream) || cu.sync(stream)) {
       gt_fail(ck, "replay %d (%s): cuGraphLaunch / cuStreamSynchronize failed", i, fm_routing_name(routings[i]));
       goto done;
     }
-    if (download(ck, &v, &inv)) goto done;
+    if (fm_download(ck, &v, &inv)) goto done;
     const long before = ck->failures;
-    check_output(ck, ctx, &p, &v, inv, &r);
+    fm_check_output(ck, ctx, &p, &v, inv, &r);
     if (ck->failures != before) printf("  (in replay %d, routing %s)\n", i, fm_routing_name(routings[i]));
   }
 done:
   if (exec) cu.exec_destroy(exec);
   if (graph) cu.graph_destroy(graph);
   if (stream) cu.stream_destroy(stream);
-  dev_free(&v);
+  fm_dev_free(&v);
   fm_host_free(&p);
   gt_check_end(ck);
   return ck->failures - f0;
@@ -478,13 +297,13 @@ done:
 static long moe_check(gt_ctx *ctx, size_t index, uint64_t seed) {
   gt_check *ck = ctx->ck;
   const long f0 = ck->failures;
-  fm_case c = mk("CKJIT_MOE_CHECK=1", 16, 8, 2, 272, 144, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
+  fm_case c = fm_mk("CKJIT_MOE_CHECK=1", 16, 8, 2, 272, 144, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
   tu_rng r = {seed ^ 0xBB67AE85ull};
   fm_host p;
   fm_dev v;
   memset(&v, 0, sizeof v);
   int32_t inv;
-  begin(ck, "case", index, &c, seed);
+  fm_begin(ck, "case", index, &c, seed);
   setenv("CKJIT_MOE_CHECK", "1", 1);
   if (fm_host_make(&p, &c, seed, ctx->threads)) {
     gt_fail(ck, "host allocation failed");
@@ -492,19 +311,19 @@ static long moe_check(gt_ctx *ctx, size_t index, uint64_t seed) {
   }
   const int64_t good = p.ids[5];
   p.ids[5] = -1;
-  if (dev_make(ck, &v, &p)) goto done;
+  if (fm_dev_make(ck, &v, &p)) goto done;
   ckjit_status st = ckjit_fused_moe(&v.d, NULL);
   if (st != CKJIT_ERROR_INVALID_ARGUMENT || !strstr(ckjit_last_error(), "ckjit_fused_moe"))
     gt_fail(ck, "an id -1 gave %s (%s), want CKJIT_ERROR_INVALID_ARGUMENT naming ckjit_fused_moe", ckjit_status_string(st),
             ckjit_last_error());
   else gt_pass(ck);
   p.ids[5] = good;
-  if (gt_sync(ck) || upload_routing(ck, &v, &p) || gt_buf_poison(ck, &v.y)) goto done;
-  if (call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv)) goto done;
-  check_output(ck, ctx, &p, &v, inv, &r);
+  if (gt_sync(ck) || fm_upload_routing(ck, &v, &p) || gt_buf_poison(ck, &v.y)) goto done;
+  if (fm_call(ck, &v, NULL) || gt_sync(ck) || fm_download(ck, &v, &inv)) goto done;
+  fm_check_output(ck, ctx, &p, &v, inv, &r);
 done:
   unsetenv("CKJIT_MOE_CHECK");
-  dev_free(&v);
+  fm_dev_free(&v);
   fm_host_free(&p);
   gt_check_end(ck);
   return ck->failures - f0;
@@ -519,7 +338,7 @@ static long ep_check(gt_ctx *ctx, size_t index, uint64_t seed) {
   gt_check *ck = ctx->ck;
   const long f0 = ck->failures;
   enum { LOCAL = 16, GLOBAL = 48 };
-  fm_case c = mk("expert parallel", 300, LOCAL, 4, 272, 144, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
+  fm_case c = fm_mk("expert parallel", 300, LOCAL, 4, 272, 144, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
   tu_rng r = {seed ^ 0xA54FF53Aull};
   fm_host p;
   fm_dev v;
@@ -527,7 +346,7 @@ static long ep_check(gt_ctx *ctx, size_t index, uint64_t seed) {
   memset(&v, 0, sizeof v), memset(&map, 0, sizeof map);
   uint8_t *first = NULL;
   int64_t *global = NULL;
-  begin(ck, "expert parallel", index, &c, seed);
+  fm_begin(ck, "expert parallel", index, &c, seed);
   if (fm_host_make(&p, &c, seed, ctx->threads)) {
     gt_fail(ck, "host allocation failed");
     goto done;
@@ -552,17 +371,17 @@ static long ep_check(gt_ctx *ctx, size_t index, uint64_t seed) {
    * slot routed elsewhere if the draw above made it one */
   if (p.ids[7] == -1) elsewhere--;
   global[7] = GLOBAL + 3, p.ids[7] = -1;
-  if (dev_make(ck, &v, &p)) goto done; /* the local ids */
+  if (fm_dev_make(ck, &v, &p)) goto done; /* the local ids */
   int32_t inv_local, inv_ep;
-  if (call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv_local)) goto done;
-  check_output(ck, ctx, &p, &v, inv_local, &r); /* the local run against the reference */
+  if (fm_call(ck, &v, NULL) || gt_sync(ck) || fm_download(ck, &v, &inv_local)) goto done;
+  fm_check_output(ck, ctx, &p, &v, inv_local, &r); /* the local run against the reference */
   const size_t ybytes = v.y.elems * gt_esize(c.dtype);
   if (!(first = malloc(ybytes))) abort();
   memcpy(first, v.y.host, ybytes);
   for (int64_t i = 0; i < n; i++) ((int32_t *)(void *)v.ids.host)[i] = (int32_t)global[i];
   if (gt_buf_upload(ck, &v.ids) || gt_buf_poison(ck, &v.y)) goto done;
   v.d.expert_map = map.dev, v.d.global_experts = GLOBAL;
-  if (call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv_ep)) goto done;
+  if (fm_call(ck, &v, NULL) || gt_sync(ck) || fm_download(ck, &v, &inv_ep)) goto done;
   size_t differ = 0, at = 0;
   for (size_t i = 0; i < ybytes; i++)
     if (v.y.host[i] != first[i] && !differ++) at = i;
@@ -575,7 +394,7 @@ done:
   free(first);
   free(global);
   gt_buf_free(&map);
-  dev_free(&v);
+  fm_dev_free(&v);
   fm_host_free(&p);
   gt_check_end(ck);
   return ck->failures - f0;
@@ -590,21 +409,21 @@ done:
 static long router_check(gt_ctx *ctx, size_t index, uint64_t seed, int64_t tokens, ckjit_dtype dt, int renormalize) {
   gt_check *ck = ctx->ck;
   const long f0 = ck->failures;
-  fm_case c = mk("router", tokens, 64, 8, 272, 144, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_GELU_TANH, CKJIT_I32, FM_UNIFORM);
+  fm_case c = fm_mk("router", tokens, 64, 8, 272, 144, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_GELU_TANH, CKJIT_I32, FM_UNIFORM);
   tu_rng r = {seed ^ 0x3C6EF372ull};
   fm_host p;
   fm_dev v;
   gt_buf logits, rws;
   memset(&v, 0, sizeof v), memset(&logits, 0, sizeof logits), memset(&rws, 0, sizeof rws);
   uint8_t *first = NULL;
-  begin(ck, "router", index, &c, seed);
+  fm_begin(ck, "router", index, &c, seed);
   printf("  logits %s, renormalize %d\n", ckjit_dtype_name(dt), renormalize);
   const int64_t ld = c.experts + 8;
   if (fm_host_make(&p, &c, seed, ctx->threads)) {
     gt_fail(ck, "host allocation failed");
     goto done;
   }
-  if (dev_make(ck, &v, &p) || gt_buf_alloc(ck, &logits, dt, (size_t)(tokens * ld))) goto done;
+  if (fm_dev_make(ck, &v, &p) || gt_buf_alloc(ck, &logits, dt, (size_t)(tokens * ld))) goto done;
   for (int64_t i = 0; i < tokens * ld; i++) /* a coarse grid: ties happen */
     gt_put(dt, logits.host, (size_t)i, (double)tu_rng_range(&r, -16, 16) / 4);
   if (gt_buf_upload(ck, &logits)) goto done;
@@ -616,7 +435,7 @@ static long router_check(gt_ctx *ctx, size_t index, uint64_t seed, int64_t token
     goto done;
   }
   int32_t inv;
-  if (call(ck, &v, NULL) || gt_sync(ck) || download(ck, &v, &inv)) goto done;
+  if (fm_call(ck, &v, NULL) || gt_sync(ck) || fm_download(ck, &v, &inv)) goto done;
   const size_t ybytes = v.y.elems * gt_esize(c.dtype);
   if (!(first = malloc(ybytes))) abort();
   memcpy(first, v.y.host, ybytes);
@@ -651,7 +470,122 @@ done:
   free(first);
   gt_buf_free(&logits);
   gt_buf_free(&rws);
-  dev_free(&v);
+  fm_dev_free(&v);
+  fm_host_free(&p);
+  gt_check_end(ck);
+  return ck->failures - f0;
+}
+
+/* Shared experts against their definition: a shared expert is a routed
+ * expert that every token names in one more slot with weight 1, so
+ *   - "as slots": the layer with E routed experts, k slots and S shared
+ *     experts (the last S experts' weights of a problem with E + S experts
+ *     and k + S slots, the last S slots of every token naming them with
+ *     weight 1) gives the bytes of that problem's layer, itself checked
+ *     against the reference;
+ *   - "alone": with every routed id -1 (and routed experts of another
+ *     inter), y is the shared experts' sum alone: the bytes of the layer
+ *     with S experts, each token naming all S in order with weight 1,
+ *     checked against the reference; *invalid counts the routed ids.
+ * Both read x through the copy path when ldx is not a multiple of 16. */
+static long shared_check(gt_ctx *ctx, size_t index, uint64_t seed, fm_case c, int S, int alone) {
+  gt_check *ck = ctx->ck;
+  const long f0 = ck->failures;
+  const int E = c.experts, k = c.k;
+  const int64_t I = c.inter, T = c.tokens, H = c.hidden, n_routed = T * k;
+  int64_t si = I; /* the shared experts' inter */
+  if (alone) si = 2 * I + 64, c.experts = S, c.k = S, c.inter = si;
+  else c.experts = E + S, c.k = k + S;
+  tu_rng r = {seed ^ 0x5A17EDull};
+  fm_host p;
+  fm_dev v;
+  gt_buf ids, tw, w1, w2, s1, s2, ws;
+  memset(&v, 0, sizeof v);
+  gt_buf *const mine[] = {&ids, &tw, &w1, &w2, &s1, &s2, &ws};
+  for (int i = 0; i < 7; i++) memset(mine[i], 0, sizeof *mine[i]);
+  uint8_t *first = NULL;
+  fm_begin(ck, alone ? "shared experts alone" : "shared experts as slots", index, &c, seed);
+  if (fm_host_make(&p, &c, seed, ctx->threads)) {
+    gt_fail(ck, "host allocation failed");
+    goto done;
+  }
+  /* the shared slots: experts E .. E + S - 1 (alone: 0 .. S - 1), weight
+   * 1; the routed slots drawn among E + S experts keep to the first E */
+  for (int64_t t = 0; t < T; t++) {
+    for (int s = 0; s < c.k - S; s++)
+      if (p.ids[t * c.k + s] >= E && p.ids[t * c.k + s] < E + S) p.ids[t * c.k + s] -= S;
+    for (int j = 0; j < S; j++) p.ids[t * c.k + (c.k - S) + j] = (alone ? 0 : E) + j, p.tw[t * c.k + (c.k - S) + j] = 1.0f;
+  }
+  int32_t inv_ref, inv;
+  if (fm_dev_make(ck, &v, &p) || fm_call(ck, &v, NULL) || gt_sync(ck) || fm_download(ck, &v, &inv_ref)) goto done;
+  fm_check_output(ck, ctx, &p, &v, inv_ref, &r); /* the problem with the shared slots routed */
+  const size_t ybytes = v.y.elems * gt_esize(c.dtype);
+  if (!(first = malloc(ybytes))) abort();
+  memcpy(first, v.y.host, ybytes);
+
+  /* the layer with shared experts: the first k slots routed (alone: ids
+   * -1), the shared experts' weights where the problem keeps the last S */
+  const int fp8 = c.wdt == CKJIT_FP8_E4M3, block = c.sc == CKJIT_FP8_SCALE_BLOCK;
+  const size_t wes = gt_esize(c.wdt);
+  ckjit_fused_moe_desc d = v.d;
+  d.experts = alone ? 4 : E, d.k = k, d.inter = I;
+  if (gt_buf_alloc(ck, &ids, CKJIT_I32, (size_t)n_routed) || gt_buf_alloc(ck, &tw, CKJIT_F32, (size_t)n_routed))
+    goto done;
+  for (int64_t t = 0; t < T; t++)
+    for (int s = 0; s < k; s++) {
+      ((int32_t *)(void *)ids.host)[t * k + s] = alone ? -1 : (int32_t)p.ids[t * c.k + s];
+      ((float *)(void *)tw.host)[t * k + s] = alone ? 0.5f : p.tw[t * c.k + s];
+    }
+  if ((n_routed && (gt_buf_upload(ck, &ids) || gt_buf_upload(ck, &tw)))) goto done;
+  d.ids_dtype = CKJIT_I32, d.topk_ids = ids.dev, d.topk_weights = tw.dev;
+  const int64_t up_scales = block ? (2 * si + 127) / 128 * ((H + 127) / 128) : 2 * si;
+  const int64_t down_scales = block ? (H + 127) / 128 * ((si + 127) / 128) : H;
+  const int first_shared = alone ? 0 : E;
+  d.shared_experts = S, d.shared_inter = alone ? si : 0;
+  d.w_shared_gate_up = (const char *)v.w1.dev + (size_t)first_shared * (size_t)(2 * si * H) * wes;
+  d.w_shared_down = (const char *)v.w2.dev + (size_t)first_shared * (size_t)(H * si) * wes;
+  if (fp8)
+    d.scale_shared_gate_up = (const float *)v.s1.dev + first_shared * up_scales,
+    d.scale_shared_down = (const float *)v.s2.dev + first_shared * down_scales;
+  if (alone) { /* routed experts of inter I that no token reaches */
+    if (gt_buf_alloc(ck, &w1, c.wdt, (size_t)(4 * 2 * I * H)) || gt_buf_alloc(ck, &w2, c.wdt, (size_t)(4 * H * I)) ||
+        gt_buf_alloc(ck, &s1, CKJIT_F32, (size_t)(4 * 2 * I * H)) || gt_buf_alloc(ck, &s2, CKJIT_F32, (size_t)(4 * H * I)))
+      goto done;
+    d.w_gate_up = w1.dev, d.w_down = w2.dev;
+    if (fp8) d.scale_gate_up = s1.dev, d.scale_down = s2.dev;
+  }
+  const size_t ws_bytes = ckjit_fused_moe_workspace_size(&d);
+  if (!ws_bytes) {
+    gt_fail(ck, "ckjit_fused_moe_workspace_size with shared experts: 0 (%s)", ckjit_last_error());
+    goto done;
+  }
+  if (gt_buf_alloc(ck, &ws, CKJIT_I8, ws_bytes) || gt_buf_poison(ck, &ws) || gt_buf_poison(ck, &v.y)) goto done;
+  d.workspace = ws.dev, d.workspace_bytes = ws_bytes;
+  const int32_t sentinel = INV_SENTINEL;
+  if (ckjit_memcpy(v.inv.dev, &sentinel, 4, CKJIT_HOST_TO_DEVICE)) {
+    gt_fail(ck, "invalid fill: %s", ckjit_last_error());
+    goto done;
+  }
+  const ckjit_status st = ckjit_fused_moe(&d, NULL);
+  if (st != CKJIT_SUCCESS) {
+    gt_fail(ck, "ckjit_fused_moe with %d shared experts: %s: %s", S, ckjit_status_string(st), ckjit_last_error());
+    goto done;
+  }
+  if (gt_sync(ck) || fm_download(ck, &v, &inv)) goto done;
+  size_t differ = 0, at = 0;
+  for (size_t i = 0; i < ybytes; i++)
+    if (v.y.host[i] != first[i] && !differ++) at = i;
+  if (differ)
+    gt_fail(ck, "y: %zu of %zu bytes differ from the problem with the shared experts routed (first at byte %zu)",
+            differ, ybytes, at);
+  else gt_pass(ck);
+  const int32_t want = alone ? (int32_t)n_routed : inv_ref;
+  if (inv != want) gt_fail(ck, "*invalid %d, want %d", inv, want);
+  else gt_pass(ck);
+done:
+  free(first);
+  for (int i = 0; i < 7; i++) gt_buf_free(mine[i]);
+  fm_dev_free(&v);
   fm_host_free(&p);
   gt_check_end(ck);
   return ck->failures - f0;
@@ -661,14 +595,14 @@ done:
 
 static int requires(gt_ctx *ctx, char *why, size_t len) {
   if (is_sm90(ctx->info.device_arch) && is_sm90(ctx->info.arch)) return 1;
-  fm_case c = mk("probe", 4, 2, 1, 16, 16, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
+  fm_case c = fm_mk("probe", 4, 2, 1, 16, 16, CKJIT_BF16, CKJIT_BF16, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
   fm_host p;
   fm_dev v;
   memset(&v, 0, sizeof v);
   ckjit_status st = CKJIT_ERROR_INTERNAL;
   gt_check_begin(ctx->ck, "unsupported-device probe");
-  if (fm_host_make(&p, &c, 1, 1) == 0 && dev_make(ctx->ck, &v, &p) == 0) st = ckjit_fused_moe(&v.d, NULL);
-  dev_free(&v);
+  if (fm_host_make(&p, &c, 1, 1) == 0 && fm_dev_make(ctx->ck, &v, &p) == 0) st = ckjit_fused_moe(&v.d, NULL);
+  fm_dev_free(&v);
   fm_host_free(&p);
   gt_check_end(ctx->ck);
   if (st == CKJIT_ERROR_UNSUPPORTED) {
@@ -697,9 +631,24 @@ static gt_result run(gt_ctx *ctx) {
   failed += router_check(ctx, count + 4, s ^ 1, 77, CKJIT_BF16, 1) != 0;
   failed += router_check(ctx, count + 5, s ^ 2, 700, CKJIT_F16, 0) != 0;
   failed += ep_check(ctx, count + 6, s ^ 3) != 0;
-  printf("fused_moe: %zu cases (%d failed), %ld checks, %ld failures\n", count + 7, failed, ctx->ck->checks,
+  /* shared experts: bf16 (x copied: ldx % 16 = 8) and FP8 both scalings as
+   * slots, then alone with another inter */
+  const ckjit_dtype B = CKJIT_BF16, Q = CKJIT_FP8_E4M3;
+  fm_case sc[5];
+  sc[0] = fm_mk("shared, bf16, x copied", 300, 8, 2, 256, 128, B, B, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
+  sc[0].ldx_pad = 8;
+  sc[1] = fm_mk("shared, f16 gelu, x direct", 129, 8, 1, 256, 96, CKJIT_F16, CKJIT_F16, CKJIT_UNARY_GELU_TANH, CKJIT_I32,
+                FM_FEW);
+  sc[2] = fm_mk("shared, fp8 block", 200, 8, 2, 256, 128, B, Q, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
+  sc[3] = fm_mk("shared, fp8 row", 200, 8, 2, 256, 96, B, Q, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
+  sc[3].sc = CKJIT_FP8_SCALE_ROW;
+  sc[4] = fm_mk("shared alone, bf16", 77, 8, 2, 256, 64, B, B, CKJIT_UNARY_SILU, CKJIT_I32, FM_UNIFORM);
+  const int shared_n[5] = {2, 1, 1, 2, 2}, alone[5] = {0, 0, 0, 0, 1};
+  for (int i = 0; i < 5; i++)
+    failed += shared_check(ctx, count + 7 + (size_t)i, s ^ (4 + (uint64_t)i), sc[i], shared_n[i], alone[i]) != 0;
+  printf("fused_moe: %zu cases (%d failed), %ld checks, %ld failures\n", count + 12, failed, ctx->ck->checks,
          ctx->ck->failures);
-  return (gt_result){(long)count + 7, failed};
+  return (gt_result){(long)count + 12, failed};
 }
 
 static const gt_suite suite = {
