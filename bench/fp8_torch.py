@@ -67,13 +67,15 @@ class Fp8Desc(ctypes.Structure):  # ckjit_gemm_fp8_desc (enums are int)
                 ('out_dtype', INT), ('a', PTR), ('lda', I64), ('b', PTR), ('ldb', I64),
                 ('d', PTR), ('ldd', I64), ('scaling', INT), ('scale_a', PTR),
                 ('scale_b', PTR), ('ld_scale_a', I64), ('ld_scale_b', I64), ('alpha', FLT),
-                ('bias', PTR), ('bias_mode', INT), ('activation', INT)]
+                ('bias', PTR), ('bias_mode', INT), ('activation', INT), ('c', PTR), ('ldc', I64),
+                ('beta', FLT), ('d0', PTR), ('ldd0', I64), ('d1', PTR), ('ldd1', I64)]
 
 
 # Offsets by hand, LP64: m n k 0 8 16, a_dtype b_dtype out_dtype 24 28 32 (+4), a 40, lda 48,
 # b 56, ldb 64, d 72, ldd 80, scaling 88 (+4), scale_a 96, scale_b 104, ld_scale_a 112,
-# ld_scale_b 120, alpha 128 (+4), bias 136, bias_mode 144, activation 148: sizeof 152.
-STRUCTS = {'ckjit_gemm_fp8_desc': (Fp8Desc, 152, 148)}
+# ld_scale_b 120, alpha 128 (+4), bias 136, bias_mode 144, activation 148, c 152, ldc 160,
+# beta 168 (+4), d0 176, ldd0 184, d1 192, ldd1 200: sizeof 208.
+STRUCTS = {'ckjit_gemm_fp8_desc': (Fp8Desc, 208, 200)}
 
 
 # ---- cases ---------------------------------------------------------------------------------

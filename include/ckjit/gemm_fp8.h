@@ -2,8 +2,15 @@
  * ckjit — FP8 GEMM with scaling (Hopper's FP8 tensor cores).  Included by
  * ckjit/ckjit.h.
  *
- *   D[i][j] = act(alpha * sum_kk deq(A)[i][kk] deq(B)[kk][j] + bias)
+ *   v = alpha * sum_kk deq(A)[i][kk] deq(B)[kk][j]   (f32 accumulation)
+ *     + beta * C[i][j]       (when c != NULL and beta != 0; beta 0 never reads C)
+ *     + bias[i] or bias[j]   (bias_mode)
+ *     + D0[i][j]             (when d0 != NULL)
+ *   v = act(v) * D1[i][j]    (D1 when d1 != NULL)
+ *   D[i][j] = v rounded to out_dtype
  *
+ * the epilogue of ckjit_gemm (ckjit.h), with C, D0, D1 and the bias in
+ * out_dtype, row-major with leading dimensions ldc, ldd0, ldd1 (>= n).
  * A is m x k and B is k x n, each in FP8 (CKJIT_FP8_E4M3: OCP e4m3fn, or
  * CKJIT_FP8_E5M2, chosen per operand); D is f16, bf16 or f32.  deq() applies
  * the scales (device f32 arrays) of `scaling`:
@@ -31,9 +38,10 @@
  * one K block of 128 with fewer bits than f32 (as on every Hopper FP8 GEMM),
  * and every block's sum is added to an f32 accumulator in the registers
  * (with its block scales in CKJIT_FP8_SCALE_BLOCK), so the error does not
- * grow with k beyond f32's.  The epilogue: alpha (then, TENSOR and ROW, the
- * scales), bias (out_dtype, m entries per row or n per column), activation,
- * rounding to out_dtype (round to nearest even).  NaN and inf propagate as
+ * grow with k beyond f32's.  The epilogue, in f32: alpha (then, TENSOR and
+ * ROW, the scales), beta C, bias (out_dtype, m entries per row or n per
+ * column), D0, activation, D1, rounding to out_dtype (round to nearest
+ * even).  NaN and inf propagate as
  * in f32 arithmetic (e4m3fn has no infinity; its NaN encodings give NaN).
  *
  * ld_scale_a and ld_scale_b are read under CKJIT_FP8_SCALE_BLOCK only.  D
@@ -41,9 +49,12 @@
  * (CKJIT_ERROR_UNSUPPORTED past it: the tensor memory accelerator's
  * coordinates are 32-bit).  Scales may be any f32 (a NaN scale gives NaN).
  *
- * m = 0 or n = 0 does nothing; k = 0 gives D = act(bias) (or 0).  Runs on
- * NVIDIA sm_90 (CKJIT_ERROR_UNSUPPORTED elsewhere, and for a compile arch
- * that is not sm_90).  D must not overlap A, B, the scales or the bias.
+ * m = 0 or n = 0 does nothing; k = 0 gives D = the epilogue of 0.  Runs
+ * on NVIDIA sm_90 (CKJIT_ERROR_UNSUPPORTED elsewhere, and for a compile
+ * arch that is not sm_90).  D must not overlap A, B, the scales, the bias,
+ * D0 or D1; d may be c (in place) when ldc equals ldd.  c, d0 and d1 need
+ * element alignment.  ckjit_gemm_fp8_moe takes none of c, d0, d1
+ * (CKJIT_ERROR_UNSUPPORTED).
  */
 #ifndef CKJIT_GEMM_FP8_H
 #define CKJIT_GEMM_FP8_H
@@ -77,6 +88,13 @@ typedef struct ckjit_gemm_fp8_desc {
   const void *bias;             /* given exactly when bias_mode != CKJIT_BIAS_NONE */
   ckjit_bias_mode bias_mode;
   ckjit_unary_op activation;    /* IDENTITY, RELU, GELU_TANH, GELU_ERF, SILU or SIGMOID */
+  const void *c;                /* NULL: no beta term */
+  int64_t ldc;
+  float beta;
+  const void *d0;               /* NULL: none */
+  int64_t ldd0;
+  const void *d1;               /* NULL: none */
+  int64_t ldd1;
 } ckjit_gemm_fp8_desc;
 
 /* Zeroes `desc`, then sets alpha 1, a_dtype and b_dtype CKJIT_FP8_E4M3,

@@ -28,8 +28,9 @@
  *            that row. */
 #define CKJIT_FP8_EPILOGUES(X) X(EPI_PLAIN, none) X(EPI_GATED, gated) X(EPI_SCATTER, scatter)
 
-/* D = act(alpha * deq(A) deq(B) + bias) (include/ckjit/gemm_fp8.h), per
- * expert under a MoE layout.
+/* D = act(alpha * deq(A) deq(B) + beta C + bias + D0) * D1
+ * (include/ckjit/gemm_fp8.h), per expert under a MoE layout (which has no
+ * C, D0 or D1).
  *   map_a, map_b  K-major boxes of 128 K bytes x BM rows of A / BN rows of
  *                 B; the third dimension is the expert (A: MASKED only)
  *   ld_scale_a/b  block scaling: entries between rows of the scale arrays
@@ -65,8 +66,14 @@
   X(const int *, row_ids, 408)                                                 \
   X(const float *, row_weights, 416)                                           \
   X(long long, route_entries, 424)                                             \
-  X(long long, tail_padding, 432)
-CKJIT_ABI_STRUCT(ckjit_gemm_fp8_args, CKJIT_GEMM_FP8_FIELDS, 448)
+  X(const void *, c, 432)                                                      \
+  X(const void *, d0, 440)                                                     \
+  X(const void *, d1, 448)                                                     \
+  X(long long, ldc, 456)                                                       \
+  X(long long, ldd0, 464)                                                      \
+  X(long long, ldd1, 472)                                                      \
+  X(float, beta, 480)
+CKJIT_ABI_STRUCT(ckjit_gemm_fp8_args, CKJIT_GEMM_FP8_FIELDS, 512)
 /* The kernel's one parameter (the host launches with ckjit_abi_by_value). */
 #define CKJIT_GEMM_FP8_PARAM(X) X(ckjit_gemm_fp8_args, x, 0)
 

@@ -1,6 +1,7 @@
 // The FP8 GEMM's epilogue (gemm/fp8.cu, which defines TC, BN, OUT_COLS,
-// ACC, BIAS, EPI and the activation before including it): D = act(sum *
-// row factor * column factor + bias), cast to TC and stored.  A thread's
+// ACC, BIAS, EPI, HAS_C / HAS_D0 / HAS_D1 and the activation before
+// including it): D = act(sum * row factor * column factor + beta C + bias
+// + D0) * D1, cast to TC and stored.  A thread's
 // accumulator 4 j + e is row r0 (+ 8 for e >= 2), column 8 j + 2 (lane %
 // 4) + e % 2 of its warp's 16 x BN piece; its factor is row_f[e / 2] times
 // the column's entry of col_f (the tile's column scales in shared memory,
@@ -19,17 +20,32 @@ struct fp8_out {
   long long rows;
 };
 
-// D's element (m, n) from its sum v and scale factor f: bias, activation.
-// (m, n) must be inside D (the bias is read there).
-CKJIT_INLINE float finish(const fp8_out &o, long long m, long long n, float v, float f) {
+static_assert(!(HAS_C || HAS_D0 || HAS_D1) || (EPI == EPI_PLAIN && MOE == MOE_NONE),
+              "C, D0 and D1: plain GEMMs only");
+
+// D's element (m, n) from its sum v and scale factor f (alpha and the
+// scales): beta C, bias, D0, activation, D1, in ckjit_gemm's order.  (m, n)
+// must be inside D (the bias and the terms are read there).
+CKJIT_INLINE float finish(const ckjit_gemm_fp8_args &x, const fp8_out &o, long long m, long long n, float v,
+                          float f) {
   v *= f;
+#if HAS_C
+  v += x.beta * ckjit_to_float(static_cast<const TC *>(x.c)[m * x.ldc + n]);
+#endif
 #if BIAS == BIAS_ROW
   v += ckjit_to_float(o.bias[m]);
 #elif BIAS == BIAS_COL
   v += ckjit_to_float(o.bias[n]);
 #endif
-  (void)o, (void)m, (void)n;
-  return activation(v);
+#if HAS_D0
+  v += ckjit_to_float(static_cast<const TC *>(x.d0)[m * x.ldd0 + n]);
+#endif
+  v = activation(v);
+#if HAS_D1
+  v *= ckjit_to_float(static_cast<const TC *>(x.d1)[m * x.ldd1 + n]);
+#endif
+  (void)x, (void)o, (void)m, (void)n;
+  return v;
 }
 
 // D's row for the tile's row m (inside the rows): m, or (scatter) its
@@ -57,8 +73,8 @@ CKJIT_INLINE void finish_pair(const ckjit_gemm_fp8_args &x, const fp8_out &o, co
   const int c = 8 * j + 2 * (threadIdx.x % 4);
   const float2 f = col_factors(col_f, c);
   const bool in = !EDGE || m < o.rows;
-  o0 = in && (!EDGE || n < x.n) ? finish(o, m, n, sum[4 * j + 2 * r], row_f * f.x) : 0.0f;
-  o1 = in && (!EDGE || n + 1 < x.n) ? finish(o, m, n + 1, sum[4 * j + 2 * r + 1], row_f * f.y) : 0.0f;
+  o0 = in && (!EDGE || n < x.n) ? finish(x, o, m, n, sum[4 * j + 2 * r], row_f * f.x) : 0.0f;
+  o1 = in && (!EDGE || n + 1 < x.n) ? finish(x, o, m, n + 1, sum[4 * j + 2 * r + 1], row_f * f.y) : 0.0f;
 #if GATED // times the up half's (no bias: the front-end refuses one)
   const float2 fu = col_factors(col_f, c + BN / 2);
   o0 *= sum[4 * (j + BN / 16) + 2 * r] * row_f * fu.x;

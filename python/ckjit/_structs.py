@@ -133,7 +133,9 @@ class GemmFp8Desc(ctypes.Structure):
                 ('out_dtype', ENUM), ('a', PTR), ('lda', I64), ('b', PTR), ('ldb', I64),
                 ('d', PTR), ('ldd', I64), ('scaling', ENUM), ('scale_a', PTR),
                 ('scale_b', PTR), ('ld_scale_a', I64), ('ld_scale_b', I64), ('alpha', F32),
-                ('bias', PTR), ('bias_mode', ENUM), ('activation', ENUM)]
+                ('bias', PTR), ('bias_mode', ENUM), ('activation', ENUM), ('c', PTR),
+                ('ldc', I64), ('beta', F32), ('d0', PTR), ('ldd0', I64), ('d1', PTR),
+                ('ldd1', I64)]
 
 
 class GemmFp8MoeDesc(ctypes.Structure):

@@ -455,6 +455,13 @@ static void test_fp8_desc_init(void **state) {
   assert_null(d.bias);
   assert_int_equal(d.bias_mode, CKJIT_BIAS_NONE);
   assert_int_equal(d.activation, CKJIT_UNARY_IDENTITY);
+  assert_null(d.c);
+  assert_int_equal(d.ldc, 0);
+  assert_true(d.beta == 0.0f);
+  assert_null(d.d0);
+  assert_int_equal(d.ldd0, 0);
+  assert_null(d.d1);
+  assert_int_equal(d.ldd1, 0);
 }
 
 static void test_fp8_pointers_and_shapes(void **state) {
@@ -587,6 +594,29 @@ static void test_fp8_valid_no_device(void **state) {
   }
 }
 
+/* The epilogue's C, D0 and D1: leading dimensions >= n, element
+ * alignment of out_dtype, in place only with ldc = ldd. */
+static void test_fp8_epilogue_terms(void **state) {
+  (void)state;
+  const void *const c16 = (const uint8_t *)DC + 2; /* 2-byte aligned: fine for 16-bit D, not f32 */
+  BAD_FP8("ldc < n", f->c = DC, f->ldc = 23, f->beta = 1.0f);
+  BAD_FP8("ldc 0", f->c = DC, f->beta = 0.5f);
+  BAD_FP8("ldd0 < n", f->d0 = DC, f->ldd0 = 8);
+  BAD_FP8("ldd1 negative", f->d1 = DC, f->ldd1 = -24);
+  BAD_FP8("c misaligned for bf16", f->c = (const uint8_t *)DC + 1, f->ldc = 24, f->beta = 1.0f);
+  BAD_FP8("d0 2-byte aligned, f32 out", f->out_dtype = CKJIT_F32, f->d0 = c16, f->ldd0 = 24);
+  BAD_FP8("d1 overflowing extent", f->d1 = DC, f->ldd1 = INT64_MAX / 2);
+  BAD_FP8("c = d with ldc != ldd", f->c = DD, f->ldc = 32, f->beta = 1.0f);
+  BAD_FP8_BLOCK("block: ldc < n", f->c = DC, f->ldc = 199, f->beta = -1.0f);
+  AE_CASE(valid, fp8_call("valid: beta C, D0, D1 (bf16, 2-byte aligned)"), c.f.c = c16, c.f.ldc = 24, c.f.beta = 0.5f,
+          c.f.d0 = c16, c.f.ldd0 = 40, c.f.d1 = c16, c.f.ldd1 = 24);
+  AE_CASE(valid, fp8_call("valid: in place (c = d, ldc = ldd), f32"), c.f.out_dtype = CKJIT_F32, c.f.c = DD,
+          c.f.ldc = 24, c.f.beta = 1.0f);
+  AE_CASE(valid, fp8_block_call("valid: D1 with gelu"), c.f.d1 = DC, c.f.ldd1 = 256,
+          c.f.activation = CKJIT_UNARY_GELU_TANH);
+  AE_CASE(valid, fp8_call("valid: c NULL with beta 2 (no C term)"), c.f.beta = 2.0f);
+}
+
 /* The test knobs: a malformed value fails the call (before any device
  * work); well-formed ones leave a valid call valid. */
 static void test_fp8_knobs(void **state) {
@@ -620,6 +650,7 @@ int main(void) {
       cmocka_unit_test(test_fp8_dtypes_and_enums),
       cmocka_unit_test(test_fp8_valid_no_device),
       cmocka_unit_test(test_fp8_knobs),
+      cmocka_unit_test(test_fp8_epilogue_terms),
   };
   return cmocka_run_group_tests_name("gemm_api_errors", tests, group_setup, ae_group_teardown);
 }

@@ -125,6 +125,8 @@ static void test_moe_fields(void **state) {
   BAD(C, "B's experts past the address space", d->experts = 65536, d->stride_b = (int64_t)1 << 48);
   BAD(M, "A's experts past the address space", d->experts = 65536, d->stride_a = (int64_t)1 << 48);
   BAD(M, "D's experts past the address space", d->experts = 65536, d->stride_d = (int64_t)1 << 48);
+  AE_CASE(unsupported, moe_call(C, "beta C (plain GEMMs only)"), c.m.gemm.c = AE_FAKE_DEV(10), c.m.gemm.beta = 1.0f);
+  AE_CASE(unsupported, moe_call(C, "d0 (plain GEMMs only)"), c.m.gemm.d0 = AE_FAKE_DEV(10));
   AE_CASE(unsupported, moe_call(C, "bias per row"), c.m.gemm.bias = AE_FAKE_DEV(8),
           c.m.gemm.bias_mode = CKJIT_BIAS_PER_ROW);
   /* the FP8 GEMM's own checks still apply */

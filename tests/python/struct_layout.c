@@ -96,7 +96,9 @@ int main(void) {
   F(ckjit_gemm_fp8_desc, scale_a); F(ckjit_gemm_fp8_desc, scale_b);
   F(ckjit_gemm_fp8_desc, ld_scale_a); F(ckjit_gemm_fp8_desc, ld_scale_b);
   F(ckjit_gemm_fp8_desc, alpha); F(ckjit_gemm_fp8_desc, bias); F(ckjit_gemm_fp8_desc, bias_mode);
-  F(ckjit_gemm_fp8_desc, activation);
+  F(ckjit_gemm_fp8_desc, activation); F(ckjit_gemm_fp8_desc, c); F(ckjit_gemm_fp8_desc, ldc);
+  F(ckjit_gemm_fp8_desc, beta); F(ckjit_gemm_fp8_desc, d0); F(ckjit_gemm_fp8_desc, ldd0);
+  F(ckjit_gemm_fp8_desc, d1); F(ckjit_gemm_fp8_desc, ldd1);
   end();
 
   BEGIN(ckjit_gemm_fp8_moe_desc);

@@ -52,6 +52,36 @@ static ckjit_status check_operand(const char *api, const char *name, const void 
   return CKJIT_SUCCESS;
 }
 
+/* The epilogue's C, D0 and D1 (m x n in out_dtype): plain GEMMs only. */
+static ckjit_status check_terms(const char *api, const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe) {
+  if (!g->c && !g->d0 && !g->d1) return CKJIT_SUCCESS;
+  if (moe)
+    return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "%s: c, d0 and d1 are for ckjit_gemm_fp8 only (set them NULL)",
+                       api);
+  const void *const p[3] = {g->c, g->d0, g->d1};
+  const int64_t ld[3] = {g->ldc, g->ldd0, g->ldd1};
+  static const char *const names[3] = {"c", "d0", "d1"};
+  const size_t es = ckjit_dtype_size(g->out_dtype);
+  for (int i = 0; i < 3; i++) {
+    if (!p[i]) continue;
+    int64_t bytes;
+    if (ld[i] < g->n || ld[i] < 1 || (uintptr_t)p[i] % es ||
+        __builtin_mul_overflow(g->m > 0 ? g->m - 1 : 0, ld[i], &bytes) ||
+        __builtin_add_overflow(bytes, g->n, &bytes) || __builtin_mul_overflow(bytes, (int64_t)es, &bytes) ||
+        (uintptr_t)p[i] + (uint64_t)bytes < (uintptr_t)p[i])
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "%s: %s %p with ld%s %lld: needs ld%s >= n %lld, %s's element alignment and an "
+                         "extent inside the address space",
+                         api, names[i], p[i], names[i], (long long)ld[i], names[i], (long long)g->n,
+                         ckjit_dtype_name(g->out_dtype));
+  }
+  if (g->c == g->d && g->ldc != g->ldd)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: c is d (in place) but ldc %lld differs from ldd %lld", api, (long long)g->ldc,
+                       (long long)g->ldd);
+  return CKJIT_SUCCESS;
+}
+
 static ckjit_status validate(const char *api, const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe,
                              int64_t *kb) {
   if (!g) return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", api);
@@ -114,7 +144,7 @@ static ckjit_status validate(const char *api, const ckjit_gemm_fp8_desc *g, cons
   if (g->ldd < g->n || g->ldd < 1)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: ldd %lld is smaller than n %lld", api,
                        (long long)g->ldd, (long long)g->n);
-  return CKJIT_SUCCESS;
+  return check_terms(api, g, moe);
 }
 
 /* ---- plan ------------------------------------------------------------------------ */
@@ -181,6 +211,9 @@ static void plan(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe, const 
   v[G8_BIAS] = (int32_t)g->bias_mode;
   v[G8_ACT] = (int32_t)g->activation;
   v[G8_MOE] = moe ? moe->layout : MOE_NONE;
+  v[G8_C] = g->c && g->beta != 0.0f; /* beta 0 never reads C */
+  v[G8_D0] = g->d0 != NULL;
+  v[G8_D1] = g->d1 != NULL;
   const int cluster =
       knobs->cluster == 2 && epi == EPI_PLAIN && dev->clusters && ckjit__ceil_div(g->n, bn) >= 2 ? 2 : 1;
   const int out_cols = epi == EPI_GATED ? bn / 2 : bn;
@@ -249,6 +282,9 @@ static ckjit_status arguments(ckjit_gpu *gpu, const ckjit_gemm_fp8_desc *g, cons
   x->tiles_n = ckjit__ceil_div(g->n, gated ? bn / 2 : bn);
   x->alpha = g->alpha;
   x->experts = (int)experts;
+  x->c = g->beta != 0.0f ? g->c : NULL, x->ldc = g->ldc, x->beta = g->beta;
+  x->d0 = g->d0, x->ldd0 = g->ldd0;
+  x->d1 = g->d1, x->ldd1 = g->ldd1;
   if (moe) {
     x->tile_experts = moe->tile_experts;
     x->counts = moe->counts;
@@ -274,10 +310,11 @@ ckjit_status ckjit__gemm_fp8_run(const ckjit_gemm_fp8_desc *g, const ckjit__fp8_
   if (st || (st = read_knobs(api, &knobs))) return st;
   const void *const operands[] = {g->a, g->b, g->d, g->scale_a, g->scale_b, g->bias,
                                   moe ? (const void *)moe->tile_experts : NULL,
-                                  moe ? (const void *)moe->counts : NULL};
+                                  moe ? (const void *)moe->counts : NULL,
+                                  g->beta != 0.0f ? g->c : NULL, g->d0, g->d1};
   static const char *const names[] = {"a", "b", "d", "scale_a", "scale_b", "bias", "tile_experts",
-                                      "counts"};
-  if ((st = ckjit__check_pointers(stream, api, 8, operands, names))) return st;
+                                      "counts", "c", "d0", "d1"};
+  if ((st = ckjit__check_pointers(stream, api, 11, operands, names))) return st;
   ckjit_gpu *gpu;
   if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
   if (!ckjit__arch_has_wgmma(gpu->arch) || !gpu->device.tensor_map_encode)

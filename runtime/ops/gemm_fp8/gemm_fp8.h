@@ -14,10 +14,11 @@
  * neighbouring tiles along N share A's loads, multicast); moe: none, or
  * the grouped layout (ckjit_gemm_fp8_moe); epilogue: none, or one of
  * ckjit_fused_moe's (gated: act(gate) * up; scatter: rows to their routing
- * entries, times their weights). */
+ * entries, times their weights); c, d0, d1: the epilogue's beta C, D0 and
+ * D1 terms (plain GEMMs only). */
 enum {
   G8_A, G8_B, G8_OUT, G8_SCALING, G8_BN, G8_STAGES, G8_PROMOTE, G8_BIAS, G8_ACT, G8_CLUSTER,
-  G8_MOE, G8_EPI, G8_COUNT
+  G8_MOE, G8_EPI, G8_C, G8_D0, G8_D1, G8_COUNT
 };
 
 enum { CKJIT_FP8_TYPES(CKJIT_ENUM_CONSTANT) };

@@ -37,6 +37,9 @@ static const ckjit_param_desc params[G8_COUNT] = {
     [G8_CLUSTER] = CKJIT_INT_PARAM("cluster", 1, 2, 1),
     [G8_MOE] = CKJIT_ENUM_PARAM("moe", moe, 0),
     [G8_EPI] = {.name = "epilogue", .macro = "EPI", .names = epi_names, .symbols = epi_symbols},
+    [G8_C] = {.name = "c", .macro = "HAS_C", .max = 1},
+    [G8_D0] = {.name = "d0", .macro = "HAS_D0", .max = 1},
+    [G8_D1] = {.name = "d1", .macro = "HAS_D1", .max = 1},
 };
 
 static ckjit_status check(const ckjit_spec *s) {
@@ -59,6 +62,9 @@ static ckjit_status check(const ckjit_spec *s) {
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 epilogue=%s takes bias=none, cluster=1, moe none or contiguous%s",
                        epi_names[v[G8_EPI]], v[G8_EPI] == EPI_GATED ? " and bn >= 128" : "");
+  if ((v[G8_C] || v[G8_D0] || v[G8_D1]) && (v[G8_MOE] != MOE_NONE || v[G8_EPI] != EPI_PLAIN))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_fp8 c, d0 and d1 take moe=none and epilogue=none");
   if (v[G8_MOE] != MOE_NONE && v[G8_BIAS] == (int32_t)CKJIT_BIAS_PER_ROW)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_fp8 moe=%s takes a bias per column of each expert, not bias=row",

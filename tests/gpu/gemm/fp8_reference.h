@@ -21,6 +21,9 @@
 #define E5 CKJIT_FP8_E5M2
 
 enum { GEN_NARROW, GEN_FULL, GEN_EXACT };
+/* The epilogue's terms a case passes (fcase.terms): beta C, D0, D1; C as D
+ * (in place, ldc = ldd). */
+enum { T_C = 1, T_D0 = 2, T_D1 = 4, T_IN_PLACE = 8 };
 
 typedef struct fcase {
   char name[40];
@@ -36,13 +39,16 @@ typedef struct fcase {
   int sample;               /* > 0: that many random entries + last row and column */
   int same_bits;            /* rerun with CKJIT_GEMM_FP8_CLUSTER=2: D must be bit-identical */
   int promote;              /* rerun with other promotion intervals (also every fifth case) */
+  int terms;                /* T_* */
+  float beta;
 } fcase;
 
 typedef struct prob {
   const fcase *cs;
   int64_t lda, ldb, ldd, kb, lsa, lsb; /* lsa / lsb: the scale strides in effect */
+  int64_t ldc, ldd0, ldd1;
   int64_t tc_blocks;                    /* 128-blocks of K a tensor-core sum spans (promotion) */
-  gt_buf a, b, d, sa, sb, bias;
+  gt_buf a, b, d, sa, sb, bias, c, d0, d1; /* c: unused (D holds C) in place */
   uint8_t *before, *got; /* D's bytes before and after the call */
   ckjit_gemm_fp8_desc desc;
 } prob;
@@ -108,6 +114,18 @@ static inline double bias_at(const prob *p, int64_t i, int64_t j) {
   return gt_get(p->cs->out, p->bias.host, (size_t)(p->cs->bias == CKJIT_BIAS_PER_ROW ? i : j));
 }
 
+/* The epilogue's terms at (i, j): beta C (0 when beta is 0: C is never
+ * read), D0 (0 without), D1 (1 without). */
+static inline void terms_at(const prob *p, int64_t i, int64_t j, double *bc, double *d0, double *d1) {
+  const fcase *cs = p->cs;
+  *bc = 0.0, *d0 = 0.0, *d1 = 1.0;
+  if ((cs->terms & T_C) && cs->beta != 0.0f)
+    *bc = cs->beta * (cs->terms & T_IN_PLACE ? gt_get(cs->out, p->d.host, (size_t)(i * p->ldd + j))
+                                             : gt_get(cs->out, p->c.host, (size_t)(i * p->ldc + j)));
+  if (cs->terms & T_D0) *d0 = gt_get(cs->out, p->d0.host, (size_t)(i * p->ldd0 + j));
+  if (cs->terms & T_D1) *d1 = gt_get(cs->out, p->d1.host, (size_t)(i * p->ldd1 + j));
+}
+
 /* Reference and tolerance of D[i][j]; ar = deq row i of A, bc = deq column j of B. */
 static inline void ref_entry(const prob *p, const double *ar, const double *bc, int64_t i, int64_t j, double *ref,
                       double *tol) {
@@ -119,12 +137,17 @@ static inline void ref_entry(const prob *p, const double *ar, const double *bc, 
     s += fabs(t);
   }
   const double alpha = cs->alpha, bias = bias_at(p, i, j);
-  const double pre = alpha * acc + bias;
+  double cterm, d0, d1;
+  terms_at(p, i, j, &cterm, &d0, &d1);
+  const double pre = alpha * acc + cterm + bias + d0;
   const double blocks = (double)(p->tc_blocks > 1 ? p->tc_blocks : 1);
   const double coef = cs->gen == GEN_EXACT ? 0.0 : blocks * 0x1p-9 + (double)(p->kb + 2) * 0x1p-24;
-  double e = fabs(alpha) * s * coef + (fabs(alpha * acc) + fabs(bias)) * 0x1p-21;
+  /* f32 sums of up to four terms: 2^-21 of their magnitudes covers them */
+  double e = fabs(alpha) * s * coef + (fabs(alpha * acc) + fabs(cterm) + fabs(bias) + fabs(d0)) * 0x1p-21;
   e = act_slope(cs->act) * e + (cs->act >= CKJIT_UNARY_GELU_TANH ? 0x1p-20 * (1.0 + fabs(pre)) : 0.0);
-  *ref = act_ref(cs->act, pre);
+  const double post = act_ref(cs->act, pre);
+  *ref = post * d1;
+  e = e * fabs(d1) + fabs(*ref) * 0x1p-23; /* D1's f32 product */
   *tol = 2.0 * out_round(cs->out) * fabs(*ref) + 1.01 * e + (cs->out == CKJIT_F16 ? 0x1p-24 : 1e-37);
 }
 
@@ -138,9 +161,11 @@ static inline double simulate(const prob *p, const double *ar, const double *bc,
     for (int64_t q = q0; q < q0 + 128 && q < cs->k; q++) blk += (float)(ar[q] * bc[q]);
     acc += blk;
   }
-  const float v = cs->alpha * acc + (float)bias_at(p, i, j);
+  double cterm, d0, d1;
+  terms_at(p, i, j, &cterm, &d0, &d1);
+  const float v = cs->alpha * acc + (float)cterm + (float)bias_at(p, i, j) + (float)d0;
   const int act = mut == MUT_ERF && cs->act == CKJIT_UNARY_GELU_TANH ? CKJIT_UNARY_GELU_ERF : cs->act;
-  return gt_round(cs->out, act_ref(act, v));
+  return gt_round(cs->out, (float)act_ref(act, v) * (float)d1);
 }
 
 /* sm_90 or sm_90a: where the FP8 tensor cores (and these suites) run. */

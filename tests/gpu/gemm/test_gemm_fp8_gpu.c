@@ -1,7 +1,10 @@
 /* GPU suite for ckjit_gemm_fp8 (ckjit/gemm_fp8.h) against an f64 reference
  * of the header's definition, computed from the dequantized inputs:
- *   D[i][j] = act(alpha * sum_kk deq(A)[i][kk] deq(B)[kk][j] + bias[i or j])
- * (TENSOR / ROW / BLOCK scales; A row-major, B column-major, D row-major).
+ *   D[i][j] = act(alpha * sum_kk deq(A)[i][kk] deq(B)[kk][j] + beta C[i][j]
+ *                 + bias[i or j] + D0[i][j]) * D1[i][j]
+ * (TENSOR / ROW / BLOCK scales; A row-major, B column-major, D row-major;
+ * C, D0, D1 where a case passes them, C also in place as D; with beta 0
+ * C holds NaN and must not be read).
  *
  * Inputs are random valid FP8 codes (never NaN, never e5m2 inf; one case
  * plants a NaN on purpose), decoded by fp8_value(), so the reference sees
@@ -18,14 +21,15 @@
  * gelu_erf for gelu_tanh fails the check, and the correct one passes.
  *
  * Tolerance of D[i][j] (S = sum_kk |deq(A)[i][kk] deq(B)[kk][j]|,
- * kb = ceil(k / 128), L = |alpha acc| + |bias|):
+ * kb = ceil(k / 128), L = |alpha acc| + |beta C| + |bias| + |D0|):
  *   e = |alpha| S (b 2^-9 + (kb + 2) 2^-24)  [header: each 128-block summed
  *       on the tensor cores with fewer bits than f32, at most 2^-9 of its
  *       magnitude, b blocks a sum (1; more with CKJIT_GEMM_FP8_PROMOTE);
  *       kb f32 adds and the scaling; 0 for exact data]
  *     + L 2^-21                            [alpha, scales, bias: f32, x2]
  *   e_act = slope e + 2^-20 (1 + |v|) for the transcendental activations
- *           (slope 1 identity / relu, 1.2 gelu / silu, 0.25 sigmoid)
+ *           (slope 1 identity / relu, 1.2 gelu / silu, 0.25 sigmoid),
+ *           then times |D1| plus 2^-23 |ref| (D1's f32 product)
  *   |got - ref| <= 2 r_out |ref| + 1.01 e_act + atol: r_out the relative
  *   half-ulp of out_dtype (2^-11 f16, 2^-8 bf16, 2^-24 f32: one ulp at ref),
  *   atol 2^-24 for f16 (subnormal spacing), else 1e-37.
@@ -123,10 +127,13 @@ static int make_host(prob *p, const fcase *cs, tu_rng *r) {
     p->lsb = cs->lsb_extra < 0 ? p->kb : p->kb + cs->lsb_extra;
     ra = m, ua = p->kb, rb = nbb, ub = p->kb;
   }
+  p->ldc = n + 3, p->ldd0 = n + 1, p->ldd1 = n > 0 ? n : 1; /* each its own */
   if (host_buf(&p->a, cs->at, (size_t)(m * p->lda)) || host_buf(&p->b, cs->bt, (size_t)(n * p->ldb)) ||
       host_buf(&p->d, cs->out, (size_t)(m * p->ldd)) || host_buf(&p->sa, CKJIT_F32, (size_t)(ra * p->lsa)) ||
       host_buf(&p->sb, CKJIT_F32, (size_t)(rb * p->lsb)) ||
-      host_buf(&p->bias, cs->out, (size_t)(cs->bias == CKJIT_BIAS_PER_ROW ? m : n)))
+      host_buf(&p->bias, cs->out, (size_t)(cs->bias == CKJIT_BIAS_PER_ROW ? m : n)) ||
+      host_buf(&p->c, cs->out, (size_t)(m * p->ldc)) || host_buf(&p->d0, cs->out, (size_t)(m * p->ldd0)) ||
+      host_buf(&p->d1, cs->out, (size_t)(m * p->ldd1)))
     return -1;
   memset(p->a.host, 0xFF, p->a.elems); /* NaN padding */
   memset(p->b.host, 0xFF, p->b.elems);
@@ -141,6 +148,19 @@ static int make_host(prob *p, const fcase *cs, tu_rng *r) {
   for (size_t i = 0; i + GUARD < p->bias.elems && cs->bias != CKJIT_BIAS_NONE; i++)
     gt_put(cs->out, p->bias.host, i, gt_uniform(r, -4.0, 4.0));
   memset(p->d.host, 0xFF, p->d.elems * gt_esize(cs->out));
+  /* C, D0, D1: NaN outside their m x n entries (and C everywhere when beta
+   * is 0: never read); in place, D's entries hold C */
+  gt_buf *const terms[3] = {&p->c, &p->d0, &p->d1};
+  const int64_t lds[3] = {p->ldc, p->ldd0, p->ldd1};
+  for (int t = 0; t < 3; t++) {
+    gt_fill_nan(cs->out, terms[t]->host, terms[t]->elems);
+    const int used = (cs->terms & (1 << t)) && (t || cs->beta != 0.0f);
+    gt_buf *into = t == 0 && (cs->terms & T_IN_PLACE) ? &p->d : terms[t];
+    const int64_t ld = into == &p->d ? p->ldd : lds[t];
+    for (int64_t i = 0; used && i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        gt_put(cs->out, into->host, (size_t)(i * ld + j), t == 2 ? gt_uniform(r, -2.0, 2.0) : gt_uniform(r, -4.0, 4.0));
+  }
   const size_t dbytes = p->d.elems * gt_esize(cs->out);
   p->before = malloc(dbytes);
   p->got = malloc(dbytes);
@@ -160,26 +180,34 @@ static int make_host(prob *p, const fcase *cs, tu_rng *r) {
   d->alpha = cs->alpha;
   d->bias_mode = cs->bias;
   d->activation = (ckjit_unary_op)cs->act;
+  d->beta = cs->beta;
+  d->ldc = cs->terms & T_IN_PLACE ? p->ldd : p->ldc, d->ldd0 = p->ldd0, d->ldd1 = p->ldd1;
   return 0;
 }
 
+/* The inputs (A, B, scales, bias, C, D0, D1), then D. */
+enum { BUFS = 9 };
 static gt_buf *bufs(prob *p, int i) {
-  gt_buf *const all[6] = {&p->a, &p->b, &p->sa, &p->sb, &p->bias, &p->d};
+  gt_buf *const all[BUFS] = {&p->a, &p->b, &p->sa, &p->sb, &p->bias, &p->c, &p->d0, &p->d1, &p->d};
   return all[i];
 }
 
 static int upload(gt_check *ck, prob *p) {
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < BUFS; i++)
     if (to_device(ck, bufs(p, i))) return -1;
   ckjit_gemm_fp8_desc *d = &p->desc;
+  const int terms = p->cs->terms;
   d->a = p->a.dev, d->b = p->b.dev, d->d = p->d.dev;
   d->scale_a = p->sa.dev, d->scale_b = p->sb.dev;
   d->bias = p->cs->bias != CKJIT_BIAS_NONE ? p->bias.dev : NULL;
+  d->c = !(terms & T_C) ? NULL : terms & T_IN_PLACE ? p->d.dev : p->c.dev;
+  d->d0 = terms & T_D0 ? p->d0.dev : NULL;
+  d->d1 = terms & T_D1 ? p->d1.dev : NULL;
   return 0;
 }
 
 static void free_prob(prob *p) {
-  for (int i = 0; i < 6; i++) gt_buf_free(bufs(p, i));
+  for (int i = 0; i < BUFS; i++) gt_buf_free(bufs(p, i));
   free(p->before);
   free(p->got);
 }
@@ -200,8 +228,8 @@ static void check_outside(gt_check *ck, const prob *p) {
 }
 
 static void check_inputs(gt_check *ck, prob *p) {
-  static const char *const names[5] = {"A", "B", "scale_a", "scale_b", "bias"};
-  for (int i = 0; i < 5; i++) {
+  static const char *const names[BUFS - 1] = {"A", "B", "scale_a", "scale_b", "bias", "C", "D0", "D1"};
+  for (int i = 0; i < BUFS - 1; i++) {
     gt_buf *b = bufs(p, i);
     const size_t bytes = b->elems * gt_esize(b->dt);
     uint8_t *tmp = bytes <= (16u << 20) ? malloc(bytes) : NULL;
@@ -355,6 +383,25 @@ static void build_cases(int skip_large) {
   c = mk("k=0 bias col relu", E5, E4, CKJIT_F32, ROW, 129, 7, 0), c.bias = CKJIT_BIAS_PER_COL;
   c.act = CKJIT_UNARY_RELU, c.alpha = 2.0f, add(c);
   c = mk("k=0 no bias", E5, E5, CKJIT_F16, TEN, 33, 65, 0), c.ldd_pad = 2, add(c);
+  /* the epilogue's terms: beta C, D0, D1 (alone and together, with bias
+   * and activations), C in place, beta 0 (C NaN, never read), k = 0 */
+  c = mk("beta C", E4, E4, CKJIT_BF16, ROW, 129, 200, 300), c.terms = T_C, c.beta = 0.5f, add(c);
+  c = mk("beta C in place", E5, E4, CKJIT_F32, TEN, 130, 257, 129), c.terms = T_C | T_IN_PLACE, c.beta = -1.0f;
+  c.ldd_pad = 3, add(c);
+  c = mk("beta C in place", E4, E4, CKJIT_BF16, BLK, 200, 333, 1000), c.terms = T_C | T_IN_PLACE, c.beta = 1.0f;
+  add(c);
+  c = mk("beta 0: C unread", E4, E5, CKJIT_F16, BLK, 7, 333, 300), c.terms = T_C, c.beta = 0.0f, add(c);
+  c = mk("D0 D1 gelu", E4, E4, CKJIT_F16, BLK, 7, 333, 1000), c.terms = T_C | T_D0 | T_D1, c.beta = 2.0f;
+  c.bias = CKJIT_BIAS_PER_COL, c.act = CKJIT_UNARY_GELU_TANH, c.alpha = 0.5f, add(c);
+  c = mk("D0 silu", E5, E5, CKJIT_BF16, ROW, 333, 129, 256), c.terms = T_D0, c.act = CKJIT_UNARY_SILU, add(c);
+  c = mk("D1 relu, bias row", E4, E4, CKJIT_F32, TEN, 129, 129, 48), c.terms = T_D1, c.act = CKJIT_UNARY_RELU;
+  c.bias = CKJIT_BIAS_PER_ROW, add(c);
+  c = mk("exact terms", E5, E4, CKJIT_BF16, BLK, 200, 129, 48), c.gen = GEN_EXACT, c.terms = T_C | T_D0 | T_D1;
+  c.beta = 0.25f, c.act = CKJIT_UNARY_SIGMOID, add(c);
+  c = mk("k=0 terms", E4, E4, CKJIT_BF16, BLK, 7, 129, 0), c.terms = T_C | T_D0 | T_D1, c.beta = -0.5f;
+  c.act = CKJIT_UNARY_GELU_ERF, add(c);
+  c = mk("terms bn128", E4, E4, CKJIT_BF16, ROW, 1100, 1000, 640), c.sample = 3000, c.same_bits = 1;
+  c.terms = T_C | T_D0 | T_D1, c.beta = 0.75f, c.act = CKJIT_UNARY_GELU_TANH, add(c);
   /* larger problems: whole tiles plus edges; 1024 x 1024 x 4096 sampled */
   c = mk("large", E4, E4, CKJIT_BF16, BLK, 512, 384, 2048);
   c.bias = CKJIT_BIAS_PER_COL, c.act = CKJIT_UNARY_GELU_TANH, c.alpha = 0.5f, add(c);
@@ -380,10 +427,12 @@ static void build_cases(int skip_large) {
 static void describe(const fcase *cs, const prob *p, uint64_t seed, char *buf, size_t len) {
   snprintf(buf, len,
            "[%s] %s x %s -> %s %s mnk=%lldx%lldx%lld lda=%lld ldb=%lld ldd=%lld ld_scale=%lld,%lld bias=%s act=%s "
-           "alpha=%g data=%s%s seed=%llu",
+           "alpha=%g%s%s%s%s beta=%g data=%s%s seed=%llu",
            cs->name, ckjit_dtype_name(cs->at), ckjit_dtype_name(cs->bt), ckjit_dtype_name(cs->out), sc_names[cs->sc],
            LL(cs->m), LL(cs->n), LL(cs->k), LL(p->lda), LL(p->ldb), LL(p->ldd), LL(p->desc.ld_scale_a),
-           LL(p->desc.ld_scale_b), bias_names[cs->bias], act_names[cs->act], (double)cs->alpha, gen_names[cs->gen],
+           LL(p->desc.ld_scale_b), bias_names[cs->bias], act_names[cs->act], (double)cs->alpha,
+           cs->terms & T_C ? " C" : "", cs->terms & T_IN_PLACE ? " (in place)" : "", cs->terms & T_D0 ? " D0" : "",
+           cs->terms & T_D1 ? " D1" : "", (double)cs->beta, gen_names[cs->gen],
            cs->nan_a ? " +NaN" : "", (unsigned long long)seed);
 }
 
@@ -455,6 +504,7 @@ static long run_case(gt_check *ck, size_t index, const fcase *cs, uint64_t seed)
   check_outside(ck, &p);
   check_values(ck, &p, &r);
   check_inputs(ck, &p);
+  if (cs->terms & T_IN_PLACE) goto done; /* D now holds the result, not C: no second call */
   if (cs->same_bits || index % 3 == 0) check_in_clusters(ck, &p);
   if (cs->sc != CKJIT_FP8_SCALE_BLOCK && (cs->promote || index % 5 == 1)) check_promotion_intervals(ck, &p, &r);
 done:
