@@ -33,7 +33,12 @@ Records (JSON lines on stdout and in --json, kind "fused_moe", bench/make_result
   fused_moe decode T16 E64 k8 H4096 I1408 vs copy         (GB/s: weight bytes of the
   fused_moe decode T64 E64 k8 H4096 I1408 vs copy          experts that received tokens
         / time, against the same run's y.copy_(x) of 1 GiB, (read + written) / time)
-TFLOP/s count the routed work, 2*T*k*H*2I + 2*T*k*I*H, the same for every side.
+  fused_moe bf16 T4096 E64 k8 H4096 I1408 S1x2816 vs dense gemm   (the layer with one
+        shared expert of inter 2816 (DeepSeek-V2-Lite's two merged); TFLOP/s of routed +
+        shared work; the peer: the dense GEMMs above plus [T, H] x [H, 5632] and [T, 2816]
+        x [2816, H]; checked against the torch loop plus the shared MLP in torch)
+TFLOP/s count the routed work, 2*T*k*H*2I + 2*T*k*I*H (plus the shared work where
+named), the same for every side.
 (ckjit_moe_sort has its own record in bench/moe_fp8_torch.py.)  Every case is checked
 before it is timed: ||y_ckjit - y_ref|| / ||y_ref|| < 2e-2 for bf16 weights against the
 torch loop, < 6e-2 for FP8 against the torch loop on the dequantized weights (bf16), and
@@ -75,6 +80,7 @@ STRUCTS = {'ckjit_fused_moe_desc': (MoeDesc, 232, 224)}
 
 E, TOP, HID, INTER = 64, 8, 4096, 1408
 PREFILL_T, DECODE_T = 4096, (16, 64)
+SHARED_I = 2816  # the shared expert's inter (DeepSeek-V2-Lite: 2 x 1408, merged)
 BLK, E4M3_MAX = 128, 448.0
 TOL = {'bf16': 2e-2, 'fp8': 6e-2}  # ||y - ref|| / ||ref||
 COPY_BYTES = 1 << 30               # the decode cases' copy peer: 1 GiB read, 1 GiB written
@@ -89,13 +95,18 @@ log, emit, note = REPORT.log, REPORT.emit, REPORT.note
 # ---- cases ---------------------------------------------------------------------------------
 class Case:
     """kind 'bf16' (vs the torch loop and dense GEMMs), 'fp8' (scaling 'block' or 'row',
-    vs ckjit with the bf16 weights) or 'decode' (bf16, vs copy)."""
+    vs ckjit with the bf16 weights), 'decode' (bf16, vs copy) or 'shared' (bf16 with one
+    shared expert, vs dense GEMMs)."""
 
     def __init__(self, kind, tokens, scaling=None):
         self.kind, self.tokens, self.scaling = kind, tokens, scaling
         self.shape = f'T{tokens} E{E} k{TOP} H{HID} I{INTER}'
         self.flops = 2 * tokens * TOP * HID * 2 * INTER + 2 * tokens * TOP * INTER * HID
-        if kind == 'bf16':
+        self.shared_inter = SHARED_I if kind == 'shared' else 0
+        self.flops += 2 * tokens * HID * 2 * self.shared_inter + 2 * tokens * self.shared_inter * HID
+        if kind == 'shared':
+            self.metrics = [f'fused_moe bf16 {self.shape} S1x{SHARED_I} vs dense gemm']
+        elif kind == 'bf16':
             self.metrics = [f'fused_moe bf16 {self.shape} vs torch loop',
                             f'fused_moe bf16 {self.shape} vs dense gemm']
         elif kind == 'fp8':
@@ -107,7 +118,7 @@ class Case:
 
 
 CASES = [Case('bf16', PREFILL_T), Case('fp8', PREFILL_T, 'block'), Case('fp8', PREFILL_T, 'row')]
-CASES += [Case('decode', t) for t in DECODE_T]
+CASES += [Case('decode', t) for t in DECODE_T] + [Case('shared', PREFILL_T)]
 
 
 def fail_records(case, status, error, extra=None):
@@ -181,6 +192,13 @@ def torch_moe(x, w1, w2, ids, topk_weights):
         y.index_add_(0, t, o)
         at += n
     return y
+
+
+def shared_mlp(x, w1, w2):
+    """One shared expert (w1 [2I, H], w2 [H, I]) on every token, in torch."""
+    inter = w2.shape[1]
+    gu = torch.matmul(x, w1.t())
+    return torch.matmul(F.silu(gu[:, :inter]) * gu[:, inter:], w2.t())
 
 
 def rel_err(got, ref):
@@ -429,8 +447,59 @@ def run_decode(ctx, case):
     emit(rec)
 
 
+def run_shared(ctx, case):
+    """The prefill layer with one shared expert, against dense GEMMs of the same flops."""
+    w1, w2 = ctx.weights()
+    g = torch.Generator(device='cuda').manual_seed(13)
+    si = case.shared_inter
+    sw1 = (torch.randn(2 * si, HID, generator=g, device='cuda') / math.sqrt(HID)).to(torch.bfloat16)
+    sw2 = (torch.randn(HID, si, generator=g, device='cuda') / math.sqrt(si)).to(torch.bfloat16)
+    x, ids, ids64, tw = inputs(case.tokens, 9000 + case.tokens)
+    y = torch.full_like(x, math.nan)
+    invalid = torch.zeros(1, dtype=torch.int32, device='cuda')
+    desc = make_desc(ctx, x, y, ids, tw, w1, w2, invalid)
+    desc.shared_experts, desc.shared_inter = 1, si
+    desc.w_shared_gate_up, desc.w_shared_down = sw1.data_ptr(), sw2.data_ptr()
+    ws, sizes = workspace(ctx, [desc])
+    ck = ctx.call(ctx.lib.ckjit_fused_moe, desc)
+    try:
+        first_ms = first_call_ms(ck)
+    except CkjitFailed as e:
+        return fail_records(case, *e.args)
+    err = rel_err(y, torch_moe(x, w1, w2, ids64, tw) + shared_mlp(x, sw1, sw2))
+    check = verdict({'vs the torch loop + shared MLP': (err, TOL['bf16'])}, int(invalid.item()))
+    details = dict(common_details(ctx, case, sizes, first_ms), weight_dtype='bf16', shared_experts=1,
+                   shared_inter=si, rel_err=err, tolerance=TOL['bf16'], **routing_details(ids64))
+    base = {'kind': 'fused_moe', 'impl': 'ckjit', 'unit': 'TFLOP/s', 'flops': case.flops,
+            'card': torch.cuda.get_device_name(), 'check': check}
+    if check != 'ok':
+        return fail_records(case, 'CHECK_FAILED', check, dict(base, details=details))
+    rows, T = case.tokens * TOP, case.tokens
+    g = torch.Generator(device='cuda').manual_seed(31)
+    ops = [(torch.randn(r, kk, generator=g, device='cuda').to(torch.bfloat16), b,
+            torch.empty(r, b.shape[1], dtype=torch.bfloat16, device='cuda'))
+           for r, kk, b in ((rows, HID, w1[0].t()), (rows, INTER, w2[0].t()),
+                            (T, HID, sw1.t()), (T, si, sw2.t()))]
+
+    def dense():
+        for a_, b_, c_ in ops:
+            torch.matmul(a_, b_, out=c_)
+    res = ctx.time_sides({'ckjit': ck, 'dense gemm': dense})
+    (ck_ms, ck_min), (p_ms, p_min) = res['ckjit'], res['dense gemm']
+    metric = case.metrics[0]
+    rec = dict(base, metric=metric, value=case.flops / ck_ms / 1e9, peer_value=case.flops / p_ms / 1e9,
+               peer_name=f'torch.matmul: the routed layer\'s dense GEMMs ([{rows}, {HID}] x [{HID}, '
+                         f'{2 * INTER}], [{rows}, {INTER}] x [{INTER}, {HID}]) and the shared '
+                         f'expert\'s ([{T}, {HID}] x [{HID}, {2 * si}], [{T}, {si}] x [{si}, {HID}])',
+               details=dict(details, ckjit_ms=ck_ms, ckjit_min_ms=ck_min, peer_ms=p_ms, peer_min_ms=p_min),
+               note=unsteady_note(res))
+    log(f"{metric}: ckjit {ck_ms:.4f} ms = {rec['value']:.1f} TFLOP/s, dense {p_ms:.4f} ms "
+        f"= {rec['peer_value']:.1f} TFLOP/s")
+    emit(rec)
+
+
 def run_case(ctx, case):
-    {'bf16': run_bf16, 'fp8': run_fp8, 'decode': run_decode}[case.kind](ctx, case)
+    {'bf16': run_bf16, 'fp8': run_fp8, 'decode': run_decode, 'shared': run_shared}[case.kind](ctx, case)
 
 
 # ---- the parent ------------------------------------------------------------------------------

@@ -199,7 +199,8 @@ FP8_METRIC = re.compile(r'^gemm fp8 (\d+x\d+x\d+) (tensor|rowwise|blockwise)'
                         r'((?: moe (?:contiguous|masked) E\d+ top\d+)?)'
                         r'(?: vs (scaled_mm(?: rowwise| blockwise)?|dense ckjit|dense scaled_mm))?$')
 FUSED_MOE_METRIC = re.compile(r'^fused_moe (bf16|fp8|fp8 rowwise|decode) '
-                              r'(T\d+ E\d+ k\d+ H\d+ I\d+) vs (torch loop|dense gemm|bf16|copy)$')
+                              r'(T\d+ E\d+ k\d+ H\d+ I\d+(?: S\d+x\d+)?) '
+                              r'vs (torch loop|dense gemm|bf16|copy)$')
 ATTN_RATIO_TARGETS = {'cudnn': 1.0, 'flash': 1.8}  # issue 17
 ATTN_TFLOPS_TARGET = 700.0                         # issue 17: d256, non-causal
 
@@ -1023,7 +1024,9 @@ def fused_moe_md(recs):
              'the activations quantized by ckjit, against the same call with the bf16 weights: '
              'ratio = bf16 time / fp8 time. `decode vs copy`: GB/s = bytes of both matrices of the '
              'experts that received tokens / time, against the same run\'s `y.copy_(x)` counted '
-             'as bytes read + written (the fraction of copy bandwidth). Timing: rounds alternating '
+             'as bytes read + written (the fraction of copy bandwidth). `S1xN`: the layer with '
+             'one shared expert of inter N, its flops counted on every side, against the dense '
+             'GEMMs plus the shared expert\'s two. Timing: rounds alternating '
              'the sides, each call between its own CUDA events after a max(2 x L2, 256 MiB) buffer '
              'is overwritten, medians. Before timing, ckjit\'s y is checked against the torch '
              'loop (FP8: on the dequantized weights): ||diff|| / ||ref|| < 2e-2 (bf16), < 6e-2 '
