@@ -235,7 +235,7 @@ static ckjit_spec wgmma_spec(int hd, int hdv, int mask) {
   s.family = (uint32_t)CKJIT_FAMILY_ATTENTION_WGMMA;
   s.value[AT_DTYPE] = ckjit__dtype_param_value(CKJIT_BF16);
   s.value[AT_HDIM] = hd, s.value[AT_HDIM_V] = hdv, s.value[AT_MASK] = mask;
-  const attention_tile t = ckjit__attention_tile(ATTENTION_WGMMA, hd, hdv, mask, 1, 0);
+  const attention_tile t = ckjit__attention_tile(ATTENTION_WGMMA, hd, hdv, mask, 1, 0, 0);
   s.value[AT_BM] = t.bm, s.value[AT_BN] = t.bn, s.value[AT_STAGES] = t.stages;
   s.value[AT_WARPS] = t.warps;
   return s;

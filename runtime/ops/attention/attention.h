@@ -61,9 +61,10 @@ typedef struct attention_tile {
 
 /* The tile `pipeline` runs head dims (hdim, hdim_v) and `mask` with: the
  * default set and the front-end's choice (policy in pipelines.c); `page`
- * the spec's page size (0: dense K / V). */
+ * the spec's page size (0: dense K / V); `keys` the call's (longest) key
+ * count, 0 where not known (the default set: long sequences). */
 attention_tile ckjit__attention_tile(attention_pipeline pipeline, int hdim, int hdim_v, int mask,
-                                     int plain, int page);
+                                     int plain, int page, int64_t keys);
 
 /* attention_wgmma's block: the consumer warpgroups (bm / 64) plus the
  * producer, 4 warps each. */

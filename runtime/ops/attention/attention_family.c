@@ -219,7 +219,7 @@ static int fill_default(attention_pipeline p, size_t i, int n_dtypes, int first_
   v[AT_HDIM] = v[AT_HDIM_V] = hd;
   v[AT_MASK] = mask;
   v[AT_PAGE] = page;
-  const attention_tile t = ckjit__attention_tile(p, hd, hd, mask, 1, page);
+  const attention_tile t = ckjit__attention_tile(p, hd, hd, mask, 1, page, 0);
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
   return 1;
 }
@@ -236,11 +236,21 @@ static int decode_default(size_t i, ckjit_spec *out) {
   v[AT_HDIM] = v[AT_HDIM_V] = hd;
   v[AT_PAGE] = pages[i / N_HDIMS % 4];
   v[AT_KV8] = fp8[i / N_HDIMS % 4];
-  const attention_tile t = ckjit__attention_tile(ATTENTION_DECODE, hd, hd, MASK_NONE, 1, v[AT_PAGE]);
+  const attention_tile t = ckjit__attention_tile(ATTENTION_DECODE, hd, hd, MASK_NONE, 1, v[AT_PAGE], 0);
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
   return 1;
 }
-static int wgmma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_WGMMA, i, 2, 1, out); }
+/* wgmma: also head dim 128 without a mask for short sequences (2k keys
+ * and fewer: 128 keys a step, pipelines.c's unmasked_step). */
+static int wgmma_default(size_t i, ckjit_spec *out) {
+  if (fill_default(ATTENTION_WGMMA, i, 2, 1, out)) return 1;
+  const size_t extra = i - (size_t)(2 * (N_HDIMS * 2 + N_PAGES * 2));
+  if (extra >= 2) return 0;
+  fill_default(ATTENTION_WGMMA, 2 * N_HDIMS * extra + 1, 2, 1, out); /* head dim 128, no mask, dtype `extra` */
+  const attention_tile t = ckjit__attention_tile(ATTENTION_WGMMA, 128, 128, 0, 1, 0, 1024);
+  out->value[AT_BN] = t.bn;
+  return 1;
+}
 static int mma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_MMA, i, 2, 1, out); }
 static int mfma_default(size_t i, ckjit_spec *out) { return fill_default(ATTENTION_MFMA, i, 2, 1, out); }
 /* SIMT: f32 as the others, and prefill over fp8 pages of 16 slots (head

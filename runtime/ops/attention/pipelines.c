@@ -37,8 +37,9 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
  *          stages; keys a step: 176 without a mask and with plain scores
  *          up to head dim 128 (the per-step softmax and barrier costs
  *          spread over more keys; with a bias or ALiBi 176 spilled 330-400
- *          bytes of registers), 128 with either (a mask's diagonal tiles
- *          are cheaper narrow), 80 beyond head dim 128 (the K and V
+ *          bytes of registers) unless the sequence is short enough that
+ *          128 costs less (unmasked_step), 128 with a mask (its diagonal
+ *          tiles are cheaper narrow), 80 beyond head dim 128 (the K and V
  *          stages and the Q tile then fill the 227 KiB); head dim 64: 192
  *          rows (three consumers: the products are short next to the
  *          softmax, so a third warpgroup keeps the tensor cores busy);
@@ -56,8 +57,27 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
  *   simt   32 rows of 8 warps, 32 keys (16 when the head dims add up past
  *          256) of f32: at most 32 KiB, so two blocks share an AMD CU's
  *          LDS and sm_90 runs four (64 registers up to head dim 128). */
+/* Keys a step of the unmasked wgmma tile with plain scores for `keys`
+ * keys (0: not known, taken as long): 176 or 128, whichever costs less
+ * when a step costs its keys plus ~35 keys' worth of fixed work (softmax,
+ * barriers, hand-offs) and a partial last step ~73 more (the element
+ * mask), figures fitted to the s1024 and s4096 measurements (bench/NOTES.md
+ * #89, #167).  It picks 128 where 128 tiles the keys in few whole steps
+ * (1024 keys: 8 against 6 with a masked last one) and below ~600 keys,
+ * 176 for long or ragged sequences (4096: 24 steps against 32). */
+static int unmasked_step(int64_t keys) {
+  if (keys <= 0) return 176;
+  int64_t best_cost = 0;
+  int best = 176;
+  for (int bn = 176; bn >= 128; bn -= 48) {
+    const int64_t steps = (keys + bn - 1) / bn, cost = steps * (bn + 35) + (keys % bn ? 73 : 0);
+    if (bn == 176 || cost < best_cost) best_cost = cost, best = bn;
+  }
+  return best;
+}
+
 attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v, int mask,
-                                     int plain, int page) {
+                                     int plain, int page, int64_t keys) {
   const int wide = hdim > 128 || hdim_v > 128;
   switch (p) {
   case ATTENTION_DECODE:
@@ -68,8 +88,8 @@ attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v,
     if (hdim <= 64 && hdim_v <= 64) return (attention_tile){.bm = 192, .bn = 128, .stages = 2, .warps = 16};
     if (wide) return (attention_tile){.bm = 128, .bn = page ? 64 : 80, .stages = 2, .warps = 12};
     if (page) return (attention_tile){.bm = 128, .bn = 128, .stages = 2, .warps = 12};
-    return (attention_tile){.bm = 128, .bn = mask == MASK_NONE && plain ? 176 : 128, .stages = 2,
-                            .warps = 12};
+    return (attention_tile){.bm = 128, .bn = mask == MASK_NONE && plain ? unmasked_step(keys) : 128,
+                            .stages = 2, .warps = 12};
   case ATTENTION_MMA:
     return wide ? (attention_tile){.bm = 64, .bn = 32, .stages = 2, .warps = 4}
                 : (attention_tile){.bm = 128, .bn = 64, .stages = 2, .warps = 8};
@@ -93,7 +113,8 @@ static void fill_spec(attention_pipeline p, const attention_call *c, ckjit_spec 
   v[AT_PAGE] = c->paged ? (int32_t)c->paged->page_size : 0;
   v[AT_KV8] = c->kv8;
   const int plain = c->bias == BIAS_NONE && !v[AT_ALIBI] && !v[AT_SOFTCAP];
-  const attention_tile t = ckjit__attention_tile(p, v[AT_HDIM], v[AT_HDIM_V], c->mask, plain, v[AT_PAGE]);
+  const attention_tile t =
+      ckjit__attention_tile(p, v[AT_HDIM], v[AT_HDIM_V], c->mask, plain, v[AT_PAGE], d->seqlen_k);
   v[AT_BM] = t.bm, v[AT_BN] = t.bn, v[AT_STAGES] = t.stages, v[AT_WARPS] = t.warps;
 }
 
