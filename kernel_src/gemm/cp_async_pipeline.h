@@ -38,10 +38,14 @@ template <typename Load> struct cp_async_issue {
   }
 };
 
-// Before the loop: the first stages - busy steps.
+// Before the loop: the first stages - busy steps.  Not unrolled: each
+// step's copies are a whole tile's worth of address and bounds code, so
+// unrolled copies were a large share of the mma.sync and tf32 kernels'
+// instructions and compile time (bench/NOTES.md, cold compile), for a loop
+// that runs once a tile and indexes no registers.
 template <int stages, int busy, typename Issue>
 CKJIT_INLINE void cp_async_prologue(const Issue &issue) {
-#pragma unroll
+#pragma unroll 1
   for (int s = 0; s < stages - busy; s++) issue(s, s);
 }
 

@@ -167,8 +167,7 @@ ckjit_gemm_tf32(GEMM_PARAMS) {
 #pragma unroll
     for (int j = 0; j < NT; j++) {
       const long long m = t.m0 + wm0 + i * 16 + g, n = t.n0 + wn0 + j * 8 + 2 * q;
-      store_pair(p, t, m, n, acc[i][j][0], acc[i][j][1]);
-      store_pair(p, t, m + 8, n, acc[i][j][2], acc[i][j][3]);
+      store_frag(p, t, m, n, acc[i][j]);
     }
 #endif // sm_80+: the front-end never picks this kernel below
 }

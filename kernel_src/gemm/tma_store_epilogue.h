@@ -35,15 +35,16 @@ CKJIT_INLINE void store_acc_tma(const gemm_problem &p, const gemm_tile &t, float
     for (int jj = 0; jj < OUT_COLS / 8; jj++) {
       const int j = c0 / 8 + jj, col = jj * 8 + 2 * (lane % 4); // column in the box
       const int cb = col * (int)sizeof(TC);
+      // Every element gets values, those outside D too (the TMA store
+      // clips them): no branch per element (gemm/epilogue.h says why).
+      float v[4] = {acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]};
+      epilogue_values_frag(p, t.batch, t.m0 + r0, t.n0 + c0 + col, v);
 #pragma unroll
       for (int h = 0; h < 2; h++) {
         const int r = r0 + 8 * h;
-        float v[2] = {acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]};
-        const long long m = t.m0 + r, n = t.n0 + c0 + col;
-        if (m < p.m && n < p.n) epilogue_values(p, t.batch, m, n, v, n + 1 < p.n);
         ckjit_vec<TC, 2> o;
-        o.v[0] = ckjit_from_float<TC>(v[0]);
-        o.v[1] = ckjit_from_float<TC>(v[1]);
+        o.v[0] = ckjit_from_float<TC>(v[2 * h]);
+        o.v[1] = ckjit_from_float<TC>(v[2 * h + 1]);
         const int off = half * OUT_BOX + r * 128 + (((cb / 16) ^ (r % 8)) * 16) + cb % 16;
         ckjit_store<TC, 2>(reinterpret_cast<TC *>(buf + off), o);
       }

@@ -69,8 +69,8 @@ CKJIT_INLINE void store_acc(const gemm_problem &p, const gemm_tile &t, const flo
 #pragma unroll
   for (int j = 0; j < BN / 8; j++) {
     const long long n = t.n0 + j * 8 + 2 * (lane % 4);
-    store_pair(p, t, m, n, acc[4 * j], acc[4 * j + 1]);
-    store_pair(p, t, m + 8, n, acc[4 * j + 2], acc[4 * j + 3]);
+    const float frag[4] = {acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]};
+    store_frag(p, t, m, n, frag);
   }
 }
 

@@ -198,8 +198,12 @@ static void test_bad_names_fail_their_entries_only(void **state) {
   tu_rm_rf(sub);
   assert_int_equal(symlink(outside, sub), 0);
 
-  run_result b = run_some(f->dir, 0xFu, 0x5u);
-  int stored[NSPECS];
+  /* 1 and 3 may not be stored either: a key of theirs can share the bad
+   * subdirectory's two hex digits with spec 2's (keys hash every embedded
+   * kernel source, so any edit there can make them collide); the checks
+   * below ask for their entries only where the names differ. */
+  run_result b = run_some(f->dir, 0xFu, 0xFu);
+  int stored[NSPECS], shares[NSPECS];
   for (int i = 0; i < NSPECS; i++) {
     entry_path(f->dir, b.key[i], path, sizeof path);
     struct stat st;
@@ -209,8 +213,9 @@ static void test_bad_names_fail_their_entries_only(void **state) {
   }
   /* Specs 1 and 3 are stored unless they share a bad name with 0 or 2. */
   for (int i = 1; i < NSPECS; i += 2) {
-    int shares = !strncmp(b.key[i], b.key[2], 2) || !strcmp(b.key[i], b.key[0]);
-    if (!shares && !stored[i])
+    shares[i] = !strncmp(b.key[i], b.key[2], 2) || !strcmp(b.key[i], b.key[0]);
+    if (!b.ok[i] && !shares[i]) fail_msg("%s for %s: %s", specs[i], g_arch, b.error);
+    if (!shares[i] && !stored[i])
       fail_msg("%s was compiled but not stored: one bad name turned disk writes off", specs[i]);
   }
   /* Nothing was written through the symlink. */
@@ -218,9 +223,9 @@ static void test_bad_names_fail_their_entries_only(void **state) {
   tu_fmt(probe, sizeof probe, "%s/%s.ckjit", outside, b.key[2]);
   assert_false(tu_path_exists(probe));
   /* A later run finds the unrelated ones on disk. */
-  run_result c = run(f->dir, 0xAu);
-  assert_int_equal(c.cached[1], 1);
-  assert_int_equal(c.cached[3], 1);
+  run_result c = run_some(f->dir, 0xAu, 0xAu);
+  for (int i = 1; i < NSPECS; i += 2)
+    if (!shares[i]) assert_int_equal(c.cached[i], 1);
 }
 
 /* Replaces the payload of the entry file at `path` by `payload` and
