@@ -112,18 +112,22 @@ typedef int IDS;
 // Columns [c0, c0 + PASS) of token tok's row.  Every slot's piece is
 // loaded before any is added (k loads in flight, not one after another:
 // a decode step has too few tokens to hide their latency otherwise), and
-// the sum still goes in slot order: the k routed slots, then the shared
-// experts' rows as slots k .. k + shared - 1 (always present).
+// the sum still goes in slot order: the k routed slots, then (SHARED) the
+// shared experts' rows as slots k .. k + shared - 1, always present.
 #define SLOTS_IN_FLIGHT 8
 CKJIT_INLINE void combine_unit(const ckjit_moe_permute_args &x, long long tok, long long c0) {
   const IDS *ids = static_cast<const IDS *>(x.topk_ids) + tok * x.k;
   const T *src = static_cast<const T *>(x.src) + tok * x.k * x.ld_src;
+#if SHARED
   const T *shared = static_cast<const T *>(x.shared_src) + (tok * x.shared - x.k) * x.ld_src;
+  const int slots = x.k + x.shared;
+#else
+  const int slots = x.k;
+#endif
   T *dst = static_cast<T *>(x.dst) + tok * x.ld_dst;
   const long long c = c0 + threadIdx.x * PIECE;
   if (c >= x.cols) return;
   float sum[PIECE] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  const int slots = x.k + x.shared;
   for (int s0 = 0; s0 < slots; s0 += SLOTS_IN_FLIGHT) {
     ckjit_vec<T, PIECE> w[SLOTS_IN_FLIGHT];
     bool routed[SLOTS_IN_FLIGHT];
@@ -131,9 +135,14 @@ CKJIT_INLINE void combine_unit(const ckjit_moe_permute_args &x, long long tok, l
     for (int j = 0; j < SLOTS_IN_FLIGHT; j++) {
       const int s = s0 + j;
       // routed nowhere or to another device: no row was written
+#if SHARED
       routed[j] = s < x.k ? moe_local_expert((long long)ids[s], x.experts, x.expert_map, x.global_experts) >= 0
                           : s < slots;
       if (routed[j]) w[j] = ckjit_load<T, PIECE>((s < x.k ? src : shared) + s * x.ld_src + c);
+#else
+      routed[j] = s < x.k && moe_local_expert((long long)ids[s], x.experts, x.expert_map, x.global_experts) >= 0;
+      if (routed[j]) w[j] = ckjit_load<T, PIECE>(src + s * x.ld_src + c);
+#endif
     }
 #pragma unroll
     for (int j = 0; j < SLOTS_IN_FLIGHT; j++)

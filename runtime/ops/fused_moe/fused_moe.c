@@ -233,6 +233,7 @@ static ckjit_status permute(ckjit_gpu *gpu, int dir, const ckjit_fused_moe_desc 
   p.spec.value[MP_DTYPE] = ckjit__dtype_param_value(d->dtype);
   p.spec.value[MP_QUANT] = quant;
   p.spec.value[MP_IDS] = dir == DIR_COMBINE && d->ids_dtype == CKJIT_I64 ? PIDS_I64 : PIDS_I32;
+  p.spec.value[MP_SHARED] = dir == DIR_COMBINE && x->shared > 0;
   const int64_t blocks =
       dir == DIR_COMBINE ? x->rows * ckjit__ceil_div(x->cols, CKJIT_MOE_PERMUTE_PASS) : x->rows;
   p.grid[0] = (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
