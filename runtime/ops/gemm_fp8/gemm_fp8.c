@@ -52,7 +52,8 @@ static ckjit_status check_operand(const char *api, const char *name, const void 
   return CKJIT_SUCCESS;
 }
 
-/* The epilogue's C, D0 and D1 (m x n in out_dtype): plain GEMMs only. */
+/* The epilogue's C, D0 and D1 (m x n in out_dtype, the op frame's matrix
+ * rule plus element alignment): plain GEMMs only. */
 static ckjit_status check_terms(const char *api, const ckjit_gemm_fp8_desc *g, const ckjit__fp8_moe *moe) {
   if (!g->c && !g->d0 && !g->d1) return CKJIT_SUCCESS;
   if (moe)
@@ -63,17 +64,12 @@ static ckjit_status check_terms(const char *api, const ckjit_gemm_fp8_desc *g, c
   static const char *const names[3] = {"c", "d0", "d1"};
   const size_t es = ckjit_dtype_size(g->out_dtype);
   for (int i = 0; i < 3; i++) {
-    if (!p[i]) continue;
-    int64_t bytes;
-    if (ld[i] < g->n || ld[i] < 1 || (uintptr_t)p[i] % es ||
-        __builtin_mul_overflow(g->m > 0 ? g->m - 1 : 0, ld[i], &bytes) ||
-        __builtin_add_overflow(bytes, g->n, &bytes) || __builtin_mul_overflow(bytes, (int64_t)es, &bytes) ||
-        (uintptr_t)p[i] + (uint64_t)bytes < (uintptr_t)p[i])
-      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                         "%s: %s %p with ld%s %lld: needs ld%s >= n %lld, %s's element alignment and an "
-                         "extent inside the address space",
-                         api, names[i], p[i], names[i], (long long)ld[i], names[i], (long long)g->n,
-                         ckjit_dtype_name(g->out_dtype));
+    if (!p[i] || !g->m || !g->n) continue; /* nothing of it is read */
+    ckjit_status st = ckjit__check_matrix(api, names[i], p[i], g->m, g->n, ld[i], es);
+    if (st) return st;
+    if ((uintptr_t)p[i] % es)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s %p is not aligned to its %s elements", api,
+                         names[i], p[i], ckjit_dtype_name(g->out_dtype));
   }
   if (g->c == g->d && g->ldc != g->ldd)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,

@@ -181,3 +181,12 @@ fm_case fm_mk(const char *name, int64_t tokens, int E, int k, int64_t H, int64_t
   return c;
 }
 
+
+void fm_check_same_y(gt_check *ck, const fm_dev *v, const uint8_t *want, const char *from) {
+  const size_t bytes = v->y.elems * gt_esize(v->y.dt);
+  size_t differ = 0, at = 0;
+  for (size_t i = 0; i < bytes; i++)
+    if (v->y.host[i] != want[i] && !differ++) at = i;
+  if (differ) gt_fail(ck, "y: %zu of %zu bytes differ from %s (first at byte %zu)", differ, bytes, from, at);
+  else gt_pass(ck);
+}

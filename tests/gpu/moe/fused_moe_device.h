@@ -38,6 +38,9 @@ int fm_download(gt_check *ck, fm_dev *v, int32_t *inv);
 /* Checks y (downloaded) and *invalid against p's routing
  * (test_fused_moe_gpu.c's opening comment). */
 void fm_check_output(gt_check *ck, const gt_ctx *ctx, const fm_host *p, fm_dev *v, int32_t inv, tu_rng *r);
+/* Passes when y (downloaded) holds the bytes `want`, else fails naming
+ * how many differ, the first, and what `want` came from. */
+void fm_check_same_y(gt_check *ck, const fm_dev *v, const uint8_t *want, const char *from);
 /* Starts a check named after the case. */
 void fm_begin(gt_check *ck, const char *what, size_t index, const fm_case *c, uint64_t seed);
 /* A case (block scaling for FP8 weights; every other field 0). */

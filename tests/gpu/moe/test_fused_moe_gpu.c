@@ -382,11 +382,7 @@ static long ep_check(gt_ctx *ctx, size_t index, uint64_t seed) {
   if (gt_buf_upload(ck, &v.ids) || gt_buf_poison(ck, &v.y)) goto done;
   v.d.expert_map = map.dev, v.d.global_experts = GLOBAL;
   if (fm_call(ck, &v, NULL) || gt_sync(ck) || fm_download(ck, &v, &inv_ep)) goto done;
-  size_t differ = 0, at = 0;
-  for (size_t i = 0; i < ybytes; i++)
-    if (v.y.host[i] != first[i] && !differ++) at = i;
-  if (differ) gt_fail(ck, "y: %zu of %zu bytes differ from the local run (first at byte %zu)", differ, ybytes, at);
-  else gt_pass(ck);
+  fm_check_same_y(ck, &v, first, "the local run");
   if (inv_ep != 1 || inv_local != 1 + (int32_t)elsewhere)
     gt_fail(ck, "*invalid %d with the map, %d without: want 1 and 1 + %lld", inv_ep, inv_local, (long long)elsewhere);
   else gt_pass(ck);
@@ -461,11 +457,7 @@ static long router_check(gt_ctx *ctx, size_t index, uint64_t seed, int64_t token
     goto done;
   }
   if (gt_sync(ck) || gt_buf_download(ck, &v.y, NULL)) goto done;
-  size_t differ = 0, at = 0;
-  for (size_t i = 0; i < ybytes; i++)
-    if (v.y.host[i] != first[i] && !differ++) at = i;
-  if (differ) gt_fail(ck, "y: %zu of %zu bytes differ from topk_softmax + fused_moe (first at byte %zu)", differ, ybytes, at);
-  else gt_pass(ck);
+  fm_check_same_y(ck, &v, first, "topk_softmax + fused_moe");
 done:
   free(first);
   gt_buf_free(&logits);
@@ -572,13 +564,7 @@ static long shared_check(gt_ctx *ctx, size_t index, uint64_t seed, fm_case c, in
     goto done;
   }
   if (gt_sync(ck) || fm_download(ck, &v, &inv)) goto done;
-  size_t differ = 0, at = 0;
-  for (size_t i = 0; i < ybytes; i++)
-    if (v.y.host[i] != first[i] && !differ++) at = i;
-  if (differ)
-    gt_fail(ck, "y: %zu of %zu bytes differ from the problem with the shared experts routed (first at byte %zu)",
-            differ, ybytes, at);
-  else gt_pass(ck);
+  fm_check_same_y(ck, &v, first, "the problem with the shared experts routed");
   const int32_t want = alone ? (int32_t)n_routed : inv_ref;
   if (inv != want) gt_fail(ck, "*invalid %d, want %d", inv, want);
   else gt_pass(ck);
