@@ -488,8 +488,11 @@ CKJIT_API ckjit_status ckjit_topk_softmax(ckjit_dtype dtype, int64_t tokens, int
  * them (wgmma on sm_90, mma.sync on other sm_80+; a SIMT kernel elsewhere);
  * CKJIT_F32 runs in f32 SIMT.  allow_tf32 permits tf32 tensor cores for f32
  * inputs, f32 accumulation: on sm_90 wgmma for one problem with m > 64
- * (inputs cut to 10 mantissa bits; a column-major A or row-major B is
- * first transposed into stream-ordered scratch memory), otherwise mma.sync
+ * (inputs cut to 10 mantissa bits; no copies when A and B are 16-byte
+ * aligned with leading dimensions multiples of 4, except for a column-major
+ * A with a row-major B, or a row-major B with split-K / Stream-K, whose B
+ * is first transposed into stream-ordered scratch memory; a misaligned
+ * column-major A is too), otherwise mma.sync
  * on sm_80+ (inputs rounded to 10 mantissa bits); without tensor cores it
  * changes nothing.  Any m, n,
  * k >= 0 (k = 0 gives alpha * 0 and the epilogue), any leading dimensions

@@ -33,6 +33,14 @@ template <int regs> CKJIT_INLINE void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(regs));
 }
 
+// One 32-bit word of shared memory at a shared-space address.  Volatile:
+// it stays after the mbarrier wait that made the data visible.
+CKJIT_INLINE unsigned ld_shared_u32(unsigned addr) {
+  unsigned v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+
 // Four 8 x 8 matrices of 16-bit elements into shared memory, from the
 // registers of the warp (matrix k from r_k: lane l holds row l / 4, columns
 // 2 (l % 4) and + 1 of each, the mma.sync / wgmma accumulator layout);

@@ -27,6 +27,13 @@ template <int N> CKJIT_INLINE void fence_regs(float (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
+// The same for A fragments in registers: placed after the wait for the
+// wgmma that read them, it keeps them live (their registers unused by
+// anything else) until then.
+template <int N> CKJIT_INLINE void fence_regs(unsigned (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; i++) asm volatile("" : "+r"(r[i])::"memory");
+}
 
 // One wgmma, m64 x N x one K step, into the accumulator d[N / 2] of each
 // thread.  The PTX operands are the accumulators %0 .., then the two
@@ -167,5 +174,20 @@ WGMMA_16BIT_RS(bf16, 192)
 WGMMA_16BIT_RS(f16, 192)
 WGMMA_16BIT_RS(bf16, 256)
 WGMMA_16BIT_RS(f16, 256)
+
+// tf32 with A in registers: the layout of an m16n8k8 tf32 A fragment per
+// warp (a0 (g, q), a1 (g + 8, q), a2 (g, q + 4), a3 (g + 8, q + 4); g =
+// lane / 4, q = lane % 4), B K-major in shared memory (tf32 has no
+// transposes).  The GEMM's M-major A: wgmma's tf32 reads only K-major
+// shared memory.
+#define WGMMA_TF32_RS(N)                                                                          \
+  CKJIT_INLINE void wgmma_rs_tf32_n##N(float (&d)[N / 2], const unsigned (&a)[4], ckjit_u64 desc_b) { \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " WG_RS_OPS_##N ", 1, 1, 1;" \
+                 : WG_ACC_##N                                                                     \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));                      \
+  }
+WGMMA_TF32_RS(64)
+WGMMA_TF32_RS(128)
+WGMMA_TF32_RS(256)
 
 #endif

@@ -6,6 +6,8 @@
 //   TC                output element type
 //   BIAS, ACT         a BIAS_* and an ACT_* constant (abi/gemm_args.h)
 //   HAS_C, HAS_D0, HAS_D1, SPLIT   0 or 1
+//   D_COL             optional, 0 or 1: C, D, D0 and D1 are column-major
+//                     (element (m, n) at n * ld + m; not with SPLIT)
 // and gets epilogue_values(), epilogue(), and store_pair() / store_one(),
 // which route to the epilogue or, with SPLIT, to the f32 partials; and for
 // the accumulator fragments of mma.sync and wgmma, epilogue_values_frag()
@@ -13,6 +15,17 @@
 #pragma once
 #include "core/activations.h"
 #include "gemm/problem.h"
+
+#ifndef D_COL
+#define D_COL 0
+#endif
+#if D_COL && SPLIT
+#error "D_COL: the partials of a split are row-major"
+#endif
+// Offset of (m, n) in an m x n output-shaped matrix of leading dimension
+// ld, and the step from (m, n) to (m, n + 1).
+CKJIT_INLINE long long mn_at(long long ld, long long m, long long n) { return D_COL ? n * ld + m : m * ld + n; }
+#define NEXT_N(ld) (D_COL ? (ld) : 1)
 
 template <typename S> CKJIT_INLINE float load_elem(const void *base, long long i) {
   return ckjit_to_float(static_cast<const S *>(base)[i]);
@@ -26,9 +39,9 @@ CKJIT_INLINE void epilogue_values(const gemm_problem &p, long long batch, long l
   v[1] *= p.alpha;
 #if HAS_C
   if (p.c) { // grouped: a problem without a beta term has none
-    const long long i = batch * p.stride_c + m * p.ldc + n;
+    const long long i = batch * p.stride_c + mn_at(p.ldc, m, n);
     v[0] += p.beta * load_elem<TC>(p.c, i);
-    if (two) v[1] += p.beta * load_elem<TC>(p.c, i + 1);
+    if (two) v[1] += p.beta * load_elem<TC>(p.c, i + NEXT_N(p.ldc));
   }
 #endif
 #if BIAS == BIAS_ROW
@@ -43,18 +56,18 @@ CKJIT_INLINE void epilogue_values(const gemm_problem &p, long long batch, long l
 #endif
 #if HAS_D0
   {
-    const long long i = batch * p.stride_d0 + m * p.ldd0 + n;
+    const long long i = batch * p.stride_d0 + mn_at(p.ldd0, m, n);
     v[0] += load_elem<TC>(p.d0, i);
-    if (two) v[1] += load_elem<TC>(p.d0, i + 1);
+    if (two) v[1] += load_elem<TC>(p.d0, i + NEXT_N(p.ldd0));
   }
 #endif
   v[0] = activation(v[0]);
   v[1] = activation(v[1]);
 #if HAS_D1
   {
-    const long long i = batch * p.stride_d1 + m * p.ldd1 + n;
+    const long long i = batch * p.stride_d1 + mn_at(p.ldd1, m, n);
     v[0] *= load_elem<TC>(p.d1, i);
-    if (two) v[1] *= load_elem<TC>(p.d1, i + 1);
+    if (two) v[1] *= load_elem<TC>(p.d1, i + NEXT_N(p.ldd1));
   }
 #endif
 }
@@ -68,15 +81,15 @@ CKJIT_INLINE void epilogue(const gemm_problem &p, long long batch, long long m, 
   if (m >= p.m || n >= p.n) return;
   float v[2] = {acc0, acc1};
   epilogue_values(p, batch, m, n, v, two);
-  TC *out = static_cast<TC *>(p.d) + batch * p.stride_d + m * p.ldd + n;
-  if (two && ((ckjit_u64)out & (2 * sizeof(TC) - 1)) == 0) {
+  TC *out = static_cast<TC *>(p.d) + batch * p.stride_d + mn_at(p.ldd, m, n);
+  if (two && !D_COL && ((ckjit_u64)out & (2 * sizeof(TC) - 1)) == 0) {
     ckjit_vec<TC, 2> o;
     o.v[0] = ckjit_from_float<TC>(v[0]);
     o.v[1] = ckjit_from_float<TC>(v[1]);
     ckjit_store<TC, 2>(out, o);
   } else {
     out[0] = ckjit_from_float<TC>(v[0]);
-    if (two) out[1] = ckjit_from_float<TC>(v[1]);
+    if (two) out[NEXT_N(p.ldd)] = ckjit_from_float<TC>(v[1]);
   }
 }
 
@@ -226,9 +239,9 @@ CKJIT_INLINE void epilogue_pre(const gemm_problem &p, long long batch, long long
   (void)c;
 #if HAS_C
   if (p.c) { // grouped: a problem without a beta term has none
-    const long long i = batch * p.stride_c + c.m * p.ldc;
-    v[0] += p.beta * load_elem<TC>(p.c, i + c.n0);
-    v[1] += p.beta * load_elem<TC>(p.c, i + c.n1);
+    const long long i = batch * p.stride_c;
+    v[0] += p.beta * load_elem<TC>(p.c, i + mn_at(p.ldc, c.m, c.n0));
+    v[1] += p.beta * load_elem<TC>(p.c, i + mn_at(p.ldc, c.m, c.n1));
   }
 #endif
 #if BIAS == BIAS_ROW
@@ -243,9 +256,9 @@ CKJIT_INLINE void epilogue_pre(const gemm_problem &p, long long batch, long long
 #endif
 #if HAS_D0
   {
-    const long long i = batch * p.stride_d0 + c.m * p.ldd0;
-    v[0] += load_elem<TC>(p.d0, i + c.n0);
-    v[1] += load_elem<TC>(p.d0, i + c.n1);
+    const long long i = batch * p.stride_d0;
+    v[0] += load_elem<TC>(p.d0, i + mn_at(p.ldd0, c.m, c.n0));
+    v[1] += load_elem<TC>(p.d0, i + mn_at(p.ldd0, c.m, c.n1));
   }
 #endif
 }
@@ -253,9 +266,9 @@ CKJIT_INLINE void epilogue_post(const gemm_problem &p, long long batch, long lon
                                 float (&v)[2]) {
 #if HAS_D1
   const clamped c = clamp_into(p, m, n);
-  const long long i = batch * p.stride_d1 + c.m * p.ldd1;
-  v[0] *= load_elem<TC>(p.d1, i + c.n0);
-  v[1] *= load_elem<TC>(p.d1, i + c.n1);
+  const long long i = batch * p.stride_d1;
+  v[0] *= load_elem<TC>(p.d1, i + mn_at(p.ldd1, c.m, c.n0));
+  v[1] *= load_elem<TC>(p.d1, i + mn_at(p.ldd1, c.m, c.n1));
 #else
   (void)p, (void)batch, (void)m, (void)n, (void)v;
 #endif
@@ -296,14 +309,22 @@ CKJIT_INLINE void store_frag(const gemm_problem &p, const gemm_tile &t, long lon
 #else
   float v[4] = {acc[0], acc[1], acc[2], acc[3]};
   epilogue_values_frag(p, t.batch, m, n, v);
-  TC *out = static_cast<TC *>(p.d) + t.batch * p.stride_d + m * p.ldd + n;
+  TC *out = static_cast<TC *>(p.d) + t.batch * p.stride_d + mn_at(p.ldd, m, n);
 #pragma unroll
   for (int h = 0; h < 2; h++) {
     const bool ok = m + 8 * h < p.m && in_n;
+#if D_COL // (m, n) and (m, n + 1) are a column apart: one element each
+    typedef typename ckjit_word<sizeof(TC)>::type W1;
+    union { W1 w; TC v; } e0, e1;
+    e0.v = ckjit_from_float<TC>(v[2 * h]), e1.v = ckjit_from_float<TC>(v[2 * h + 1]);
+    store_if<W1>(reinterpret_cast<W1 *>(out + 8 * h), e0.w, ok);
+    store_if<W1>(reinterpret_cast<W1 *>(out + 8 * h + p.ldd), e1.w, ok && two);
+#else
     ckjit_vec<TC, 2> o;
     o.v[0] = ckjit_from_float<TC>(v[2 * h]);
     o.v[1] = ckjit_from_float<TC>(v[2 * h + 1]);
     store_two<TC>(out + 8 * h * p.ldd, o, ok, ok && two);
+#endif
   }
 #endif
 }

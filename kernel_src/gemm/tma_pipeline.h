@@ -39,17 +39,40 @@ CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ck
 #if A_KCONTIG
       tma_load(sa, &map_a, k, (int)t.m0, b, bar);
 #else
-#pragma unroll
-      for (int q = 0; q < BM / 64; q++) tma_load(sa + q * BK * 128, &map_a, (int)t.m0 + 64 * q, k, b, bar);
+#pragma unroll // panels of BK columns: one 128-byte row each
+      for (int q = 0; q < BM / BK; q++) tma_load(sa + q * BK * 128, &map_a, (int)t.m0 + BK * q, k, b, bar);
 #endif
 #if B_KCONTIG
       tma_load(sb, &map_b, k, (int)t.n0, b, bar);
 #else
 #pragma unroll
-      for (int q = 0; q < BN / 64; q++) tma_load(sb + q * BK * 128, &map_b, (int)t.n0 + 64 * q, k, b, bar);
+      for (int q = 0; q < BN / BK; q++) tma_load(sb + q * BK * 128, &map_b, (int)t.n0 + BK * q, k, b, bar);
 #endif
     }
   }
+}
+
+// One K step (`it` across units, `kt` in this one) with A from registers
+// (A_REGS): `frag` filled from the stage, the step issued, then the wait
+// for the previous step, which frees `prev`, the set it read.  wgmma
+// reads its register operands while it runs, and the compiler does not
+// know it: fence_regs after the wait keeps `prev` live, so the compiler
+// cannot give its registers to `frag` before then.
+CKJIT_INLINE void consume_regs(float (&acc)[ACC], unsigned (&frag)[K_SLICES][4], unsigned (&prev)[K_SLICES][4],
+                               unsigned base, ckjit_u64 *full, ckjit_u64 *empty, unsigned &it, int cw, int kt,
+                               bool leader) {
+  const int s = it % STAGES;
+  mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
+  const unsigned sa = base + (unsigned)(s * STAGE_BYTES);
+  load_a_regs(frag, sa, cw);
+  wgmma_fence();
+  step_regs(acc, frag, sa + A_BYTES);
+  wgmma_commit();
+  wgmma_wait<1>(); // step it - 1 is done: hand its stage back
+#pragma unroll
+  for (int i = 0; i < K_SLICES; i++) fence_regs(prev[i]);
+  if (kt > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+  it++;
 }
 
 // The consumer warpgroups (two, one for 64-row tiles): wgmma over each
@@ -68,15 +91,26 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
-    for (int kt = 0; kt < steps; kt++, it++) {
-      const int s = it % STAGES;
-      mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
-      const unsigned sa = base + (unsigned)(s * STAGE_BYTES);
-      wgmma_fence();
-      step(acc, sa, sa + A_BYTES, cw);
-      wgmma_commit();
-      wgmma_wait<1>(); // step it - 1 is done: hand its stage back
-      if (kt > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+    if (A_REGS) { // (a constant: one of the two loops is compiled)
+      // A's fragments in two sets, one per step in flight: a set is
+      // rewritten only after the step that read it is waited for.
+      unsigned frag0[K_SLICES][4], frag1[K_SLICES][4];
+      for (int kt = 0; kt < steps; kt += 2) {
+        consume_regs(acc, frag0, frag1, base, full, empty, it, cw, kt, leader);
+        if (kt + 1 == steps) break;
+        consume_regs(acc, frag1, frag0, base, full, empty, it, cw, kt + 1, leader);
+      }
+    } else {
+      for (int kt = 0; kt < steps; kt++, it++) {
+        const int s = it % STAGES;
+        mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
+        const unsigned sa = base + (unsigned)(s * STAGE_BYTES);
+        wgmma_fence();
+        step(acc, sa, sa + A_BYTES, cw);
+        wgmma_commit();
+        wgmma_wait<1>(); // step it - 1 is done: hand its stage back
+        if (kt > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+      }
     }
     wgmma_wait<0>();
     if (steps > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));

@@ -1,7 +1,8 @@
 // GEMM on Hopper tensor cores (sm_90a): wgmma, f16/bf16 in, or f32 in
 // read as tf32 (the caller allowed tf32: the low 13 mantissa bits are
-// ignored; K-major operands only, so the front-end hands A row-major and B
-// column-major, transposing them first if need be), f32 accumulation.  For
+// ignored; B column-major, A row-major or, column-major, from registers
+// (gemm/wgmma_tile.h): the front-end swaps a row-major B's problem into
+// D^T = B^T A^T with a column-major D (D_COL)), f32 accumulation.  For
 // large problems with 16-byte aligned operands.
 //
 // Problem:  D = epilogue(alpha * A B) per batch entry / group (gemm/problem.h).
@@ -59,9 +60,10 @@ typedef OUT TC;
 #define THREADS (TMA ? 384 : 256) // TMA: warpgroup 0 produces, 1 and 2 consume
 #define CONSUMERS (BM == 64 ? 1 : 2)  // TMA: 64-row tiles leave warpgroup 2 without work
 
-// tf32 wgmma reads K-major operands only; it needs TMA (the cp.async
-// copies are 16-bit).
-static_assert(sizeof(TA) == 2 || (A_KCONTIG && B_KCONTIG && TMA), "f32 (tf32): a=row, b=col, tma >= 1");
+// tf32 wgmma reads K-major shared memory only: B column-major, and A
+// row-major or from registers (A_REGS); it needs TMA (the cp.async copies
+// are 16-bit).
+static_assert(sizeof(TA) == 2 || (B_KCONTIG && TMA), "f32 (tf32): b=col, tma >= 1");
 #include "gemm/wgmma_tile.h"
 
 #if TMA

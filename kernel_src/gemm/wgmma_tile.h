@@ -5,11 +5,13 @@
 // Needs TA, BM, BN, BK, A_KCONTIG, B_KCONTIG (and gemm/epilogue.h).
 #pragma once
 #include "core/async_copy.h"
+#include "core/ptx.h"
 #include "core/wgmma.h"
 #include "gemm/epilogue.h"
 
 // A stage: BM rows of A, then BN rows of B, each a 128-byte row of K in
-// the 128-byte swizzle (or, M/N-contiguous, panels of 64 columns).
+// the 128-byte swizzle (or, M/N-contiguous, panels of BK columns: 64
+// 16-bit or 32 f32 elements, one 128-byte row of each of the BK K rows).
 #define A_TILE (BM * BK)
 #define B_TILE (BN * BK)
 #define STAGE_ELEMS (A_TILE + B_TILE)
@@ -58,6 +60,39 @@ CKJIT_INLINE void step(float (&acc)[ACC], unsigned sa, unsigned sb, int wg) {
     const ckjit_u64 db = wgmma_smem_desc(sb + kk * 128, BK * 128, 1024);
 #endif
     wgmma(acc, da, db);
+  }
+}
+
+// tf32 with an M-major A (A_REGS): wgmma's tf32 reads only K-major shared
+// memory, so A comes from registers, loaded from the stage's M-major
+// panels (BK columns of M, BK rows of K, each row 128 bytes in the 128-byte
+// swizzle: 16-byte chunk c of row k sits at chunk c ^ (k % 8)).  Each warp
+// holds its 16 rows of the warpgroup's 64 for every 8-deep K slice
+// (wgmma_rs_tf32's layout).
+#define A_REGS (is_f32<TA>::value && !A_KCONTIG) // a C++ constant, not for #if
+#define K_SLICES (BK / K_STEP)
+CKJIT_INLINE void load_a_regs(unsigned (&a)[K_SLICES][4], unsigned sa, int wg) {
+  const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  const int m = (BM == 64 ? 0 : wg) * 64 + ((threadIdx.x / 32) % 4) * 16 + g;
+#pragma unroll
+  for (int e = 0; e < 4; e++) {
+    const int r = m + (e & 1) * 8, kq = q + (e >> 1) * 4; // row; K within the slice (and mod 8)
+    const unsigned at = sa + (unsigned)((r / BK) * BK * 128 + kq * 128 + ((((r % BK) / 4) ^ kq) * 16) + (r % 4) * 4);
+#pragma unroll
+    for (int s = 0; s < K_SLICES; s++) a[s][e] = ld_shared_u32(at + s * K_STEP * 128);
+  }
+}
+CKJIT_INLINE void step_regs(float (&acc)[ACC], const unsigned (&a)[K_SLICES][4], unsigned sb) {
+#pragma unroll
+  for (int s = 0; s < K_SLICES; s++) {
+    const ckjit_u64 db = wgmma_smem_desc(sb + s * 32, 16, 1024);
+#if BN == 64
+    wgmma_rs_tf32_n64(acc, a[s], db);
+#elif BN == 128
+    wgmma_rs_tf32_n128(acc, a[s], db);
+#else
+    wgmma_rs_tf32_n256(acc, a[s], db);
+#endif
   }
 }
 

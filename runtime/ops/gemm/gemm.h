@@ -30,7 +30,7 @@ enum {
  * of 128 bytes: 64 f16/bf16 or 32 tf32) parameters. */
 enum {
   GW_DTYPE, GW_OUT, GW_A, GW_B, GW_BN, GW_STAGES,
-  GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1, GW_SPLIT, GW_GROUPED, GW_TMA, GW_BM, GW_STREAMK, GW_COUNT
+  GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1, GW_SPLIT, GW_GROUPED, GW_TMA, GW_BM, GW_STREAMK, GW_DCOL, GW_COUNT
 };
 /* gemm_mfma (AMD matrix cores; 128 x 128 x 32 tiles of four wave64s) parameters. */
 enum {

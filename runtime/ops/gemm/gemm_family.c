@@ -63,7 +63,7 @@ static const ckjit_param_desc mma_params[GM_COUNT] = {
 };
 
 static const ckjit_param_desc wgmma_params[GW_COUNT] = {
-    [GW_DTYPE] = OUT_PARAM("dtype"), /* f16 or bf16; f32 read as tf32 (a=row, b=col, tma >= 1) */
+    [GW_DTYPE] = OUT_PARAM("dtype"), /* f16 or bf16; f32 read as tf32 (b=col, tma >= 1; a=col from registers) */
     [GW_OUT] = OUT_PARAM("out"),
     ORDER_PARAMS(GW),
     [GW_BN] = CKJIT_INT_PARAM("bn", 64, 256, 256),
@@ -79,6 +79,9 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     /* 1: Stream-K runs after the whole tiles (bm=128, tma>=1, one problem,
      * unsplit); the kernels without it skip that code */
     [GW_STREAMK] = CKJIT_INT_PARAM("streamk", 0, 1, 0),
+    /* 1: C, D, D0 and D1 are column-major (tf32's D^T = B^T A^T for a
+     * row-major B; tma <= 1, split=0, streamk=0, one problem) */
+    [GW_DCOL] = {.name = "dcol", .macro = "D_COL", .max = 1},
 };
 
 static const ckjit_param_desc mfma_params[GF_COUNT] = {
@@ -165,10 +168,14 @@ static int wgmma_smem(const ckjit_spec *s) {
 
 static ckjit_status wgmma_check(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  if (v[GW_DTYPE] == 0 && (v[GW_A] != A_ROW || v[GW_B] != B_COL || v[GW_TMA] == 0))
+  if (v[GW_DTYPE] == 0 && (v[GW_B] != B_COL || v[GW_TMA] == 0))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "spec: gemm_wgmma dtype=f32 (tf32) reads K-major operands through TMA only: "
-                       "a=row, b=col, tma=1 or 2");
+                       "spec: gemm_wgmma dtype=f32 (tf32) reads B K-major through TMA only: "
+                       "b=col, tma=1 or 2");
+  if (v[GW_DCOL] && (v[GW_TMA] == 2 || v[GW_SPLIT] || v[GW_STREAMK] || v[GW_GROUPED]))
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_wgmma dcol=1 stores D column-major itself: tma=0 or 1, split=0, "
+                       "streamk=0, grouped=0");
   if (v[GW_BN] != 64 && v[GW_BN] != 128 && v[GW_BN] != 256)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: gemm_wgmma bn=%d must be 64, 128 or 256", v[GW_BN]);
   if (v[GW_BM] != 64 && v[GW_BM] != 128)
@@ -261,11 +268,12 @@ static int mma_default(size_t i, ckjit_spec *out) {
 /* gemm_wgmma: f16 and bf16 (output in the same type), every order pair,
  * the 128 x 256 tile; plus bf16 row-major with the fused bias + gelu_tanh
  * and with f32 output; f16 and bf16 row-major at 128 x 64 (mid-size
- * problems, 1024^3); tf32 (f32, A row-major, B column-major: the
- * front-end transposes other orders first); and grouped bf16 row-major
- * with TMA stores (its 5 KB argument). */
+ * problems, 1024^3); grouped bf16 row-major with TMA stores (its 5 KB
+ * argument); and tf32 (f32) with B column-major: A row-major, A
+ * column-major (from registers), and the latter with a column-major D (a
+ * row-major B's swapped problem, run.c). */
 static int wgmma_default(size_t i, ckjit_spec *out) {
-  if (i >= 14) return 0;
+  if (i >= 16) return 0;
   memset(out, 0, sizeof *out);
   out->family = CKJIT_FAMILY_GEMM_WGMMA;
   int32_t *v = out->value;
@@ -280,6 +288,8 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
   }
   if (i == 12) v[GW_DTYPE] = v[GW_OUT] = 0, v[GW_B] = B_COL;
   if (i == 13) v[GW_GROUPED] = 1;
+  if (i >= 14) v[GW_DTYPE] = v[GW_OUT] = 0, v[GW_A] = A_COL, v[GW_B] = B_COL;
+  if (i == 15) v[GW_TMA] = 1, v[GW_DCOL] = 1;
   return 1;
 }
 

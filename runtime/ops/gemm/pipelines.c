@@ -42,9 +42,10 @@ enum { F32, F16, BF16 }; /* the dtype parameter's values */
 
 /* ---- predicates and planners beyond the common fields -------------------------------- */
 
-/* tf32 wgmma reads through TMA only, and K-major operands only: a
- * column-major A or a row-major B is transposed first (run.c), so a
- * K-major one must be 16-byte aligned (4 f32) as it is. */
+/* tf32 wgmma reads through TMA only, and K-major shared memory only (a
+ * column-major A goes through registers): a row-major B is swapped into
+ * A's place or transposed first, as is a column-major A that is not
+ * 16-byte aligned (run.c); a row-major A must be aligned (4 f32) as it is. */
 static int wgmma_tf32_fits(const gemm_shape *q) {
   const ckjit_gemm_desc *g = q->g;
   const int a_fit = g->a_order == CKJIT_COL_MAJOR || q->vec_a == 4;
@@ -84,6 +85,7 @@ static void wgmma_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int32_t *v
   v[GW_DTYPE] = dtype(g->ab_dtype), v[GW_OUT] = dtype(g->out_dtype);
   v[GW_A] = a_order(g), v[GW_B] = b_order(g);
   v[GW_BM] = pl->tile.bm, v[GW_BN] = pl->tile.bn, v[GW_STAGES] = pl->tile.stages;
+  v[GW_DCOL] = pl->d_col;
 }
 
 static void tf32_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int32_t *v) {

@@ -19,6 +19,7 @@ typedef struct gemm_plan {
   int pipe;             /* PIPE_* */
   gemm_block_tile tile; /* block tile (bm, bn, bk) of every pipeline; warps and stages: mma, tf32, wgmma */
   int vec_a, vec_b;     /* copy widths (elements) of A and B: mma, tf32, simt */
+  int d_col;            /* wgmma: C, D, D0 and D1 column-major (tf32's swapped problem, run.c) */
 } gemm_plan;
 
 /* What the pipeline table decides from: the call and its shape. */

@@ -92,11 +92,13 @@ ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, cons
   const int quiet = ckjit__error_quiet(1);
   const int tma = pl.pipe == PIPE_WGMMA && ckjit__gemm_tma_ok(gpu, g)
                       ? ckjit__gemm_encode_maps(gpu, g, &pl, &x.a, &x.b,
-                                                want <= 1 && pl.tile.bm == 128 ? &x.d : NULL)
+                                                want <= 1 && pl.tile.bm == 128 && !pl.d_col ? &x.d : NULL)
                       : 0;
   ckjit__error_quiet(quiet);
+  /* tf32 wgmma reads only through TMA; a swapped problem (d_col) goes back
+   * to run_wgmma_tf32, which transposes instead. */
   if (pl.pipe == PIPE_WGMMA && !tma && g->ab_dtype == CKJIT_F32)
-    return run_without_wgmma_tf32(gpu, g, stream); /* tf32 wgmma reads only through TMA */
+    return pl.d_col ? CKJIT_ERROR_UNSUPPORTED : run_without_wgmma_tf32(gpu, g, stream);
   if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && !tma) ckjit__gemm_use_128_rows(&pl);
   ckjit__gemm_problem_of(g, &pl, &p);
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
@@ -130,12 +132,42 @@ ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, cons
   return st ? st : fst;
 }
 
-/* tf32 on wgmma, which reads K-major operands only: a column-major A or
- * a row-major B is first transposed into scratch, in rows of k rounded up
- * to 4 elements (16-byte aligned for TMA).  Without scratch, mma.sync. */
+/* g (A row-major, B row-major) as D^T = B^T A^T: A' = B^T and B' = A^T
+ * are both column-major, and D^T is D read column-major (the kernel's
+ * dcol).  The bias runs along the other dimension. */
+static ckjit_gemm_desc swapped(const ckjit_gemm_desc *g) {
+  ckjit_gemm_desc t = *g;
+  t.m = g->n, t.n = g->m;
+  t.a = g->b, t.lda = g->ldb, t.stride_a = g->stride_b, t.a_order = CKJIT_COL_MAJOR;
+  t.b = g->a, t.ldb = g->lda, t.stride_b = g->stride_a, t.b_order = CKJIT_COL_MAJOR;
+  if (g->bias_mode != CKJIT_BIAS_NONE)
+    t.bias_mode = g->bias_mode == CKJIT_BIAS_PER_ROW ? CKJIT_BIAS_PER_COL : CKJIT_BIAS_PER_ROW;
+  return t;
+}
+
+/* tf32 on wgmma, which reads K-major shared memory only: B column-major,
+ * A row-major or column-major (through registers), each 16-byte aligned
+ * for TMA.  A row-major B swaps the problem (swapped()) when it runs
+ * unsplit; otherwise B, and a column-major A that is not aligned, are
+ * transposed into stream-ordered scratch first, in rows of k rounded up
+ * to 4 elements.  Without scratch, mma.sync. */
 static ckjit_status run_wgmma_tf32(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *pl,
                                    int want, void *stream) {
-  const int ta = g->a_order == CKJIT_COL_MAJOR, tb = g->b_order == CKJIT_ROW_MAJOR;
+  int vec_a, vec_b;
+  ckjit__gemm_operand_vecs(g, &vec_a, &vec_b);
+  const int a_col = g->a_order == CKJIT_COL_MAJOR, b_row = g->b_order == CKJIT_ROW_MAJOR;
+  if (b_row && !a_col && vec_b == 4) { /* (a row-major A is aligned: wgmma_tf32_fits) */
+    const ckjit_gemm_desc t = swapped(g);
+    gemm_plan pt;
+    int auto_t;
+    plan_one(gpu, &t, 0, &pt, &auto_t);
+    if (pt.pipe == PIPE_WGMMA && (g->split_k == 0 ? auto_t : g->split_k) == 1) {
+      pt.d_col = 1;
+      const ckjit_status st = ckjit__gemm_run_plan(gpu, &t, &pt, 1, stream);
+      if (st != CKJIT_ERROR_UNSUPPORTED) return st; /* else a tensor map was refused: transpose */
+    }
+  }
+  const int ta = a_col && vec_a != 4, tb = b_row;
   const int64_t ld = (g->k + 3) / 4 * 4, per_a = g->m * ld, per_b = g->n * ld;
   const size_t a_bytes = ta ? (size_t)(g->batch * per_a) * 4 : 0;
   const size_t b_bytes = tb ? (size_t)(g->batch * per_b) * 4 : 0;

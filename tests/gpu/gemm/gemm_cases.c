@@ -235,6 +235,20 @@ void build_cases(int skip_large) {
   add(c);
   c = mk("tf32 wgmma odd k", CKJIT_F32, CKJIT_F16, 1, 1, 150, 100, 77), c.tf32 = 1, c.ep = EP_BIAS_COL, add(c);
   c = mk("tf32 wgmma 64x64 exact", CKJIT_F32, CKJIT_F32, 1, 0, 128, 4096, 1024), c.tf32 = 1, c.exact = 1, add(c);
+  /* tf32 wgmma without transposes: a column-major A from registers (cc), a
+   * row-major B as the swapped problem D^T = B^T A^T written column-major
+   * (rr: the whole epilogue, bias per row becoming per column, in place,
+   * batches, off-tile edges, the 64-row tiles of a skinny n); cr
+   * transposes B only. */
+  c = mk("tf32 wgmma cc exact", CKJIT_F32, CKJIT_F32, 1, 1, 520, 384, 1000), c.tf32 = 1, c.exact = 1, add(c);
+  c = mk("tf32 wgmma rr exact", CKJIT_F32, CKJIT_F32, 0, 0, 1000, 776, 516), c.tf32 = 1, c.exact = 1, add(c);
+  c = mk("tf32 wgmma rr epilogue", CKJIT_F32, CKJIT_BF16, 0, 0, 333, 270, 260), c.tf32 = 1;
+  c.ep = EP_C | EP_BIAS_ROW | EP_D0 | EP_D1, c.act = CKJIT_UNARY_GELU_ERF, c.alpha = 0.5f, add(c);
+  c = mk("tf32 wgmma rr bias col in place", CKJIT_F32, CKJIT_F32, 0, 0, 300, 200, 128), c.tf32 = 1;
+  c.ep = EP_C | EP_INPLACE | EP_BIAS_COL, c.act = CKJIT_UNARY_SILU, add(c);
+  c = mk("tf32 wgmma rr batch 3", CKJIT_F32, CKJIT_F16, 0, 0, 136, 264, 200), c.tf32 = 1, c.batch = 3, add(c);
+  c = mk("tf32 wgmma rr skinny n", CKJIT_F32, CKJIT_F32, 0, 0, 4096, 100, 512), c.tf32 = 1, c.exact = 1, add(c);
+  c = mk("tf32 wgmma cr exact", CKJIT_F32, CKJIT_F32, 1, 0, 260, 516, 300), c.tf32 = 1, c.exact = 1, add(c);
 
   /* Stream-K (split_k CKJIT_GEMM_STREAM_K; on sm_90 with 16-byte aligned
    * operands, elsewhere the automatic path), beside split_k 0 on the same
