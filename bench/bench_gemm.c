@@ -32,6 +32,7 @@
  *   bf16       4096^3 bias_gelu   (rr; bias[n] per column, GELU_TANH epilogue)
  *   f32        2048^3 rr          (f32 SIMT: allow_tf32 = 0)
  *   tf32       4096^3 rr, rc, cr, cc  (f32 in and out, allow_tf32 = 1)
+ *   tf32       64x4096x4096 rr    (m <= 64: mma.sync tf32)
  *   bf16       1024^3 batch16     (rr; strided batch of 16)
  *   bf16       grouped8 rr        (ckjit_gemm_grouped, the 8 problems of
  *                                  GROUPED below; one launch)
@@ -134,6 +135,7 @@ static int build_cases(gemm_case *out) {
   out[n++] = (gemm_case){"tf32", CKJIT_F32, 1, GK_PLAIN, 4096, 4096, 4096, 1, R, C, 0};
   out[n++] = (gemm_case){"tf32", CKJIT_F32, 1, GK_PLAIN, 4096, 4096, 4096, 1, C, R, 0};
   out[n++] = (gemm_case){"tf32", CKJIT_F32, 1, GK_PLAIN, 4096, 4096, 4096, 1, C, C, 0};
+  out[n++] = (gemm_case){"tf32", CKJIT_F32, 1, GK_PLAIN, 64, 4096, 4096, 1, R, R, 0};
   out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_BATCHED, 1024, 1024, 1024, BATCH, R, R, 0};
   out[n++] = (gemm_case){"bf16", CKJIT_BF16, 0, GK_GROUPED, 0, 0, 0, 1, R, R, 0};
   /* Stream-K forced, beside the automatic choice of the same shapes. */

@@ -390,6 +390,7 @@ def gemm_cases(only):
     cases += [GemmCase('bf16', 'bias_gelu', 4096, 4096, 4096)]
     cases += [GemmCase('f32', 'plain', 2048, 2048, 2048), GemmCase('tf32', 'plain', 4096, 4096, 4096)]
     cases += [GemmCase('tf32', 'plain', 4096, 4096, 4096, layout=lay) for lay in ('rc', 'cr', 'cc')]
+    cases += [GemmCase('tf32', 'plain', 64, 4096, 4096)]
     cases += [GemmCase('bf16', 'batched', 1024, 1024, 1024, GEMM_BATCH)]
     cases += [GemmCase('bf16', 'grouped', 0, 0, 0)]
     # bench_gemm's Stream-K-forced variants: the same torch call.

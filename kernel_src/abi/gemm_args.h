@@ -71,6 +71,13 @@ CKJIT_ABI_STRUCT(ckjit_gemm_problem, CKJIT_GEMM_PROBLEM_FIELDS, 240)
  * graph; under the 4 KiB every toolchain allows); the host launches larger
  * counts in several parts.  Groups are in tile order. */
 #define CKJIT_GEMM_MAX_GROUPS 16
+
+/* The mma.sync pipelines' epilogue runs from a BM x (BN + pad) f32 copy of
+ * the block's tile in shared memory (gemm/staged_epilogue.h): its bytes,
+ * for the host's shared-memory size too.  The pad of 8 columns keeps the
+ * fragments' writes to two wavefronts a warp. */
+#define CKJIT_GEMM_STAGED_PAD 8
+#define CKJIT_GEMM_STAGED_BYTES(bm, bn) ((bm) * ((bn) + CKJIT_GEMM_STAGED_PAD) * 4)
 typedef ckjit_gemm_problem ckjit_gemm_group_problems[CKJIT_GEMM_MAX_GROUPS];
 #define CKJIT_GEMM_GROUPS_FIELDS(X)                                            \
   X(ckjit_gemm_group_problems, g, 0)                                           \

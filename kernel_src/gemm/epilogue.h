@@ -132,7 +132,8 @@ CKJIT_INLINE void store_one(const gemm_problem &p, const gemm_tile &t, long long
 }
 
 // ---- accumulator fragments: the epilogue as straight-line code ---------------------
-// Why: the mma.sync, tf32 and wgmma tiles store 64-128 values per thread,
+// Why: the wgmma tiles store 64-128 values per thread (the mma.sync and
+// tf32 ones go through shared memory instead, gemm/staged_epilogue.h),
 // and with a bounds and an alignment branch around each pair those stores
 // were most of the large tiles' compile time (NVVM and ptxas over hundreds
 // of basic blocks with 128+ accumulators live across them; bench/NOTES.md,

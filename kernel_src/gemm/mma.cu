@@ -14,7 +14,8 @@
 //           dimension is M or N).  Shared rows are XOR-swizzled in 16-byte
 //           chunks so that ldmatrix and cp.async hit distinct banks.
 // Epilogue: alpha, beta * C, bias, D0, activation, D1, cast (gemm/epilogue.h),
-//           or raw f32 partials for a split-K slice.
+//           or raw f32 partials for a split-K slice, from a copy of the
+//           tile in shared memory (gemm/staged_epilogue.h).
 //
 // Kernel argument: gemm_problem p, or (GROUPED) gemm_groups gs, by value
 // (abi/gemm_args.h).
@@ -38,6 +39,7 @@ typedef OUT TC;
 #include "gemm/mma_tiles.h"
 #include "gemm/tile_copy.h"
 #include "gemm/cp_async_pipeline.h"
+#include "gemm/staged_epilogue.h"
 #include "core/mma_sync.h"
 
 // Fragments of one 16-wide K step: A for rows [m, m + 16), B for columns
@@ -133,28 +135,21 @@ ckjit_gemm_mma(GEMM_PARAMS) {
         for (int e = 0; e < 4; e++) mine[((i * NT + j) * 4 + e) * 32] = acc[i][j][e];
   }
   __syncthreads();
-  if (kw > 0) return;
+  if (kw == 0) {
 #pragma unroll 1
-  for (int w = 1; w < WK; w++) {
-    const float *theirs = sums + ((w - 1) * WM * WN + tile_warp) * PER_WARP + lane;
+    for (int w = 1; w < WK; w++) {
+      const float *theirs = sums + ((w - 1) * WM * WN + tile_warp) * PER_WARP + lane;
 #pragma unroll
-    for (int i = 0; i < MT; i++)
+      for (int i = 0; i < MT; i++)
 #pragma unroll
-      for (int j = 0; j < NT; j++)
+        for (int j = 0; j < NT; j++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) acc[i][j][e] += theirs[((i * NT + j) * 4 + e) * 32];
+          for (int e = 0; e < 4; e++) acc[i][j][e] += theirs[((i * NT + j) * 4 + e) * 32];
+    }
   }
 #endif
-
-  // Fragment element e of (i, j): row g (+8 for e >= 2), columns 2q, 2q + 1.
-  const int g = lane / 4, q = lane % 4;
-#pragma unroll
-  for (int i = 0; i < MT; i++)
-#pragma unroll
-    for (int j = 0; j < NT; j++) {
-      const long long m = t.m0 + wm0 + i * 16 + g, n = t.n0 + wn0 + j * 8 + 2 * q;
-      store_frag(p, t, m, n, acc[i][j]);
-    }
+  __syncthreads(); // the epilogue's copy of the tile overlays the stages (and the K warps' sums)
+  store_tile_staged<MT, NT>(p, t, acc, reinterpret_cast<float *>(smem_raw), wm0, wn0, kw == 0);
 #endif // sm_80+: the front-end never picks this kernel below
 }
 

@@ -17,7 +17,8 @@
 //           Shared rows are XOR-swizzled in 16-byte chunks so that these
 //           loads and the cp.async stores hit distinct banks.
 // Epilogue: alpha, beta * C, bias, D0, activation, D1, cast (gemm/epilogue.h),
-//           or raw f32 partials for a split-K slice.
+//           or raw f32 partials for a split-K slice, from a copy of the
+//           tile in shared memory (gemm/staged_epilogue.h).
 //
 // Kernel argument: gemm_problem p, or (GROUPED) gemm_groups gs, by value
 // (abi/gemm_args.h).
@@ -41,6 +42,7 @@ typedef OUT TC;
 #include "gemm/mma_tiles.h"
 #include "gemm/tile_copy.h" // smem_addr, copy_async, copy_commit, copy_wait
 #include "gemm/cp_async_pipeline.h"
+#include "gemm/staged_epilogue.h"
 #include "core/mma_sync.h"
 
 // Element offset of (row, col) in a tile whose rows are COLS f32 (at least
@@ -146,7 +148,7 @@ ckjit_gemm_tf32(GEMM_PARAMS) {
   for (int kt = 0; kt < k_tiles; kt++) {
     cp_async_step<STAGES, 1, false>(issue, kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
     const float *sa = smem + (kt % STAGES) * STAGE_ELEMS, *sb = sa + A_TILE;
-#pragma unroll
+#pragma unroll 1 // (unrolled, the K slices were a quarter of the cold compile time)
     for (int kk = 0; kk < BK; kk += 8) {
       unsigned af[MT][4], bf[NT][2];
 #pragma unroll
@@ -160,15 +162,8 @@ ckjit_gemm_tf32(GEMM_PARAMS) {
     }
   }
   copy_wait<0>();
-
-  // Fragment element e of (i, j): row g (+8 for e >= 2), columns 2q, 2q + 1.
-#pragma unroll
-  for (int i = 0; i < MT; i++)
-#pragma unroll
-    for (int j = 0; j < NT; j++) {
-      const long long m = t.m0 + wm0 + i * 16 + g, n = t.n0 + wn0 + j * 8 + 2 * q;
-      store_frag(p, t, m, n, acc[i][j]);
-    }
+  __syncthreads(); // the epilogue's copy of the tile overlays the stages
+  store_tile_staged<MT, NT>(p, t, acc, smem, wm0, wn0, true);
 #endif // sm_80+: the front-end never picks this kernel below
 }
 

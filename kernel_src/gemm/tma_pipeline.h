@@ -52,29 +52,6 @@ CKJIT_INLINE void producer(const tma_args &x, unsigned base, ckjit_u64 *full, ck
   }
 }
 
-// One K step (`it` across units, `kt` in this one) with A from registers
-// (A_REGS): `frag` filled from the stage, the step issued, then the wait
-// for the previous step, which frees `prev`, the set it read.  wgmma
-// reads its register operands while it runs, and the compiler does not
-// know it: fence_regs after the wait keeps `prev` live, so the compiler
-// cannot give its registers to `frag` before then.
-CKJIT_INLINE void consume_regs(float (&acc)[ACC], unsigned (&frag)[K_SLICES][4], unsigned (&prev)[K_SLICES][4],
-                               unsigned base, ckjit_u64 *full, ckjit_u64 *empty, unsigned &it, int cw, int kt,
-                               bool leader) {
-  const int s = it % STAGES;
-  mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
-  const unsigned sa = base + (unsigned)(s * STAGE_BYTES);
-  load_a_regs(frag, sa, cw);
-  wgmma_fence();
-  step_regs(acc, frag, sa + A_BYTES);
-  wgmma_commit();
-  wgmma_wait<1>(); // step it - 1 is done: hand its stage back
-#pragma unroll
-  for (int i = 0; i < K_SLICES; i++) fence_regs(prev[i]);
-  if (kt > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
-  it++;
-}
-
 // The consumer warpgroups (two, one for 64-row tiles): wgmma over each
 // stage as it fills, hand it back, then the unit's epilogue.
 CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u64 *full, ckjit_u64 *empty) {
@@ -92,13 +69,26 @@ CKJIT_INLINE void consumers(const tma_args &x, unsigned base, TA *smem, ckjit_u6
 #pragma unroll
     for (int i = 0; i < ACC; i++) acc[i] = 0.0f;
     if (A_REGS) { // (a constant: one of the two loops is compiled)
-      // A's fragments in two sets, one per step in flight: a set is
-      // rewritten only after the step that read it is waited for.
-      unsigned frag0[K_SLICES][4], frag1[K_SLICES][4];
-      for (int kt = 0; kt < steps; kt += 2) {
-        consume_regs(acc, frag0, frag1, base, full, empty, it, cw, kt, leader);
-        if (kt + 1 == steps) break;
-        consume_regs(acc, frag1, frag0, base, full, empty, it, cw, kt + 1, leader);
+      // wgmma reads its register operands while it runs, and the compiler
+      // does not know it: the fragments are rewritten only after the wait
+      // for the step that read them (fence_regs keeps them live to it).
+      // The step's products then start after its loads, not during the
+      // last step's: the other consumer warpgroup keeps the tensor cores
+      // busy meanwhile (two register sets, the loads overlapped, measured
+      // the same and compiled 30% slower: bench/NOTES.md #171).
+      unsigned frag[K_SLICES][4];
+      for (int kt = 0; kt < steps; kt++, it++) {
+        const int s = it % STAGES;
+        mbar_wait(smem_addr(&full[s]), (it / STAGES) & 1);
+        const unsigned sa = base + (unsigned)(s * STAGE_BYTES);
+        wgmma_wait<0>(); // step it - 1 is done: its fragments are free, its stage goes back
+#pragma unroll
+        for (int i = 0; i < K_SLICES; i++) fence_regs(frag[i]);
+        if (kt > 0 && leader) mbar_arrive(smem_addr(&empty[(it - 1) % STAGES]));
+        load_a_regs(frag, sa, cw);
+        wgmma_fence();
+        step_regs(acc, frag, sa + A_BYTES);
+        wgmma_commit();
       }
     } else {
       for (int kt = 0; kt < steps; kt++, it++) {

@@ -126,11 +126,15 @@ static ckjit_status check_split_epilogue(const char *family, const int32_t *v, i
   return CKJIT_SUCCESS;
 }
 
+static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+/* Stages, then in the same bytes the K warps' f32 sums and the staged
+ * epilogue's copy of the tile (abi/gemm_args.h). */
 static int mma_smem(const ckjit_spec *s) {
   const int32_t *v = s->value;
   const int stages = v[GM_STAGES] * (v[GM_BM] + v[GM_BN]) * v[GM_BK] * 2;
-  const int sums = (v[GM_WK] - 1) * v[GM_BM] * v[GM_BN] * 4; /* the K warps' f32 sums, after the loop */
-  return stages > sums ? stages : sums;
+  const int sums = (v[GM_WK] - 1) * v[GM_BM] * v[GM_BN] * 4;
+  return max3(stages, sums, CKJIT_GEMM_STAGED_BYTES(v[GM_BM], v[GM_BN]));
 }
 
 static ckjit_status mma_check(const ckjit_spec *s) {
@@ -399,10 +403,13 @@ static const ckjit_param_desc tf32_params[GT_COUNT] = {
     [GT_GROUPED] = CKJIT_INT_PARAM("grouped", 0, 1, 0),
 };
 
-/* f32 stages of BM x BK (A) and BN x BK (B); the swizzle needs no padding. */
+/* f32 stages of BM x BK (A) and BN x BK (B) (the swizzle needs no
+ * padding), then in the same bytes the staged epilogue's copy of the tile. */
 static int tf32_smem(const ckjit_spec *s) {
   const int32_t *v = s->value;
-  return v[GT_STAGES] * (v[GT_BM] + v[GT_BN]) * v[GT_BK] * 4;
+  const int stages = v[GT_STAGES] * (v[GT_BM] + v[GT_BN]) * v[GT_BK] * 4;
+  const int staged = CKJIT_GEMM_STAGED_BYTES(v[GT_BM], v[GT_BN]);
+  return stages > staged ? stages : staged;
 }
 
 static ckjit_status tf32_check(const ckjit_spec *s) {
