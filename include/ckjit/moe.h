@@ -79,7 +79,9 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  *
  *   y[t] = sum_{s < k} topk_weights[t][s] * down_e(act(gate_e(x[t])) * up_e(x[t])),
  *          e = topk_ids[t][s]
- *        + sum_{j < shared_experts} down_j(act(gate_j(x[t])) * up_j(x[t]))
+ *        + sum_{j < shared_experts} g[t][j] * down_j(act(gate_j(x[t])) * up_j(x[t]))
+ *
+ * (g = 1, or with shared_gate the shared experts' sigmoid gates below)
  *
  * with gate_e(v) = W1_e[0 .. inter) v and up_e(v) = W1_e[inter .. 2 inter) v,
  * W1 = w_gate_up [experts][2 inter][hidden] and down_e(h) = W2_e h, W2 =
@@ -128,8 +130,13 @@ CKJIT_API ckjit_status ckjit_moe_sort(const ckjit_moe_sort_desc *desc, void *str
  * in one more slot with weight 1.  A token whose routed ids are all
  * invalid or elsewhere still gets its shared experts' sum.  With
  * expert_map, every device that passes shared experts adds them: pass them
- * on one device only when y is summed across devices.  Gate-scaled shared
- * experts (Qwen2-MoE's sigmoid gate) are not supported.
+ * on one device only when y is summed across devices.
+ * Gated shared experts (Qwen2-MoE): with shared_gate ([shared_experts]
+ * [hidden] in dtype, row-major), g[t][j] = sigmoid(x[t] . shared_gate[j]),
+ * the dot product accumulated in f32 and the sigmoid in f32 (one
+ * ckjit_gemm into the workspace); shared expert j's product is rounded to
+ * `dtype` first, then multiplied by g[t][j] in the combine's f32 sum (a
+ * routed slot's weight multiplies before that rounding).
  * An id outside 0 .. experts - 1 (with a map: outside 0 .. global_experts
  * - 1, or mapped outside -1 .. experts - 1) contributes nothing (no weight of any
  * expert is read for it) and is counted into *invalid (device int32,
@@ -186,6 +193,7 @@ typedef struct ckjit_fused_moe_desc {
   const void *w_shared_gate_up;   /* [shared_experts][2 shared_inter][hidden] */
   const void *w_shared_down;      /* [shared_experts][hidden][shared_inter] */
   const float *scale_shared_gate_up, *scale_shared_down; /* FP8 only, laid out as the routed ones' */
+  const void *shared_gate;        /* NULL (weight 1), or [shared_experts][hidden] in dtype: sigmoid gates */
 } ckjit_fused_moe_desc;
 /* Zeroes desc, then dtype and weight_dtype CKJIT_BF16, ids_dtype CKJIT_I32,
  * weight_scaling CKJIT_FP8_SCALE_BLOCK and activation SILU. */

@@ -14,6 +14,11 @@
 /* topk_ids' integer type (combine reads them: a slot with an id out of
  * range has no row). */
 #define CKJIT_MOE_PERMUTE_IDS(X) X(PIDS_I32, i32) X(PIDS_I64, i64)
+/* Combine's shared experts (the spec parameter `shared`): none, their rows
+ * added, or added times their gates (Qwen2-MoE's sigmoid gate). */
+#define CKJIT_MOE_SHARED_NONE 0
+#define CKJIT_MOE_SHARED_PLAIN 1
+#define CKJIT_MOE_SHARED_GATED 2
 
 /*   gather:  dst row r (r < rows) = src row row_ids[r] / k, or src row r
  *            when row_ids is NULL; rows whose id is outside 0 .. entries -
@@ -23,7 +28,8 @@
  *            + s, in order, where topk_ids[t * k + s] is in 0 .. experts
  *            - 1 (with expert_map, of global_experts entries: where the
  *            id's map entry is), then over j < shared of shared_src row
- *            t * shared + j (the shared experts' rows, ld_src apart too).
+ *            t * shared + j (the shared experts' rows, ld_src apart too),
+ *            each times shared_gate[t * shared + j] (f32) when gated.
  * Rows have cols elements, 8-element (16-byte) pieces; ld_* in elements.
  * A gather block moves whole rows; a combine block one unit of a row's
  * CKJIT_MOE_PERMUTE_PASS columns (unit u: row u / units_per_row, columns
@@ -47,8 +53,9 @@
   X(const int *, expert_map, 96)                                               \
   X(int, global_experts, 104)                                                  \
   X(int, shared, 108)                                                          \
-  X(const void *, shared_src, 112)
-CKJIT_ABI_STRUCT(ckjit_moe_permute_args, CKJIT_MOE_PERMUTE_FIELDS, 120)
+  X(const void *, shared_src, 112)                                             \
+  X(const float *, shared_gate, 120)
+CKJIT_ABI_STRUCT(ckjit_moe_permute_args, CKJIT_MOE_PERMUTE_FIELDS, 128)
 #define CKJIT_MOE_PERMUTE_PARAM(X) X(ckjit_moe_permute_args, x, 0)
 
 #endif

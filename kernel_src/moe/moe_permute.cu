@@ -5,9 +5,9 @@
 //            quantized to e4m3 with a scale per row or per 1 x 128 block,
 //            as the grouped FP8 GEMM reads its A;
 //   combine  each token's row is the sum of its k slot rows (the down
-//            GEMM's weighted products), then of its shared experts' rows,
-//            in that order, in f32, rounded once: the same bits every run,
-//            without atomics.
+//            GEMM's weighted products), then of its shared experts' rows
+//            (SHARED 2: each times its f32 gate), in that order, in f32,
+//            rounded once: the same bits every run, without atomics.
 // Blocks of 128 threads, a row (gather) or a row's 1024-column unit
 // (combine) each; each thread moves 16-byte pieces of 8 elements (the
 // front-end keeps rows and strides in whole pieces).
@@ -121,6 +121,9 @@ CKJIT_INLINE void combine_unit(const ckjit_moe_permute_args &x, long long tok, l
 #if SHARED
   const T *shared = static_cast<const T *>(x.shared_src) + (tok * x.shared - x.k) * x.ld_src;
   const int slots = x.k + x.shared;
+#if SHARED == CKJIT_MOE_SHARED_GATED
+  const float *gate = x.shared_gate + tok * x.shared - x.k; // gate[s]: shared slot s's
+#endif
 #else
   const int slots = x.k;
 #endif
@@ -146,9 +149,17 @@ CKJIT_INLINE void combine_unit(const ckjit_moe_permute_args &x, long long tok, l
     }
 #pragma unroll
     for (int j = 0; j < SLOTS_IN_FLIGHT; j++)
-      if (routed[j])
+      if (routed[j]) {
+#if SHARED == CKJIT_MOE_SHARED_GATED
+        const int s = s0 + j;
+        const float g = s < x.k ? 1.0f : gate[s]; // x * 1.0f is x: the routed slots' bits unchanged
+#pragma unroll
+        for (int i = 0; i < PIECE; i++) sum[i] += g * ckjit_to_float(w[j].v[i]);
+#else
 #pragma unroll
         for (int i = 0; i < PIECE; i++) sum[i] += ckjit_to_float(w[j].v[i]);
+#endif
+      }
   }
   ckjit_vec<T, PIECE> out;
 #pragma unroll

@@ -162,7 +162,8 @@ class FusedMoeDesc(ctypes.Structure):
                 ('activation', ENUM), ('workspace', PTR), ('workspace_bytes', SIZE),
                 ('invalid', PTR), ('expert_map', PTR), ('global_experts', ctypes.c_int32),
                 ('shared_experts', ctypes.c_int32), ('shared_inter', I64), ('w_shared_gate_up', PTR),
-                ('w_shared_down', PTR), ('scale_shared_gate_up', PTR), ('scale_shared_down', PTR)]
+                ('w_shared_down', PTR), ('scale_shared_gate_up', PTR), ('scale_shared_down', PTR),
+                ('shared_gate', PTR)]
 
 
 class AttentionStrides(ctypes.Structure):

@@ -388,6 +388,16 @@ static void test_shared(void **state) {
   SVALID(0, "ldx not a multiple of 16 (x copied)", 1, 0, d->ldx = 264);
   SVALID(0, "16-bit: the shared scales are not read", 1, 0, d->scale_shared_down = OFF(AE_FAKE_DEV(16), 1));
   VALID(0, "no shared experts: their pointers are not read", d->w_shared_gate_up = OFF(AE_FAKE_DEV(13), 1));
+  /* gated shared experts: f32 gates [tokens][shared] more in the workspace */
+  c.d.shared_experts = 2, c.d.shared_inter = 0;
+  c.d.shared_gate = AE_FAKE_DEV(17);
+  assert_true(ckjit_fused_moe_workspace_size(&c.d) >= two + (size_t)100 * 2 * 4);
+  WS_BAD("shared_gate without shared experts", d->shared_gate = AE_FAKE_DEV(17));
+  BAD(0, "shared_gate without shared experts", d->shared_gate = AE_FAKE_DEV(17));
+  SBAD(0, "shared_gate 8-byte aligned", 2, 0, d->shared_gate = OFF(AE_FAKE_DEV(17), 8), fit(&c));
+  SBAD(0, "gated: the workspace without the gates", 2, 0, d->shared_gate = AE_FAKE_DEV(17));
+  SVALID(0, "gated", 2, 0, d->shared_gate = AE_FAKE_DEV(17), fit(&c));
+  SVALID(1, "gated, fp8 block", 1, 128, d->shared_gate = AE_FAKE_DEV(17), fit(&c));
 }
 
 /* ---- ckjit_fused_moe_router ------------------------------------------------------------------- */

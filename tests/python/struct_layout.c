@@ -134,6 +134,7 @@ int main(void) {
   F(ckjit_fused_moe_desc, shared_experts); F(ckjit_fused_moe_desc, shared_inter);
   F(ckjit_fused_moe_desc, w_shared_gate_up); F(ckjit_fused_moe_desc, w_shared_down);
   F(ckjit_fused_moe_desc, scale_shared_gate_up); F(ckjit_fused_moe_desc, scale_shared_down);
+  F(ckjit_fused_moe_desc, shared_gate);
   end();
 
   BEGIN(ckjit_attention_strides);

@@ -13,9 +13,10 @@
  *            epilogue, written to its (token, slot) row of z;
  *   shared   (shared experts) x in token order (e4m3 for FP8 weights), and
  *            per shared expert the same two GEMMs on every token, ungrouped,
- *            the down product written to the token's row of zs;
+ *            the down product written to the token's row of zs; with
+ *            shared_gate, ckjit_gemm's sigmoid(x shared_gate^T) into gates;
  *   combine  y[t] = the sum of z's k rows of t, in slot order, then of its
- *            zs rows (moe_permute).
+ *            zs rows (times their gates) (moe_permute).
  *
  * ckjit_fused_moe_router runs ckjit_topk_softmax on the router's logits
  * first, into the workspace's tail, and the same chain on that routing.
@@ -98,6 +99,8 @@ static ckjit_status check_shape(const ckjit_fused_moe_desc *d) {
                        "%s: shared_experts %d and shared_inter %lld: need 0..%d shared experts and "
                        "shared_inter 0 (inter) or a positive multiple of 16",
                        api, (int)d->shared_experts, (long long)d->shared_inter, MAX_SHARED);
+  if (d->shared_gate && !d->shared_experts)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: shared_gate is given without shared experts", api);
   if (d->shared_experts && is_fp8_weights(d) && d->weight_scaling == CKJIT_FP8_SCALE_BLOCK &&
       d->shared_inter % 64)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
@@ -120,7 +123,7 @@ static ckjit_status check_shape(const ckjit_fused_moe_desc *d) {
 typedef struct moe_layout {
   int64_t capacity;                       /* rows of the expert-ordered list */
   size_t sorted, offsets, counts, tiles, invalid;
-  size_t xs, xs_scales, h, hq, hq_scales, z, zs, total;
+  size_t xs, xs_scales, h, hq, hq_scales, z, zs, gates, total;
 } moe_layout;
 
 static size_t take(size_t *at, uint64_t bytes) {
@@ -162,6 +165,7 @@ static void layout_of(const ckjit_fused_moe_desc *d, moe_layout *l) {
   l->hq_scales = take(&at, fp8 * 4 * h_scales);
   l->z = take(&at, t * (uint64_t)d->k * (uint64_t)d->hidden * es);
   l->zs = take(&at, t * (uint64_t)d->shared_experts * (uint64_t)d->hidden * es);
+  l->gates = take(&at, d->shared_gate ? 4 * t * (uint64_t)d->shared_experts : 0); /* f32 [tokens][shared] */
   l->total = at;
 }
 
@@ -199,10 +203,11 @@ static ckjit_status check_operands(const ckjit_fused_moe_desc *d, const moe_layo
                        (int)d->shared_experts, fp8 ? ", scale_shared_gate_up and scale_shared_down" : "");
   if (d->shared_experts &&
       ((uintptr_t)d->w_shared_gate_up % 16 || (uintptr_t)d->w_shared_down % 16 ||
-       (fp8 && ((uintptr_t)d->scale_shared_gate_up % 4 || (uintptr_t)d->scale_shared_down % 4))))
+       (fp8 && ((uintptr_t)d->scale_shared_gate_up % 4 || (uintptr_t)d->scale_shared_down % 4)) ||
+       (uintptr_t)d->shared_gate % 16))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: the shared experts' weights must be 16-byte aligned, their scales 4-byte "
-                       "aligned",
+                       "%s: the shared experts' weights and gate must be 16-byte aligned, their scales "
+                       "4-byte aligned",
                        api);
   if ((uintptr_t)d->x % 16 || (uintptr_t)d->y % 16 || (uintptr_t)d->w_gate_up % 16 ||
       (uintptr_t)d->w_down % 16 || (uintptr_t)d->workspace % ALIGN ||
@@ -233,7 +238,9 @@ static ckjit_status permute(ckjit_gpu *gpu, int dir, const ckjit_fused_moe_desc 
   p.spec.value[MP_DTYPE] = ckjit__dtype_param_value(d->dtype);
   p.spec.value[MP_QUANT] = quant;
   p.spec.value[MP_IDS] = dir == DIR_COMBINE && d->ids_dtype == CKJIT_I64 ? PIDS_I64 : PIDS_I32;
-  p.spec.value[MP_SHARED] = dir == DIR_COMBINE && x->shared > 0;
+  p.spec.value[MP_SHARED] = dir != DIR_COMBINE || !x->shared ? CKJIT_MOE_SHARED_NONE
+                             : x->shared_gate                 ? CKJIT_MOE_SHARED_GATED
+                                                              : CKJIT_MOE_SHARED_PLAIN;
   const int64_t blocks =
       dir == DIR_COMBINE ? x->rows * ckjit__ceil_div(x->cols, CKJIT_MOE_PERMUTE_PASS) : x->rows;
   p.grid[0] = (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
@@ -381,7 +388,15 @@ static ckjit_status run_shared(const ckjit_fused_moe_desc *d, const moe_layout *
         .layout = MOE_NONE, .epilogue = EPI_PLAIN};
     if ((st = moe_gemm_run(d, l, ws, &down, stream))) return st;
   }
-  return CKJIT_SUCCESS;
+  if (!d->shared_gate) return CKJIT_SUCCESS;
+  /* gates [tokens][shared] = sigmoid(x shared_gate^T): shared_gate's rows
+   * are B's columns; unsplit, so nothing is allocated */
+  ckjit_gemm_desc g;
+  ckjit_gemm_desc_init(&g);
+  g.m = t, g.n = d->shared_experts, g.k = d->hidden, g.ab_dtype = d->dtype, g.out_dtype = CKJIT_F32;
+  g.a = d->x, g.lda = d->ldx, g.b = d->shared_gate, g.ldb = d->hidden, g.b_order = CKJIT_COL_MAJOR;
+  g.d = ws + l->gates, g.ldd = d->shared_experts, g.activation = CKJIT_UNARY_SIGMOID, g.split_k = 1;
+  return ckjit_gemm(&g, stream);
 }
 
 /* The chain of launches (after prepare). */
@@ -440,7 +455,8 @@ static ckjit_status run_layer(const ckjit_fused_moe_desc *d, const moe_layout l,
       .src = ws + l.z, .dst = d->y, .topk_ids = d->topk_ids, .ld_src = d->hidden, .ld_dst = d->ldy,
       .rows = d->tokens, .cols = d->hidden, .entries = entries, .k = d->k, .experts = d->experts,
       .expert_map = d->expert_map, .global_experts = d->global_experts,
-      .shared = d->shared_experts, .shared_src = ws + l.zs};
+      .shared = d->shared_experts, .shared_src = ws + l.zs,
+      .shared_gate = d->shared_gate ? (const float *)(ws + l.gates) : NULL};
   if ((st = permute(gpu, DIR_COMBINE, d, QUANT_NONE, &combine, stream))) return st;
   return debug_check(invalid, stream);
 }

@@ -8,8 +8,8 @@
 
 /* dir: gather or combine; dtype: the rows' (f16 or bf16); quant: gather's
  * e4m3 quantization; ids: combine's topk_ids type; shared: combine adds
- * shared experts' rows (a spec of its own: the plain combine keeps the
- * code it had before them). */
+ * shared experts' rows, plain or gated (CKJIT_MOE_SHARED_*; a spec of its
+ * own: the plain combine keeps the code it had before them). */
 enum { MP_DIR, MP_DTYPE, MP_QUANT, MP_IDS, MP_SHARED, MP_COUNT };
 enum { CKJIT_MOE_PERMUTE_DIRS(CKJIT_ENUM_CONSTANT) };
 enum { CKJIT_MOE_PERMUTE_QUANTS(CKJIT_ENUM_CONSTANT) };

@@ -17,7 +17,7 @@ static const ckjit_param_desc params[MP_COUNT] = {
     [MP_DTYPE] = CKJIT_DTYPE_PARAM_NAMED("dtype", DTYPE_BF16),
     [MP_QUANT] = CKJIT_ENUM_PARAM("quant", mp_quant, 0),
     [MP_IDS] = {.name = "ids", .macro = "IDS_TYPE", .names = mp_ids_names, .symbols = mp_ids_symbols},
-    [MP_SHARED] = {.name = "shared", .macro = "SHARED", .max = 1},
+    [MP_SHARED] = {.name = "shared", .macro = "SHARED", .max = CKJIT_MOE_SHARED_GATED}, /* CKJIT_MOE_SHARED_* */
 };
 
 static ckjit_status check(const ckjit_spec *s) {
@@ -27,18 +27,19 @@ static ckjit_status check(const ckjit_spec *s) {
   if (v[MP_DIR] == DIR_COMBINE && v[MP_QUANT] != QUANT_NONE)
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: moe_permute dir=combine takes quant=none");
   if (v[MP_SHARED] && v[MP_DIR] != DIR_COMBINE)
-    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: moe_permute shared=1 takes dir=combine");
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "spec: moe_permute shared=%d takes dir=combine", v[MP_SHARED]);
   return CKJIT_SUCCESS;
 }
 
 /* Default set: ckjit_fused_moe's kernels for bf16 and f16 rows: gather
  * unquantized, per row and per block; combine with int32 and int64 ids,
- * and with shared experts (int32 ids). */
+ * and with shared experts, plain and gated (int32 ids). */
 static int default_spec(size_t index, ckjit_spec *out) {
   static const struct { int dir, quant, ids, shared; } set[] = {
       {DIR_GATHER, QUANT_NONE, 0, 0}, {DIR_GATHER, QUANT_ROW, 0, 0}, {DIR_GATHER, QUANT_BLOCK, 0, 0},
       {DIR_COMBINE, QUANT_NONE, PIDS_I32, 0}, {DIR_COMBINE, QUANT_NONE, PIDS_I64, 0},
-      {DIR_COMBINE, QUANT_NONE, PIDS_I32, 1},
+      {DIR_COMBINE, QUANT_NONE, PIDS_I32, CKJIT_MOE_SHARED_PLAIN},
+      {DIR_COMBINE, QUANT_NONE, PIDS_I32, CKJIT_MOE_SHARED_GATED},
   };
   const size_t n = sizeof set / sizeof set[0];
   if (index >= 2 * n) return 0;

@@ -440,13 +440,24 @@ static void ref_token(const fm_host *p, int64_t t, scratch *s, double *lo, doubl
     if (fp8) quantize(s->hr, s->hl, s->hh, I, row_sc ? I : 128, s->b, s->db);
     else
       for (int64_t j = 0; j < I; j++) s->b[j] = s->hr[j], s->db[j] = fmax(s->hh[j] - s->hr[j], s->hr[j] - s->hl[j]);
+    const double werr = p->tw_err ? p->tw_err[t * c->k + slot] : 0.0;
     for (int64_t i = 0; i < H; i++) {
       const dotr d = down_row(p, e, i, s->b, s->db);
-      const double ed = c2 * (d.a + d.d) + d.d, v = w * d.s;
-      double E = fabs(w) * ed;
-      E += 0x1p-22 * (fabs(v) + E);
-      const double clo = gt_round(dt, v - E), chi = gt_round(dt, v + E);
-      s->sl[i] += clo, s->sh[i] += chi, s->sr[i] += gt_round(dt, v), s->mag[i] += fmax(fabs(clo), fabs(chi));
+      const double ed = c2 * (d.a + d.d) + d.d;
+      double clo, chi, cr;
+      if (p->tw_err) { /* g (within w +- werr) times the product rounded to dtype, in f32 */
+        const double E = ed + 0x1p-22 * (fabs(d.s) + ed);
+        const double rl = gt_round(dt, d.s - E), rh = gt_round(dt, d.s + E);
+        clo = fmin((w - werr) * rl, (w + werr) * rl), chi = fmax((w - werr) * rh, (w + werr) * rh);
+        clo -= 0x1p-23 * fabs(clo), chi += 0x1p-23 * fabs(chi);
+        cr = w * gt_round(dt, d.s);
+      } else {
+        const double v = w * d.s;
+        double E = fabs(w) * ed;
+        E += 0x1p-22 * (fabs(v) + E);
+        clo = gt_round(dt, v - E), chi = gt_round(dt, v + E), cr = gt_round(dt, v);
+      }
+      s->sl[i] += clo, s->sh[i] += chi, s->sr[i] += cr, s->mag[i] += fmax(fabs(clo), fabs(chi));
     }
   }
   for (int64_t i = 0; i < H; i++) {

@@ -53,6 +53,9 @@ typedef struct fm_host {
   uint8_t *x;                 /* dtype [tokens][ldx], NaN in the padding */
   int64_t *ids;               /* [tokens][k] */
   float *tw;                  /* [tokens][k] */
+  const double *tw_err;       /* NULL, or [tokens][k]: each weight known within +- this (a gated
+                                 shared expert's gate, which the device computes itself) and
+                                 multiplying the product rounded to dtype, not the product */
   uint8_t *w1, *w2;           /* dtype elements, or e4m3 codes */
   float *s1, *s2;             /* FP8 scales (NULL for 16-bit weights) */
   float *dec16;               /* the 65536 values of dtype's bit patterns */
