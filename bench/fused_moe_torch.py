@@ -75,8 +75,9 @@ SCALING = {'block': S.FP8_SCALE_BLOCK, 'row': S.FP8_SCALE_ROW}
 # (+4), w_gate_up 104, w_down 112, weight_scaling 120 (+4), scale_gate_up 128, scale_down
 # 136, activation 144 (+4), workspace 152, workspace_bytes 160, invalid 168, expert_map
 # 176, global_experts 184, shared_experts 188, shared_inter 192, w_shared_gate_up 200,
-# w_shared_down 208, scale_shared_gate_up 216, scale_shared_down 224: sizeof 232.
-STRUCTS = {'ckjit_fused_moe_desc': (MoeDesc, 232, 224)}
+# w_shared_down 208, scale_shared_gate_up 216, scale_shared_down 224, shared_gate 232:
+# sizeof 240.
+STRUCTS = {'ckjit_fused_moe_desc': (MoeDesc, 240, 232)}
 
 E, TOP, HID, INTER = 64, 8, 4096, 1408
 PREFILL_T, DECODE_T = 4096, (16, 64)

@@ -22,6 +22,7 @@ typedef DTYPE T;
 #define PASS (THREADS * PIECE)     // columns a pass of the block covers
 static_assert(PASS == CKJIT_MOE_PERMUTE_PASS, "the host sizes combine's grid by the pass");
 #define QMAX 448.0f                // e4m3's largest finite value
+#define GATHER_UNROLL 4            // pieces a thread has in flight (unquantized gather)
 
 CKJIT_INLINE void load_piece(const T *p, float (&v)[PIECE]) {
   const ckjit_vec<T, PIECE> w = ckjit_load<T, PIECE>(p);
@@ -62,9 +63,18 @@ CKJIT_INLINE void gather_row(const ckjit_moe_permute_args &x, long long r) {
   const T *src = static_cast<const T *>(x.src) + from * x.ld_src;
   const int t = threadIdx.x;
 #if QUANT == QUANT_NONE
+  // Up to GATHER_UNROLL pieces loaded before any is stored: one load after
+  // another's store, a block's short life was mostly waiting.
   T *dst = static_cast<T *>(x.dst) + r * x.ld_dst;
-  for (long long c = t * PIECE; c < x.cols; c += PASS)
-    ckjit_store<T, PIECE>(dst + c, ckjit_load<T, PIECE>(src + c));
+  for (long long c0 = t * PIECE; c0 < x.cols; c0 += GATHER_UNROLL * PASS) {
+    ckjit_vec<T, PIECE> v[GATHER_UNROLL];
+#pragma unroll
+    for (int u = 0; u < GATHER_UNROLL; u++)
+      if (c0 + u * PASS < x.cols) v[u] = ckjit_load<T, PIECE>(src + c0 + u * PASS);
+#pragma unroll
+    for (int u = 0; u < GATHER_UNROLL; u++)
+      if (c0 + u * PASS < x.cols) ckjit_store<T, PIECE>(dst + c0 + u * PASS, v[u]);
+  }
 #elif QUANT == QUANT_BLOCK
   // 16 threads a 128-column block; the loop is uniform over the block, so
   // every lane of a warp takes part in the shuffles.
