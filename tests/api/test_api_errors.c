@@ -401,6 +401,28 @@ static void test_spec_has_kernel(void **state) {
   assert_non_null(strstr(ckjit_last_error(), "streamk=1"));
   assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,streamk=1,grouped=1", "sm_90"),
                    CKJIT_ERROR_INVALID_ARGUMENT);
+  /* tf32: B column-major through TMA; A either way (column-major: from
+   * registers); a column-major D (the swapped problem) stores D itself,
+   * unsplit, one problem. */
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=f32,out=f32,a=col,b=col,tma=2", "sm_90"), OK);
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=f32,out=f32,a=col,b=col,tma=1,dcol=1", "sm_90"), OK);
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=f32,out=f32,a=row,b=row,tma=2", "sm_90"),
+                   CKJIT_ERROR_INVALID_ARGUMENT);
+  assert_non_null(strstr(ckjit_last_error(), "b=col"));
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=f32,out=f32,a=col,b=col,tma=0", "sm_90"),
+                   CKJIT_ERROR_INVALID_ARGUMENT);
+  static const char *const dcol_bad[] = {"tma=2,dcol=1", "tma=1,dcol=1,split=1", "tma=1,dcol=1,streamk=1",
+                                         "tma=1,dcol=1,grouped=1"};
+  for (size_t i = 0; i < sizeof dcol_bad / sizeof dcol_bad[0]; i++) {
+    char spec[128];
+    snprintf(spec, sizeof spec, "gemm_wgmma:dtype=f32,out=f32,a=col,b=col,%s", dcol_bad[i]);
+    assert_int_equal(ckjit_spec_has_kernel(spec, "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(ckjit_last_error(), "dcol=1"));
+  }
+  /* moe_permute: shared 0 .. 2 (none, plain, gated), combine only. */
+  assert_int_equal(ckjit_spec_has_kernel("moe_permute:dir=combine,shared=2", "sm_90"), OK);
+  assert_int_equal(ckjit_spec_has_kernel("moe_permute:dir=combine,shared=3", "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(ckjit_spec_has_kernel("moe_permute:dir=gather,shared=2", "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
   assert_int_equal(ckjit_spec_has_kernel(NULL, "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
   assert_int_not_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16", "x86_64"), CKJIT_SUCCESS);
   assert_int_not_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16", "sm_9"), CKJIT_SUCCESS);
