@@ -193,7 +193,7 @@ typedef struct ckjit_fused_moe_desc {
   const void *w_shared_gate_up;   /* [shared_experts][2 shared_inter][hidden] */
   const void *w_shared_down;      /* [shared_experts][hidden][shared_inter] */
   const float *scale_shared_gate_up, *scale_shared_down; /* FP8 only, laid out as the routed ones' */
-  const void *shared_gate;        /* NULL (weight 1), or [shared_experts][hidden] in dtype: sigmoid gates */
+  const void *shared_gate;        /* NULL (weight 1), or [shared_experts][hidden] in dtype, 16-byte aligned: sigmoid gates */
 } ckjit_fused_moe_desc;
 /* Zeroes desc, then dtype and weight_dtype CKJIT_BF16, ids_dtype CKJIT_I32,
  * weight_scaling CKJIT_FP8_SCALE_BLOCK and activation SILU. */
