@@ -53,7 +53,7 @@ int ckjit__breaker_allow(ckjit_breaker *b, double now_ms) {
 
 int ckjit__breaker_failure(ckjit_breaker *b, double now_ms) {
   int was_open = b->open;
-  b->backoff_ms = was_open ? b->backoff_ms * 2 : CKJIT_REMOTE_BACKOFF_MIN_MS;
+  b->backoff_ms = was_open ? b->backoff_ms * 2 : b->first_ms > 0 ? b->first_ms : CKJIT_REMOTE_BACKOFF_MIN_MS;
   if (b->backoff_ms > CKJIT_REMOTE_BACKOFF_MAX_MS) b->backoff_ms = CKJIT_REMOTE_BACKOFF_MAX_MS;
   b->open = 1;
   b->probing = 0;
@@ -62,8 +62,10 @@ int ckjit__breaker_failure(ckjit_breaker *b, double now_ms) {
 }
 
 int ckjit__breaker_success(ckjit_breaker *b) {
-  int was_open = b->open;
+  const int was_open = b->open;
+  const double first = b->first_ms;
   memset(b, 0, sizeof *b);
+  b->first_ms = first;
   return was_open;
 }
 
@@ -77,7 +79,7 @@ static struct {
   int set;
   pid_t pid;
   ckjit_remote_url url; /* the server the pool and breakers are for */
-  int connect_timeout_ms, timeout_ms;
+  int connect_timeout_ms, timeout_ms, backoff_ms;
   ckjit_redis *idle[POOL_MAX];
   int n_idle;
   ckjit_breaker conn;  /* the server: reads and everything else */
@@ -105,12 +107,15 @@ static void close_stale(stale_list *s) {
 /* Points the pool at cfg's server (caller holds the lock). */
 static void sync_pool(const ckjit_remote_config *cfg, stale_list *s) {
   if (pool.set && pool.pid == getpid() && pool.connect_timeout_ms == cfg->connect_timeout_ms &&
-      pool.timeout_ms == cfg->timeout_ms && !memcmp(&pool.url, &cfg->url, sizeof pool.url))
+      pool.timeout_ms == cfg->timeout_ms && pool.backoff_ms == cfg->backoff_ms &&
+      !memcmp(&pool.url, &cfg->url, sizeof pool.url))
     return;
   /* After a fork the idle sockets are the parent's: closed here, never used. */
   drop_idle(s);
   memset(&pool.conn, 0, sizeof pool.conn);
   memset(&pool.write, 0, sizeof pool.write);
+  pool.conn.first_ms = pool.write.first_ms = cfg->backoff_ms;
+  pool.backoff_ms = cfg->backoff_ms;
   pool.url = cfg->url;
   pool.connect_timeout_ms = cfg->connect_timeout_ms;
   pool.timeout_ms = cfg->timeout_ms;

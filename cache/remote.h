@@ -66,6 +66,8 @@
  *                                         0..3600000, default 30000
  *   CKJIT_REMOTE_CACHE_MAX_ENTRY          largest value sent or accepted (the size
  *                                         grammar of CKJIT_CACHE_MAX_SIZE), default 64M
+ *   CKJIT_REMOTE_CACHE_BACKOFF_MS         the breaker's first window after a failure,
+ *                                         100..60000, default 1000 (doubling to 60 s)
  * A bad number costs one warning and keeps the default. */
 typedef struct ckjit_remote_config {
   int enabled;
@@ -76,6 +78,7 @@ typedef struct ckjit_remote_config {
   int lease_ms;
   int wait_ms;
   uint64_t max_entry;
+  int backoff_ms;
 } ckjit_remote_config;
 
 /* From the environment (ckjit__disk_configure_env calls it): off when
@@ -103,14 +106,15 @@ typedef struct ckjit_breaker {
   int probing;       /* one operation is trying after the back-off */
   double until_ms;   /* nothing is tried before this (monotonic ms) */
   double backoff_ms; /* the current window */
+  double first_ms;   /* the first window (0: CKJIT_REMOTE_BACKOFF_MIN_MS); kept by a success */
 } ckjit_breaker;
 
 /* 1 when an operation may go: the breaker is closed, or its window has
  * passed and no other operation is trying (this one becomes the probe and
  * must report its outcome). */
 int ckjit__breaker_allow(ckjit_breaker *b, double now_ms);
-/* A failure: opens the breaker for the back-off (1 s the first time,
- * doubling to 60 s while the probes fail).  Returns 1 when it was closed
+/* A failure: opens the breaker for the back-off (first_ms, 1 s by
+ * default, the first time, doubling to 60 s while the probes fail).  Returns 1 when it was closed
  * (the caller warns once). */
 int ckjit__breaker_failure(ckjit_breaker *b, double now_ms);
 /* A success: closes it.  Returns 1 when it was open. */

@@ -19,7 +19,7 @@
  * may read the settings more than once). */
 enum {
   WARN_NO_HIREDIS, WARN_URL, WARN_CONNECT_TIMEOUT, WARN_TIMEOUT, WARN_TTL, WARN_LEASE, WARN_WAIT,
-  WARN_MAX_ENTRY, WARN_PASSWORD_MODE, WARN_COUNT_
+  WARN_MAX_ENTRY, WARN_PASSWORD_MODE, WARN_BACKOFF, WARN_COUNT_
 };
 static int warned[WARN_COUNT_];
 
@@ -50,6 +50,8 @@ static void settings_from_env(ckjit_remote_config *cfg) {
                                   3600000, WARN_LEASE);
   cfg->wait_ms = (int)env_number("CKJIT_REMOTE_CACHE_WAIT_MS", CKJIT_REMOTE_DEFAULT_WAIT_MS, 0,
                                  3600000, WARN_WAIT);
+  cfg->backoff_ms = (int)env_number("CKJIT_REMOTE_CACHE_BACKOFF_MS", (int64_t)CKJIT_REMOTE_BACKOFF_MIN_MS, 100,
+                                    (int64_t)CKJIT_REMOTE_BACKOFF_MAX_MS, WARN_BACKOFF);
   cfg->max_entry = CKJIT_REMOTE_DEFAULT_MAX_ENTRY;
   const char *v = getenv("CKJIT_REMOTE_CACHE_MAX_ENTRY");
   const char *why = "";

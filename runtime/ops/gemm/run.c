@@ -56,6 +56,11 @@ void ckjit__gemm_operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) 
   *vec_b = ckjit__pick_vec(es, pb, 1, sb, g->batch > 1 && g->stride_b ? 2 : 1, 16);
 }
 
+/* The split the caller asked for: split_k, or the plan's automatic one. */
+static int splits_wanted(const ckjit_gemm_desc *g, int auto_splits) {
+  return g->split_k == 0 ? auto_splits : g->split_k;
+}
+
 /* The pipeline table's plan of one problem `g`, without the rows in `skip`. */
 static void plan_one(ckjit_gpu *gpu, const ckjit_gemm_desc *g, unsigned skip, gemm_plan *pl,
                      int *auto_splits) {
@@ -71,7 +76,7 @@ static ckjit_status run_without_wgmma_tf32(ckjit_gpu *gpu, const ckjit_gemm_desc
   gemm_plan pl;
   int splits;
   plan_one(gpu, g, 1u << PIPELINE_WGMMA_TF32, &pl, &splits);
-  return ckjit__gemm_run_plan(gpu, g, &pl, g->split_k == 0 ? splits : g->split_k, stream);
+  return ckjit__gemm_run_plan(gpu, g, &pl, splits_wanted(g, splits), stream);
 }
 
 ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_plan *plan,
@@ -98,7 +103,9 @@ ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, cons
   /* tf32 wgmma reads only through TMA; a swapped problem (d_col) goes back
    * to run_wgmma_tf32, which transposes instead. */
   if (pl.pipe == PIPE_WGMMA && !tma && g->ab_dtype == CKJIT_F32)
-    return pl.d_col ? CKJIT_ERROR_UNSUPPORTED : run_without_wgmma_tf32(gpu, g, stream);
+    return pl.d_col ? ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "ckjit_gemm: the swapped tf32 problem's tensor maps "
+                                                           "were refused")
+                    : run_without_wgmma_tf32(gpu, g, stream);
   if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && !tma) ckjit__gemm_use_128_rows(&pl);
   ckjit__gemm_problem_of(g, &pl, &p);
   const int64_t tiles = p.tiles_m * p.tiles_n * g->batch;
@@ -161,7 +168,7 @@ static ckjit_status run_wgmma_tf32(ckjit_gpu *gpu, const ckjit_gemm_desc *g, con
     gemm_plan pt;
     int auto_t;
     plan_one(gpu, &t, 0, &pt, &auto_t);
-    if (pt.pipe == PIPE_WGMMA && (g->split_k == 0 ? auto_t : g->split_k) == 1) {
+    if (pt.pipe == PIPE_WGMMA && splits_wanted(g, auto_t) == 1) {
       pt.d_col = 1;
       const ckjit_status st = ckjit__gemm_run_plan(gpu, &t, &pt, 1, stream);
       if (st != CKJIT_ERROR_UNSUPPORTED) return st; /* else a tensor map was refused: transpose */
@@ -203,7 +210,7 @@ ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
   int auto_splits = 1;
   plan_one(gpu, desc, 0, &pl, &auto_splits);
   ckjit__gemm_tune(gpu, desc, &pl, &auto_splits, stream);
-  const int want = desc->split_k == 0 ? auto_splits : desc->split_k;
+  const int want = splits_wanted(desc, auto_splits);
   if (pl.pipe == PIPE_WGMMA && desc->ab_dtype == CKJIT_F32) /* the wgmma-tf32 row's plan */
     return run_wgmma_tf32(gpu, desc, &pl, want, stream);
   return ckjit__gemm_run_plan(gpu, desc, &pl, want, stream);
