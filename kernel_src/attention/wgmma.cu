@@ -47,7 +47,8 @@ static_assert(CONSUMERS == 2 || CONSUMERS == 3, "bm 128 or 192");
 // done, a V buffer only after its P V product, a step later.
 struct barriers {
   ckjit_u64 q_full, q_empty;
-  ckjit_u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES], v_empty[STAGES];
+  ckjit_u64 k_full[STAGES], k_empty[STAGES], v_full[STAGES];
+  ckjit_u64 v_empty[STAGES + 1]; // [STAGES]: a spare nobody waits on (consume's first step)
   float softmax_sink; // written, never read (softmax_before_wait)
 };
 
@@ -217,9 +218,13 @@ CKJIT_INLINE void wait_full(const ckjit_attention_args &a, ckjit_u64 &bar, unsig
 
 // A consumer warpgroup: 64 query rows of each tile.  Key step i issues
 // S_i = Q K_iᵀ and then O += P_(i-1) V_(i-1), and computes the softmax of
-// S_i while the second product runs.  The first step is peeled off so the
-// loop body has one shape: the compiler then keeps the products in flight
-// (with a branch inside it serializes them).
+// S_i while the second product runs.  The loop is rotated so that its body
+// holds the tile's only softmax: it starts at the softmax of S_0 (issued
+// before it) and issues the next pair at its end.  The waits and issues
+// stay unconditional (a product issued under a branch serializes them):
+// on the first step the wait for P V finds nothing in flight and O, still
+// zero, is rescaled for nothing.  One softmax instead of two (the first
+// step peeled off) cuts the compile by a sixth (bench/NOTES.md).
 CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers &bar, int wg) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int row0 = 64 * wg; // this warpgroup's first row in the tile
@@ -243,7 +248,7 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
     mbar_wait(smem_addr(&bar.q_full), q_phase);
     q_phase ^= 1;
     if (end > begin) {
-      int s = step % STAGES;
+      int s = step % STAGES, prev = STAGES; // prev: the stage of the P V in flight (none: the spare)
       wait_full(a, bar.k_full[s], (step / STAGES) & 1);
       turn_wait(wg);
       qk_gemm(s_acc, q_tile(base), row0, k_tile(base, s));
@@ -251,11 +256,18 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
       wgmma_wait<0>();
       fence_regs(s_acc);
       mbar_arrive(smem_addr(&bar.k_empty[s]));
-      score_tile(s_acc, a, t, sc, fold, row_i0, begin, attn_tile_masked(a, t, begin, BN));
-      online_softmax(s_acc, st, c, rescale);
-      pack_p(p, s_acc);
-      for (int n0 = begin + BN; n0 < end; n0 += BN) {
-        const int prev = s;
+      for (int n0 = begin;;) {
+        score_tile(s_acc, a, t, sc, fold, row_i0, n0, attn_tile_masked(a, t, n0, BN));
+        online_softmax(s_acc, st, c, rescale);
+        softmax_before_wait(smem_addr(&bar.softmax_sink), st);
+        wgmma_wait<0>();
+        fence_regs(o);
+        mbar_arrive(smem_addr(&bar.v_empty[prev]));
+        rescale_o(o, rescale);
+        pack_p(p, s_acc);
+        n0 += BN;
+        if (n0 >= end) break;
+        prev = s;
         const unsigned prev_phase = (step / STAGES) & 1;
         s = ++step % STAGES;
         wait_full(a, bar.k_full[s], (step / STAGES) & 1);
@@ -267,14 +279,6 @@ CKJIT_INLINE void consume(const ckjit_attention_args &a, unsigned base, barriers
         wgmma_wait<1>(); // S_i is done; P_(i-1) V_(i-1) may run on
         fence_regs(s_acc);
         mbar_arrive(smem_addr(&bar.k_empty[s]));
-        score_tile(s_acc, a, t, sc, fold, row_i0, n0, attn_tile_masked(a, t, n0, BN));
-        online_softmax(s_acc, st, c, rescale);
-        softmax_before_wait(smem_addr(&bar.softmax_sink), st);
-        wgmma_wait<0>();
-        fence_regs(o);
-        mbar_arrive(smem_addr(&bar.v_empty[prev]));
-        rescale_o(o, rescale);
-        pack_p(p, s_acc);
       }
       // Every S product of the tile is done: Q's buffer goes back now, so
       // the producer loads the next tile's Q (and its first K) while this
@@ -314,6 +318,7 @@ ckjit_attention(const CKJIT_GRID_CONSTANT ckjit_attention_tma_args x) {
       mbar_init(smem_addr(&bar.k_empty[s]), 128 * CONSUMERS);
       mbar_init(smem_addr(&bar.v_empty[s]), 128 * CONSUMERS);
     }
+    mbar_init(smem_addr(&bar.v_empty[STAGES]), 128 * CONSUMERS);
     mbar_init_fence();
   }
   __syncthreads();

@@ -20,6 +20,7 @@ _Static_assert(SCALE_TENSOR == (int)CKJIT_FP8_SCALE_TENSOR && SCALE_ROW == (int)
 _Static_assert(MOE_CONTIGUOUS == 1 + (int)CKJIT_MOE_CONTIGUOUS && MOE_MASKED == 1 + (int)CKJIT_MOE_MASKED,
                "CKJIT_FP8_MOE_LAYOUTS: none, then the order of ckjit_moe_layout");
 
+#define DTYPE_F16 1
 #define DTYPE_BF16 2
 /* At most 227 KiB of shared memory with 1 KiB of alignment slack. */
 #define MAX_SMEM (227 * 1024)
@@ -88,7 +89,7 @@ int ckjit__gemm_fp8_stages(int bn) { return bn == 64 ? 8 : bn == 128 ? 6 : 4; }
  * CKJIT_GEMM_FP8_CLUSTER=2); the MoE layouts with block and tensor scales
  * (DeepSeek-style block-scaled experts, per-tensor ones); ckjit_fused_moe's
  * gate-up (gated, silu) and down (scatter) GEMMs for its weight types, and
- * its shared experts' ungrouped ones. */
+ * its shared experts' ungrouped ones, for bf16 and f16 activations. */
 static int default_spec(size_t index, ckjit_spec *out) {
   static const struct { int out, scaling, bn, cluster, moe, epi, a; } set[] = {
       {DTYPE_BF16, SCALE_TENSOR, 128, 1, 0, EPI_PLAIN, FP8_E4M3},
@@ -97,7 +98,7 @@ static int default_spec(size_t index, ckjit_spec *out) {
       {DTYPE_BF16, SCALE_TENSOR, 64, 1, 0, EPI_PLAIN, FP8_E4M3},
       {DTYPE_BF16, SCALE_ROW, 64, 1, 0, EPI_PLAIN, FP8_E4M3},
       {DTYPE_BF16, SCALE_BLOCK, 64, 1, 0, EPI_PLAIN, FP8_E4M3},
-      {1, SCALE_ROW, 128, 1, 0, EPI_PLAIN, FP8_E4M3},
+      {DTYPE_F16, SCALE_ROW, 128, 1, 0, EPI_PLAIN, FP8_E4M3},
       {0, SCALE_BLOCK, 128, 1, 0, EPI_PLAIN, FP8_E4M3},
       {DTYPE_BF16, SCALE_ROW, 128, 2, 0, EPI_PLAIN, FP8_E4M3},
       {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_PLAIN, FP8_E4M3},
@@ -115,14 +116,25 @@ static int default_spec(size_t index, ckjit_spec *out) {
       {DTYPE_BF16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, FP8_E4M3},
       {DTYPE_BF16, SCALE_ROW, 128, 1, MOE_CONTIGUOUS, EPI_GATED, FP8_E4M3},
       {DTYPE_BF16, SCALE_ROW, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, FP8_E4M3},
+      {DTYPE_F16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_GATED, FP8_E4M3},
+      {DTYPE_F16, SCALE_BLOCK, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, FP8_E4M3},
+      {DTYPE_F16, SCALE_ROW, 128, 1, MOE_CONTIGUOUS, EPI_GATED, FP8_E4M3},
+      {DTYPE_F16, SCALE_ROW, 128, 1, MOE_CONTIGUOUS, EPI_SCATTER, FP8_E4M3},
       /* its shared experts' GEMMs (ungrouped; the FP8 down GEMM is a plain
-       * one above) */
+       * one: bf16 above, f16 here) */
       {DTYPE_BF16, SCALE_NONE, 256, 1, 0, EPI_GATED, OP_BF16},
       {DTYPE_BF16, SCALE_NONE, 256, 1, 0, EPI_PLAIN, OP_BF16},
       {DTYPE_BF16, SCALE_NONE, 128, 1, 0, EPI_GATED, OP_BF16},
       {DTYPE_BF16, SCALE_NONE, 128, 1, 0, EPI_PLAIN, OP_BF16},
       {DTYPE_BF16, SCALE_BLOCK, 128, 1, 0, EPI_GATED, FP8_E4M3},
       {DTYPE_BF16, SCALE_ROW, 128, 1, 0, EPI_GATED, FP8_E4M3},
+      {DTYPE_F16, SCALE_NONE, 256, 1, 0, EPI_GATED, OP_F16},
+      {DTYPE_F16, SCALE_NONE, 256, 1, 0, EPI_PLAIN, OP_F16},
+      {DTYPE_F16, SCALE_NONE, 128, 1, 0, EPI_GATED, OP_F16},
+      {DTYPE_F16, SCALE_NONE, 128, 1, 0, EPI_PLAIN, OP_F16},
+      {DTYPE_F16, SCALE_BLOCK, 128, 1, 0, EPI_GATED, FP8_E4M3},
+      {DTYPE_F16, SCALE_ROW, 128, 1, 0, EPI_GATED, FP8_E4M3},
+      {DTYPE_F16, SCALE_BLOCK, 128, 1, 0, EPI_PLAIN, FP8_E4M3},
   };
   if (index >= sizeof set / sizeof set[0]) return 0;
   memset(out, 0, sizeof *out);
