@@ -69,13 +69,13 @@ CKJIT_INLINE void fill_tma(unsigned dst, const ckjit_tensor_map *map, int row, i
 }
 
 // cp.async: the `copiers` producer threads copy rows [r0, r0 + ROWS) (row
-// r at row(r); rows >= len and unreadable ones as zeros), wait for their
-// copies, fence them to the async proxy (wgmma's) and meet; one of them
-// then arrives.
-template <int ROWS, int COLS, class RowAt>
+// r at row(r); rows >= len and unreadable ones as zeros; GROUP: the
+// layout's row groups, wgmma_tiles.h), wait for their copies, fence them
+// to the async proxy (wgmma's) and meet; one of them then arrives.
+template <int ROWS, int COLS, int GROUP = ROWS, class RowAt>
 CKJIT_INLINE void fill_copy(unsigned dst, RowAt row, const T *mapped, int r0, int len, unsigned bar,
                             int copiers) {
-  load_panels<ROWS, COLS>(dst, row, mapped, r0, len, threadIdx.x, copiers);
+  load_panels<ROWS, COLS, GROUP>(dst, row, mapped, r0, len, threadIdx.x, copiers);
   copy_commit();
   copy_wait<0>();
   fence_async_shared();
@@ -89,10 +89,10 @@ CKJIT_INLINE void fill_copy(unsigned dst, RowAt row, const T *mapped, int r0, in
 // the producer moves on to the next buffer while these land.  The copies
 // are generic-proxy writes nobody fenced: the consumers fence after their
 // wait (consumer_fence), before wgmma reads the buffer.
-template <int ROWS, int COLS, class RowAt>
+template <int ROWS, int COLS, int GROUP, class RowAt>
 CKJIT_INLINE void fill_copy_async(unsigned dst, RowAt row, const T *mapped, int r0, int len, unsigned bar,
                                   int copiers) {
-  load_panels<ROWS, COLS>(dst, row, mapped, r0, len, threadIdx.x, copiers);
+  load_panels<ROWS, COLS, GROUP>(dst, row, mapped, r0, len, threadIdx.x, copiers);
   copy_arrive_on(bar);
   named_barrier_sync(PRODUCER_BARRIER, copiers);
   if (threadIdx.x == 0) mbar_arrive(bar);
@@ -117,10 +117,11 @@ CKJIT_INLINE int kv_box_id(const attn_tile &t, int n0) {
 // dense problems zero-fill past the sequence in the map; varlen and paged
 // ones take only whole tiles inside the sequence (their maps know no
 // sequence end).  Paged tiles are KV_BOXES boxes, one per page, lane l
-// issuing box l (`id`: its page id, kv_box_id); a tile with an id outside
-// the pool is refused whole, so the copies read it as zeros.  Returns whether it was
+// issuing box l (`id`: its page id, kv_box_id), each a panel of K, or all
+// of a page-major V's (V_GROUP); a tile with an id outside the pool is
+// refused whole, so the copies read it as zeros.  Returns whether it was
 // issued.
-template <int COLS>
+template <int COLS, bool V>
 CKJIT_INLINE bool fill_keys_tma(const ckjit_attention_args &a, const attn_tile &t, unsigned dst,
                                 const ckjit_tensor_map *map, int n0, int id, unsigned bar) {
   if (!a.tma) return false;
@@ -131,7 +132,10 @@ CKJIT_INLINE bool fill_keys_tma(const ckjit_attention_args &a, const attn_tile &
   if (!__all_sync(0xffffffffu, lane >= KV_BOXES || (unsigned)id < (unsigned)a.paging.num_pages)) return false;
   if (lane == 0) mbar_expect(bar, BN * panels * 128);
   __syncwarp(); // the bytes are expected before any box lands
-  if (lane < KV_BOXES) // each lane its own box: the boxes issue together
+  if (lane >= KV_BOXES) return true; // each lane its own box: the boxes issue together
+  if (V && V_GROUP < BN) // (coordinates: columns, slot, panel, head, page)
+    tma_load_5d(dst + lane * KV_BOX * panels * 128, map, 0, (n0 + lane * KV_BOX) % PAGE, 0, t.g, id, bar);
+  else
     for (int p = 0; p < panels; p++)
       tma_load_4d(dst + p * BN * 128 + lane * KV_BOX * 128, map, 64 * p, (n0 + lane * KV_BOX) % PAGE, t.g,
                   id, bar);
@@ -145,15 +149,17 @@ CKJIT_INLINE bool fill_keys_tma(const ckjit_attention_args &a, const attn_tile &
 #endif
 }
 
-template <int COLS>
-CKJIT_INLINE void fill_keys(const ckjit_attention_args &a, const attn_tile &t, bool v, unsigned dst,
+// K (V false) or V of keys [n0, n0 + BN) into the ring buffer at `dst`.
+template <int COLS, bool V>
+CKJIT_INLINE void fill_keys(const ckjit_attention_args &a, const attn_tile &t, unsigned dst,
                             const ckjit_tensor_map *map, int n0, int id, unsigned bar, int copiers) {
-  if (fill_keys_tma<COLS>(a, t, dst, map, n0, id, bar)) return;
-  const auto row = [&](int j) { return attn_key_row(a, t, v, j); };
+  if (fill_keys_tma<COLS, V>(a, t, dst, map, n0, id, bar)) return;
+  constexpr int group = V ? V_GROUP : BN;
+  const auto row = [&](int j) { return attn_key_row(a, t, V, j); };
   if (a.tma) // a tile the maps cannot take: rare, so the plain fill
-    fill_copy<BN, COLS>(dst, row, v ? t.v : t.k, n0, t.sk, bar, copiers);
+    fill_copy<BN, COLS, group>(dst, row, V ? t.v : t.k, n0, t.sk, bar, copiers);
   else
-    fill_copy_async<BN, COLS>(dst, row, v ? t.v : t.k, n0, t.sk, bar, copiers);
+    fill_copy_async<BN, COLS, group>(dst, row, V ? t.v : t.k, n0, t.sk, bar, copiers);
 }
 
 // The producer warpgroup: per tile, Q once (after the consumers are done
@@ -191,9 +197,9 @@ CKJIT_INLINE void produce(const ckjit_attention_tma_args &x, unsigned base, barr
       const unsigned free_phase = ((step / STAGES) & 1) ^ 1;
       const int next_id = PAGE && a.tma && n0 + BN < end ? kv_box_id(t, n0 + BN) : 0;
       mbar_wait(smem_addr(&bar.k_empty[s]), free_phase);
-      fill_keys<HDIM>(a, t, false, k_tile(base, s), &x.k_map, n0, id, smem_addr(&bar.k_full[s]), copiers);
+      fill_keys<HDIM, false>(a, t, k_tile(base, s), &x.k_map, n0, id, smem_addr(&bar.k_full[s]), copiers);
       mbar_wait(smem_addr(&bar.v_empty[s]), free_phase);
-      fill_keys<HDIM_V>(a, t, true, v_tile(base, s), &x.v_map, n0, id, smem_addr(&bar.v_full[s]), copiers);
+      fill_keys<HDIM_V, true>(a, t, v_tile(base, s), &x.v_map, n0, id, smem_addr(&bar.v_full[s]), copiers);
       id = next_id;
     }
   }

@@ -24,6 +24,16 @@ CKJIT_INLINE void tma_load_4d(unsigned dst, const void *map, int c0, int c1, int
                : "memory");
 }
 
+// The same for a 5-D map.
+CKJIT_INLINE void tma_load_5d(unsigned dst, const void *map, int c0, int c1, int c2, int c3, int c4,
+                              unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(dst),
+               "l"(reinterpret_cast<ckjit_u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
+               "r"(bar)
+               : "memory");
+}
+
 // One box from shared memory at `src` to global memory, asynchronously: a
 // store belongs to the bulk group committed after it.
 CKJIT_INLINE void tma_store(const void *map, unsigned src, int c0, int c1, int c2) {

@@ -43,22 +43,36 @@ static int encode(const ckjit_gpu *gpu, ckjit_tensor_map *map, const ckjit_atten
 }
 
 /* A paged pool: head dim, slot, head, page; boxes of min(page, bn) slots
- * of one page (the kernel issues one per page of a key step). */
+ * of one page (the kernel issues one per page of a key step).  `v_pages`:
+ * V laid out page-major in the kernel (CKJIT_ATTENTION_V_PAGE_MAJOR): the
+ * head dim is split into its 64-column panels, a dimension of its own
+ * (columns, slot, panel, head, page), and one box takes all of a page's
+ * panels. */
 static int encode_pool(const ckjit_gpu *gpu, ckjit_tensor_map *map, ckjit_dtype dtype,
                        const void *pool, const ckjit_paged_strides *st, const ckjit_paged_kv *kv,
-                       int64_t heads, int64_t dim, unsigned bn) {
+                       int64_t heads, int64_t dim, unsigned bn, int v_pages) {
   const size_t es = ckjit_dtype_size(dtype);
   const int64_t page = kv->page_size;
   if (!CKJIT_ATTENTION_PAGED_TMA(page, (int64_t)bn) || !stride_ok(st->slot, es, page > 1) ||
       !stride_ok(st->head, es, heads > 1) || !stride_ok(st->page, es, kv->num_pages > 1))
     return 0;
+  const unsigned long long slot_b = page > 1 ? (uint64_t)st->slot * es : 16,
+                           head_b = heads > 1 ? (uint64_t)st->head * es : 16,
+                           page_b = kv->num_pages > 1 ? (uint64_t)st->page * es : 16;
+  const unsigned rows = page < bn ? (unsigned)page : bn;
+  if (v_pages) {
+    const unsigned long long dims[5] = {64, (unsigned long long)page, (unsigned long long)(dim / 64),
+                                        (unsigned long long)heads, (unsigned long long)kv->num_pages};
+    const unsigned long long strides[4] = {slot_b, 64 * es, head_b, page_b};
+    const unsigned box[5] = {64, rows, (unsigned)(dim / 64), 1, 1};
+    return gpu->device.tensor_map_encode(&gpu->device, map, dtype, 5, pool, dims, strides, box) ==
+           CKJIT_SUCCESS;
+  }
   const unsigned long long dims[4] = {(unsigned long long)dim, (unsigned long long)page,
                                       (unsigned long long)heads,
                                       (unsigned long long)kv->num_pages};
-  const unsigned long long strides[3] = {page > 1 ? (uint64_t)st->slot * es : 16,
-                                         heads > 1 ? (uint64_t)st->head * es : 16,
-                                         kv->num_pages > 1 ? (uint64_t)st->page * es : 16};
-  const unsigned box[4] = {64, page < bn ? (unsigned)page : bn, 1, 1};
+  const unsigned long long strides[3] = {slot_b, head_b, page_b};
+  const unsigned box[4] = {64, rows, 1, 1};
   return gpu->device.tensor_map_encode(&gpu->device, map, dtype, 4, pool, dims, strides, box) == CKJIT_SUCCESS;
 }
 
@@ -75,9 +89,11 @@ int ckjit__attention_encode_maps(const ckjit_gpu *gpu, const attention_call *c,
   if (kv)
     ok = ok &&
          encode_pool(gpu, &x->k_map, d->dtype, kv->k_pages, &kv->k_strides, kv, d->num_heads_kv,
-                     d->head_dim_qk, bn) &&
+                     d->head_dim_qk, bn, 0) &&
          encode_pool(gpu, &x->v_map, d->dtype, kv->v_pages, &kv->v_strides, kv, d->num_heads_kv,
-                     d->head_dim_v, bn);
+                     d->head_dim_v, bn,
+                     CKJIT_ATTENTION_V_PAGE_MAJOR(spec->value[AT_PAGE], (int32_t)bn, d->head_dim_v,
+                                                  spec->value[AT_KV8]));
   else
     ok = ok &&
          encode(gpu, &x->k_map, d, d->k, &d->k_strides, d->num_heads_kv, d->seqlen_k,
