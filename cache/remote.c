@@ -79,7 +79,7 @@ static struct {
   int set;
   pid_t pid;
   ckjit_remote_url url; /* the server the pool and breakers are for */
-  int connect_timeout_ms, timeout_ms, backoff_ms;
+  int connect_timeout_ms, timeout_ms;
   ckjit_redis *idle[POOL_MAX];
   int n_idle;
   ckjit_breaker conn;  /* the server: reads and everything else */
@@ -107,7 +107,7 @@ static void close_stale(stale_list *s) {
 /* Points the pool at cfg's server (caller holds the lock). */
 static void sync_pool(const ckjit_remote_config *cfg, stale_list *s) {
   if (pool.set && pool.pid == getpid() && pool.connect_timeout_ms == cfg->connect_timeout_ms &&
-      pool.timeout_ms == cfg->timeout_ms && pool.backoff_ms == cfg->backoff_ms &&
+      pool.timeout_ms == cfg->timeout_ms && pool.conn.first_ms == cfg->backoff_ms &&
       !memcmp(&pool.url, &cfg->url, sizeof pool.url))
     return;
   /* After a fork the idle sockets are the parent's: closed here, never used. */
@@ -115,7 +115,6 @@ static void sync_pool(const ckjit_remote_config *cfg, stale_list *s) {
   memset(&pool.conn, 0, sizeof pool.conn);
   memset(&pool.write, 0, sizeof pool.write);
   pool.conn.first_ms = pool.write.first_ms = cfg->backoff_ms;
-  pool.backoff_ms = cfg->backoff_ms;
   pool.url = cfg->url;
   pool.connect_timeout_ms = cfg->connect_timeout_ms;
   pool.timeout_ms = cfg->timeout_ms;

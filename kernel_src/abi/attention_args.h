@@ -157,12 +157,14 @@ CKJIT_ABI_STRUCT(ckjit_attention_combine_args, CKJIT_ATTENTION_COMBINE_FIELDS, 4
   ((page) >= 8 && ((page) < (rows) ? (rows) % (page) == 0 : (page) % (rows) == 0))
 
 /* Paged V tiles of pages smaller than the key step (through TMA, 16-bit,
- * whole 64-column panels) are laid out page-major in shared memory: each
- * page's slots with all their panels together, so one 5-D box (columns,
- * slots, panels, head, page) carries a page's V; K stays panel-major (Q
- * Kᵀ reads a panel's keys at one stride).  Halves the boxes V takes. */
+ * whole 64-column panels, at least 16 slots: a page per 16-key product
+ * step) are laid out page-major in shared memory: each page's slots with
+ * all their panels together, so one 5-D box (columns, slots, panels, head,
+ * page) carries a page's V; K stays panel-major (Q Kᵀ reads a panel's keys
+ * at one stride).  Halves the boxes V takes. */
 #define CKJIT_ATTENTION_V_PAGE_MAJOR(page, rows, hdim_v, kv8) \
-  ((page) < (rows) && CKJIT_ATTENTION_PAGED_TMA(page, rows) && (hdim_v) % 64 == 0 && !(kv8))
+  ((page) >= 16 && (page) < (rows) && CKJIT_ATTENTION_PAGED_TMA(page, rows) && (hdim_v) % 64 == 0 && \
+   !(kv8))
 
 /* Window bounds at or past this are unbounded (seqlens are at most 2^30). */
 #define CKJIT_ATTENTION_UNBOUNDED (1 << 30)

@@ -91,10 +91,10 @@ CKJIT_INLINE ckjit_u64 k_desc(unsigned k, int kk) {
   return wgmma_smem_desc(k + (kk / 64) * (BN * 128) + (kk % 64) * 2, 16, 1024);
 }
 // Keys [key0, key0 + 16) of V, read transposed: 16 lines further per step
-// within a group, the head-dim panels V_GROUP lines apart, the 8-key halves
-// of a step 1 KiB apart (in consecutive groups of 8 rows: a group apart).
+// within a group (a group holds whole steps), the head-dim panels V_GROUP
+// lines apart.
 CKJIT_INLINE ckjit_u64 v_desc(unsigned v, int key0) {
+  static_assert(V_GROUP % 16 == 0, "a 16-key step inside one group");
   constexpr int group_bytes = V_GROUP * HDV_PANELS * 128;
-  return wgmma_smem_desc(v + (key0 / V_GROUP) * group_bytes + (key0 % V_GROUP) * 128, V_GROUP * 128,
-                         V_GROUP >= 16 ? 1024 : group_bytes);
+  return wgmma_smem_desc(v + (key0 / V_GROUP) * group_bytes + (key0 % V_GROUP) * 128, V_GROUP * 128, 1024);
 }

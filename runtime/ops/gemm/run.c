@@ -170,8 +170,14 @@ static ckjit_status run_wgmma_tf32(ckjit_gpu *gpu, const ckjit_gemm_desc *g, con
     plan_one(gpu, &t, 0, &pt, &auto_t);
     if (pt.pipe == PIPE_WGMMA && splits_wanted(g, auto_t) == 1) {
       pt.d_col = 1;
+      /* Quiet: a refused tensor map (UNSUPPORTED) only sends the call to the
+       * transposing path, and must not show in ckjit_last_error() when that
+       * succeeds; any other failure is recorded again. */
+      const int quiet = ckjit__error_quiet(1);
       const ckjit_status st = ckjit__gemm_run_plan(gpu, &t, &pt, 1, stream);
-      if (st != CKJIT_ERROR_UNSUPPORTED) return st; /* else a tensor map was refused: transpose */
+      ckjit__error_quiet(quiet);
+      if (st == CKJIT_SUCCESS) return st;
+      if (st != CKJIT_ERROR_UNSUPPORTED) return ckjit__fail(st, "%s", ckjit__error_latest());
     }
   }
   const int ta = a_col && vec_a != 4, tb = b_row;
