@@ -57,28 +57,47 @@ static_assert(RING_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds the warps' 
 // spend ~30 instructions a row on their addresses (ncu: 1.7x the dense
 // kernel's instructions, issue-bound instead of waiting on DRAM).
 // (fp8 pages: the same, rows of 16-element chunks, row-major: converted later.)
+//
+// Thread (r0, c) copies rows r0 + STEP * it of the step.  Pages are powers
+// of two and a step starts at a multiple of BN (attn_key_range), so a step
+// starts on a page boundary when pages are smaller than it and lies inside
+// one page otherwise: which of a thread's rows open a page, and each row's
+// slot past the thread's first, are compile-time constants.  A thread
+// reads a page's id once (the copies' memory clobber would make the
+// compiler read it again for every row) and steps its rows from the page's
+// base.
 #define PAIR_CH (HDIM * (int)sizeof(attn_kv_t) / 16) // 16-byte chunks of a K row
 #define PAGED_PAIRS (PAGE > 0 && HDIM == HDIM_V && THREADS % PAIR_CH == 0)
 CKJIT_INLINE void copy_paged_pairs(const ckjit_attention_args &a, const attn_tile &t, const int *staged,
                                    int id0, int n0, unsigned k_dst) {
   constexpr int STEP = THREADS / PAIR_CH, ITERS = BN * PAIR_CH / THREADS;
   constexpr int V_OFFSET = KV8 ? BN * HDIM : K_BYTES;
+  static_assert((PAGE_SLOTS & (PAGE_SLOTS - 1)) == 0 && (STEP & (STEP - 1)) == 0, "powers of two");
   const int c = threadIdx.x % PAIR_CH, r0 = threadIdx.x / PAIR_CH;
   const int k_page = (int)a.paging.k_page, v_page = (int)a.paging.v_page;
   const int k_slot = (int)a.k_stride.s, v_slot = (int)a.v_stride.s;
   constexpr int E = 16 / (int)sizeof(attn_kv_t); // elements a chunk
-  const attn_kv_t *k_base = t.k + c * E, *v_base = t.v + c * E;
+  // The thread's first page of the step (index into staged) and its slot.
+  const int page0 = n0 / PAGE_SLOTS - id0 + (PAGE_SLOTS <= STEP ? r0 / PAGE_SLOTS : 0);
+  const int slot0 = (PAGE_SLOTS >= BN ? n0 % PAGE_SLOTS : 0) + r0 % PAGE_SLOTS;
+  const attn_kv_t *k_row0 = t.k + c * E + (long long)slot0 * k_slot;
+  const attn_kv_t *v_row0 = t.v + c * E + (long long)slot0 * v_slot;
+  const attn_kv_t *k_page_at = t.k, *v_page_at = t.v;
+  bool page_ok = false;
 #pragma unroll
   for (int it = 0; it < ITERS; it++) {
     const int r = r0 + it * STEP, j = n0 + r;
-    const int id = j < t.sk ? staged[j / PAGE_SLOTS - id0] : -1;
-    const int slot = j % PAGE_SLOTS;
-    const bool ok = id >= 0;
-    const attn_kv_t *k = k_base + ((long long)id * k_page + (long long)slot * k_slot);
-    const attn_kv_t *v = v_base + ((long long)id * v_page + (long long)slot * v_slot);
+    if ((it * STEP) % PAGE_SLOTS == 0) { // this row opens one of the thread's pages
+      const int id = j < t.sk ? staged[page0 + it * STEP / PAGE_SLOTS] : -1;
+      page_ok = id >= 0;
+      k_page_at = k_row0 + (long long)id * k_page;
+      v_page_at = v_row0 + (long long)id * v_page;
+    }
+    const int slot = (it * STEP) % PAGE_SLOTS; // past the thread's first slot of the page
+    const bool ok = page_ok && j < t.sk;
     const unsigned at = KV8 ? (unsigned)(r * PAIR_CH + c) * 16 : attn_swz<QC>(r, c);
-    copy_async<16>(k_dst + at, ok ? k : t.k, ok ? 16 : 0);
-    copy_async<16>(k_dst + V_OFFSET + at, ok ? v : t.v, ok ? 16 : 0);
+    copy_async<16>(k_dst + at, ok ? k_page_at + (long long)slot * k_slot : t.k, ok ? 16 : 0);
+    copy_async<16>(k_dst + V_OFFSET + at, ok ? v_page_at + (long long)slot * v_slot : t.v, ok ? 16 : 0);
   }
 }
 
