@@ -201,6 +201,10 @@ CKJIT_ABI_STRUCT(ckjit_attention_combine_args, CKJIT_ATTENTION_COMBINE_FIELDS, 4
   (CKJIT_ATTENTION_WGMMA_TILES_SMEM(bm, bn, stages, hd, hdv, es) +                   \
    CKJIT_ATTENTION_WGMMA_O_STAGE(bm, bn, stages, hd, hdv, es))
 #define CKJIT_ATTENTION_DECODE_SMEM CKJIT_ATTENTION_MMA_SMEM
+/* Page ids a decode split stages in shared memory (a split of more pages
+ * looks them up in global memory; the host splits a padded block table's
+ * key ranges so that they fit). */
+#define CKJIT_ATTENTION_DECODE_STAGED_IDS 1024
 /* decode over fp8 pages: the Q tile, `stages` fp8 (K, V) pairs as copied,
  * then one (K, V) pair converted to the Q dtype for the products. */
 #define CKJIT_ATTENTION_DECODE8_SMEM(bm, bn, stages, hd, hdv, es) \

@@ -48,7 +48,7 @@ static_assert(RING_BYTES >= WARPS * 16 * HDIM_V * 4, "the ring holds the warps' 
 // coalesced read; an id outside the pool staged as -1), so the copies'
 // addresses wait on no global load.  A split of more pages than this
 // looks its ids up in global memory.
-#define STAGED_IDS (PAGE > 0 ? 2048 : 1)
+#define STAGED_IDS (PAGE > 0 ? CKJIT_ATTENTION_DECODE_STAGED_IDS : 1)
 
 // With staged ids and K rows as long as V's, a thread copies the same
 // rows of K and V (the same chunk column), so one page lookup and one slot
@@ -175,7 +175,10 @@ CKJIT_INLINE decode_row decode_row_at(const ckjit_attention_args &a, const attn_
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+// Two stages of head dim <= 128 leave room for three blocks an SM (shared
+// memory), if each keeps to a third of the registers.
+#define MIN_BLOCKS (STAGES == 2 && HDIM <= 128 && HDIM_V <= 128 ? 3 : 1)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 ckjit_attention_decode(const CKJIT_GRID_CONSTANT ckjit_attention_decode_args x) {
 #if defined(CKJIT_NVIDIA) && __CUDA_ARCH__ >= 800
   const ckjit_attention_args &a = x.p;

@@ -46,21 +46,36 @@ const ckjit_family ckjit__family_attention_combine = {
 };
 
 /* How many parts the key range of each (entry, K/V head, row block) is
- * split into: enough blocks for about four rounds of the device's
- * resident blocks (a round's tail then costs little), but at least four
- * key steps a part (a part's fixed cost: Q, the merge, its partial row),
- * at most 64 parts.  `keys`: a bound of the entries' key counts when the
- * host knows one (dense: seqlen_k; paged padded form: the table's
- * capacity), else 2^30. */
+ * split into: about two rounds of the device's resident blocks, the count
+ * between 2/3 of that and that whose last round is fullest (a part's fixed
+ * cost, Q, the merge, its partial row and the combine, outweighs a short
+ * round: two rounds ran faster than four, bench/NOTES.md), but at least
+ * four key steps a part, and paged, enough that a part's page ids fit the
+ * kernel's staged copy of them (pages of 1 slot), at most 64 parts.
+ * `keys`: a bound of the entries' key counts when the host knows one
+ * (dense: seqlen_k; paged padded form: the table's capacity), else 2^30. */
 static int64_t split_count(const ckjit_gpu *gpu, const ckjit_launch_plan *p, int64_t blocks,
-                           int64_t keys) {
+                           int64_t keys, int64_t page) {
   const int64_t smem = (int64_t)p->shared_bytes + 1024;
   int64_t resident = ((int64_t)gpu->device.max_shared_bytes + 1024) / smem;
   if (resident < 1) resident = 1;
   if (resident > 4) resident = 4;
-  const int64_t want = ckjit__ceil_div(4 * resident * gpu->device.multiprocessors, blocks);
+  const int64_t slots = resident * gpu->device.multiprocessors;
+  const int64_t want = ckjit__ceil_div(2 * slots, blocks);
   const int64_t most = ckjit__ceil_div(ckjit__ceil_div(keys, p->spec.value[AT_BN]), 4);
   int64_t splits = want < most ? want : most;
+  /* the fullest last round: work / rounds largest, work = blocks * s */
+  int64_t best_rounds = ckjit__ceil_div(blocks * splits, slots);
+  for (int64_t s = ckjit__ceil_div(2 * want, 3); s <= want && s <= most && s <= 64; s++) {
+    const int64_t rounds = ckjit__ceil_div(blocks * s, slots);
+    if (blocks * s * best_rounds > blocks * splits * rounds) splits = s, best_rounds = rounds;
+  }
+  if (page > 0 && keys < ((int64_t)1 << 30)) {
+    /* a part's keys start on a page: steps * bn / page + 1 ids at most */
+    const int64_t steps = (CKJIT_ATTENTION_DECODE_STAGED_IDS - 1) * page / p->spec.value[AT_BN];
+    const int64_t staged = steps > 0 ? ckjit__ceil_div(ckjit__ceil_div(keys, p->spec.value[AT_BN]), steps) : 1;
+    if (staged > splits) splits = staged;
+  }
   if (splits > 64) splits = 64;
   return splits < 1 ? 1 : splits;
 }
@@ -84,7 +99,7 @@ ckjit_status ckjit__attention_run_decode(ckjit_gpu *gpu, const attention_call *c
   if (keys > ((int64_t)1 << 30)) keys = (int64_t)1 << 30;
   p->block[0] = ckjit__attention_threads(&p->spec);
   p->shared_bytes = ckjit__attention_smem(&p->spec);
-  const int64_t splits = split_count(gpu, p, blocks, keys);
+  const int64_t splits = split_count(gpu, p, blocks, keys, kv ? kv->page_size : 0);
   p->grid[0] = (unsigned)blocks;
   p->grid[1] = (unsigned)splits;
   ckjit_attention_decode_args x;

@@ -47,7 +47,9 @@ static const attention_row rows[ATTENTION_PIPELINE_COUNT] = {
  *          8 slots and more tile exactly, so whole pages go through TMA;
  *   decode 16 rows (query heads x queries of one K/V head), a warp per
  *          16 keys of a step: 4 warps up to head dim 128, 2 beyond (O's
- *          registers); three stages (about 100 KiB: two blocks an SM);
+ *          registers); two stages up to head dim 128 (about 74 KiB and
+ *          at most 168 registers a thread: three blocks an SM, which
+ *          measured faster than two of three stages), three beyond;
  *   mma    one warp per 16 rows: 8 warps on 128 rows up to head dim 128,
  *          4 on 64 beyond (the O accumulators of 256 columns fill the
  *          registers); 64 or 32 keys a step, two stages (96 KiB: sm_86's
@@ -82,7 +84,7 @@ attention_tile ckjit__attention_tile(attention_pipeline p, int hdim, int hdim_v,
   switch (p) {
   case ATTENTION_DECODE:
     (void)page;
-    return (attention_tile){.bm = CKJIT_ATTENTION_DECODE_ROWS, .bn = wide ? 32 : 64, .stages = 3,
+    return (attention_tile){.bm = CKJIT_ATTENTION_DECODE_ROWS, .bn = wide ? 32 : 64, .stages = wide ? 3 : 2,
                             .warps = wide ? 2 : 4};
   case ATTENTION_WGMMA:
     if (hdim <= 64 && hdim_v <= 64) return (attention_tile){.bm = 192, .bn = 128, .stages = 2, .warps = 16};
