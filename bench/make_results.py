@@ -43,7 +43,7 @@ launch host time ... vs ckjit_gemm ..." (us, ratio gemm / attention) and
 default attention specs ARCH" retires the rows of specs it did not compile).
 
 Paged attention (bench/paged_torch.py, kind "paged", both sides in one record
-as attention's) gives "paged decode bf16 CASE vs copy|cudnn" (GB/s of K/V
+as attention's) gives "paged decode bf16 CASE vs copy|cudnn|dense" (GB/s of K/V
 read; vs copy: ckjit's K/V bytes per second / the same run's copy bandwidth
 counted as bytes read + written, the fraction of copy), "paged prefill bf16
 CASE vs dense|cudnn|cudnn+gather" (TFLOP/s of the exact causal work, ratio =
@@ -922,7 +922,9 @@ def paged_md(recs):
              '`F.scaled_dot_product_attention` under `sdpa_kernel(SDPBackend.CUDNN_ATTENTION)` '
              'on the same K/V stored contiguously (BSHD, `.transpose(1, 2)` views), '
              'enable_gqa=True (K/V expanded before timing where cuDNN refuses it; "mode" in '
-             'details), the same bytes counted: ratio = cuDNN time / ckjit time.',
+             'details), the same bytes counted: ratio = cuDNN time / ckjit time. `vs dense` '
+             '(bf16 pools): `ckjit_attention` (the same decode kernel without pages) on those '
+             'contiguous K/V, the same bytes counted: ratio = dense time / paged time.',
              '- **prefill** (sq new queries per sequence after sk - sq cached keys, causal '
              'bottom-right): TFLOP/s = the exact causal work, sum over query rows of the keys '
              'each sees * 4*d*hq, / time, the same flops for every side (ratio = peer time / '

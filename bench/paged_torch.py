@@ -11,7 +11,7 @@ RESULTS.md says how each number is made.  ckjit runs through ctypes over torch t
 (.data_ptr(), torch's current stream); K and V live in page pools ([page][slot][head][dim],
 ckjit_paged_strides_nhd) whose pages each sequence holds in a shuffled order (a random
 permutation of the pool's page ids).  Records:
-  paged decode bf16 bB hHQ/HKV skN d128 pageP vs copy|cudnn   (GB/s of K/V read)
+  paged decode bf16 bB hHQ/HKV skN d128 pageP vs copy|cudnn|dense (GB/s of K/V read)
   paged prefill bf16 bB hHQ/HKV sqM skN d128 pageP vs dense|cudnn|cudnn+gather (TFLOP/s)
   paged append bf16 bB hHKV newT d128 pageP vs copy            (GB/s read + written)
 Each case is checked before it is timed (ckjit's output against torch SDPA's math backend
@@ -116,7 +116,8 @@ class Case:
         self.unit, self.scale = ('TFLOP/s', 1e9) if op == 'prefill' else ('GB/s', 1e6)
         if op == 'decode':
             self.name = f'b{b} {heads} sk{sk} d{d} page{page}'
-            self.peers = ('copy', 'cudnn')
+            # dense: ckjit_attention on the same keys stored contiguously (bf16 pools only)
+            self.peers = ('copy', 'cudnn') + (() if fp8 else ('dense',))
             # K and V of every sequence's keys, once (Q, O and the page table not counted)
             self.amount = b * sk * hkv * d * elem * 2
             self.formula = f'b*sk*hkv*d*{elem} B*2 (K and V read once) = {self.amount}'
@@ -517,7 +518,7 @@ def run_attention(ctx, case):
     ref_diff, ref_bad = refs.check(o)
     scale, notes, fns, keys, names, modes = 1 / math.sqrt(case.d), {}, {'ckjit': ck}, {}, {}, {}
     outs = []  # (what, BSHD output) of the peers that agree with the reference
-    if case.op == 'prefill':
+    if 'dense' in case.peers:
         od = torch.full_like(q, math.nan)
         lsed = torch.empty_like(lse) if lse is not None else None
         dense = ctx.call(ctx.lib.ckjit_attention, dense_desc(ctx, case, q, k, v, od, lsed))
@@ -535,6 +536,7 @@ def run_attention(ctx, case):
             notes['dense'] = [f'ckjit_attention (dense): {e.args[0]}: {e.args[1][:300]}']
         names['dense'] = ('ckjit_attention via ctypes on the same K/V stored contiguously '
                           '(BSHD), causal bottom-right')
+    if case.op == 'prefill':
         kflat, vflat = kpool.view(case.num_pages, -1), vpool.view(case.num_pages, -1)
         ids = table.view(-1).long()
         kbuf, vbuf = torch.empty_like(k), torch.empty_like(v)
@@ -575,7 +577,7 @@ def run_attention(ctx, case):
         peer_diff, peer_bad = compare(o, outs[0][1])
     base = base_record(ctx, case, first_ms, vs + 'float32 SDPA (math backend) on sampled '
                        'sequences and rows', (ref_diff, peer_diff))
-    if case.op == 'prefill' and 'dense' in fns:  # the same kernels on contiguous K/V
+    if 'dense' in fns:  # the same kernels on contiguous K/V
         base['paged_vs_dense_max_abs_diff'] = jnum(compare(o, od)[0])
     outs = refs = ways = out = None  # the peers' outputs are not kept through the timing
     if ref_bad or peer_bad:
