@@ -186,27 +186,24 @@ def run_info(ck, peers):
             versions.append(f"{impl} {v.get('version')}")
     if versions:
         info.append(('Peers', ', '.join(versions)))
-    at = next((r for r in ck + peers if r.get('kind') == 'info'
-               and r.get('metric') == 'attention settings'), None)
-    if at:
-        info.append(('Attention peers', f"torch {at.get('torch_version')}, cuDNN "
-                                        f"{at.get('cudnn_version')} (torch.backends.cudnn."
-                                        "version()), FlashAttention-2 as built into torch"))
-    pg = next((r for r in ck + peers if r.get('kind') == 'info'
-               and r.get('metric') == 'paged settings'), None)
-    if pg:
-        info.append(('Paged attention peers', f"torch {pg.get('torch_version')}, cuDNN "
-                                              f"{pg.get('cudnn_version')} (torch.backends."
-                                              "cudnn.version())"))
-    f8 = next((r for r in ck + peers if r.get('kind') == 'info'
-               and r.get('metric') == 'gemm_fp8 settings'), None)
-    if f8:
-        info.append(('FP8 GEMM peers', f"torch {f8.get('torch_version')} (torch._scaled_mm)"))
-    fm = next((r for r in ck + peers if r.get('kind') == 'info'
-               and r.get('metric') == 'fused_moe settings'), None)
-    if fm:
-        info.append(('Fused MoE peers', f"torch {fm.get('torch_version')} (torch.matmul: the "
-                                        "torch loop over the experts and the dense GEMMs)"))
+    # Each family's settings record: the peers' versions behind its numbers.
+    settings = (
+        ('attention settings', 'Attention peers', lambda r: (
+            f"torch {r.get('torch_version')}, cuDNN {r.get('cudnn_version')} "
+            "(torch.backends.cudnn.version()), FlashAttention-2 as built into torch")),
+        ('paged settings', 'Paged attention peers', lambda r: (
+            f"torch {r.get('torch_version')}, cuDNN {r.get('cudnn_version')} "
+            "(torch.backends.cudnn.version())")),
+        ('gemm_fp8 settings', 'FP8 GEMM peers', lambda r: (
+            f"torch {r.get('torch_version')} (torch._scaled_mm)")),
+        ('fused_moe settings', 'Fused MoE peers', lambda r: (
+            f"torch {r.get('torch_version')} (torch.matmul: the torch loop over the experts "
+            "and the dense GEMMs)")))
+    for metric, label, text in settings:
+        rec = next((r for r in ck + peers if r.get('kind') == 'info'
+                    and r.get('metric') == metric), None)
+        if rec:
+            info.append((label, text(rec)))
     return info
 
 
