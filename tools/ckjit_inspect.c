@@ -9,18 +9,17 @@
  * registers, shared memory / LDS, stack / scratch, spills; then the
  * occupancy that follows (inspect_occupancy.h).  No GPU is needed. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cache/disk_cache.h"
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "cache/payload_check.h"
 #include "ckjit/ckjit.h"
+#include "file_read.h"
 #include "inspect_codeobj.h"
 #include "inspect_occupancy.h"
 #include "json_writer.h"
@@ -124,33 +123,16 @@ static int spec_threads(const ckjit_spec *spec) {
 }
 
 /* Reads a whole regular file (symbolic links are followed only when
- * `follow`).  Returns a malloc'ed buffer or NULL with the reason in err. */
+ * `follow`) of a plausible size for an entry or code object.  Returns a
+ * malloc'ed buffer or NULL with the reason in err. */
 static uint8_t *read_file(const char *path, int follow, size_t *size_out, char *err, size_t len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      st.st_size > (off_t)CKJIT_ENTRY_MAX_PAYLOAD + 65536) {
+  int e = 0;
+  char *buf = file_read_all(path, FILE_READ_REGULAR | (follow ? 0 : FILE_READ_NOFOLLOW),
+                            (size_t)CKJIT_ENTRY_MAX_PAYLOAD + 65536, size_out, &e);
+  if (!buf)
     snprintf(err, len, "cannot read %.700s: %s", path,
-             fd < 0 ? strerror(errno) : "not a regular file of a plausible size");
-    if (fd >= 0) close(fd);
-    return NULL;
-  }
-  size_t size = (size_t)st.st_size, got = 0;
-  uint8_t *buf = malloc(size ? size : 1);
-  while (buf && got < size) {
-    ssize_t r = read(fd, buf + got, size - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (!buf || got != size) {
-    snprintf(err, len, "cannot read %.700s", path);
-    free(buf);
-    return NULL;
-  }
-  *size_out = size;
-  return buf;
+             e == EINVAL || e == EFBIG || e == EISDIR ? "not a regular file of a plausible size" : strerror(e));
+  return (uint8_t *)buf;
 }
 
 /* Verifies a cache entry (its key must be `hex` unless NULL) by the

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_read.h"
 #include "manifest.h"
 #include "runtime/arch.h"
 #include "runtime/spec.h"
@@ -166,44 +167,10 @@ static int on_manifest_line(void *ctx, const manifest_entry *e) {
   return 0;
 }
 
-/* Reads a whole file ("-": stdin) into a malloc'ed buffer. */
-static char *read_all(const char *path, size_t *len, int *err) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-  if (!f) {
-    *err = errno;
-    return NULL;
-  }
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    if (n == cap) {
-      char *b = realloc(buf, cap * 2);
-      if (!b) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = b;
-      cap *= 2;
-    }
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
-    if (r == 0) break;
-  }
-  *err = buf ? (ferror(f) ? EIO : 0) : ENOMEM;
-  if (f != stdin) fclose(f);
-  if (*err) {
-    free(buf);
-    return NULL;
-  }
-  *len = n;
-  return buf;
-}
-
 int plan_manifest(planner *pl, const char *path) {
   size_t len = 0;
   int err = 0;
-  char *text = read_all(path, &len, &err);
+  char *text = file_read_all(path, FILE_READ_STDIN, 0, &len, &err);
   const char *name = strcmp(path, "-") ? path : "<stdin>";
   if (!text)
     return plan_early_failure(pl->s, "", "", name, CKJIT_ERROR_INVALID_ARGUMENT,
