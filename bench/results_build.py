@@ -1,15 +1,30 @@
 """The records of bench/results.json from the benchmarks' JSONL output
-(bench/make_results.py reads it, and bench/results_md.py writes the
+(read by bench/make_results.py; bench/results_md.py writes their
 tables): one record per metric with both sides, their ratio (> 1: ckjit
 better), the card and how it was measured."""
-import re
 import sys
-
-from results_md import ROW_OPS, first_line, rnd
 
 # Lower is better for these (a count: compiles, to be minimised): ratio = peer / ckjit.
 TIME_UNITS = {'ns', 'us', 'ms', 's', 'count'}
 RATE_UNITS = {'GB/s', 'GiB/s', 'TB/s', 'TFLOP/s', 'GFLOP/s'}
+ROW_OPS = ('softmax', 'layernorm', 'rmsnorm', 'sum', 'rmsnorm_quant', 'smoothquant')
+
+
+def rnd(v):
+    if v is None:
+        return None
+    v = float(v)
+    if abs(v) >= 100:
+        return round(v, 1)
+    if abs(v) >= 1:
+        return round(v, 3)
+    return round(v, 5)
+
+
+def first_line(text, limit=160):
+    text = str(text or '').strip().splitlines()
+    text = text[0] if text else ''
+    return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
 def log(msg):
@@ -69,6 +84,12 @@ def same_bytes(a, b):
         return False
 
 
+def last_by_key(recs, kind, impl, key):
+    """{key(r): r} of the records of `kind` by `impl`; a later line wins, with or
+    without a value."""
+    return {key(r): r for r in recs if r.get('kind') == kind and r.get('impl') == impl}
+
+
 def build_rows(ck, peers, card):
     """Comparisons of the row-wise ops (kind "rows")."""
     out = []
@@ -76,15 +97,8 @@ def build_rows(ck, peers, card):
     def key(r):
         return (r.get('op'), r.get('dtype'), r.get('shape'), r.get('k') or 0)
 
-    def last_by_key(recs, impl):
-        d = {}
-        for r in recs:
-            if r.get('kind') == 'rows' and r.get('impl') == impl:
-                d[key(r)] = r  # later lines win, with or without a value
-        return d
-
-    cks = last_by_key(ck, 'ckjit')
-    torch = last_by_key(peers, 'torch')
+    cks = last_by_key(ck, 'rows', 'ckjit', key)
+    torch = last_by_key(peers, 'rows', 'torch', key)
     # The "vs copy" reference: torch.clone at the same shape in the rows
     # section, else the bandwidth section's (8192x8192).
     clone = {(k[1], k[2]): r for k, r in torch.items()
@@ -173,15 +187,8 @@ def build_gemm(ck, peers, card):
     def key(r):
         return (r.get('dtype'), r.get('shape'), r.get('variant'))
 
-    def last_by_key(recs, impl):
-        d = {}
-        for r in recs:
-            if r.get('kind') == 'gemm' and r.get('impl') == impl:
-                d[key(r)] = r  # later lines win, with or without a value
-        return d
-
-    cks = last_by_key(ck, 'ckjit')
-    sides = {'torch': last_by_key(peers, 'torch'), 'cupy': last_by_key(peers, 'cupy')}
+    cks = last_by_key(ck, 'gemm', 'ckjit', key)
+    sides = {impl: last_by_key(peers, 'gemm', impl, key) for impl in ('torch', 'cupy')}
     for k, c in cks.items():
         dtype, shape, variant = k
         cv = c.get('value')

@@ -1,23 +1,12 @@
-"""RESULTS.md from the records of bench/results.json (bench/make_results.py
-builds the records, bench/results_build.py; this writes their tables): one
-section per benchmark family, each with how its numbers are made, and the
-runs behind the records."""
+"""RESULTS.md from the records of bench/results.json (made by
+bench/results_build.py, for bench/make_results.py): one section per
+benchmark family, each with how its numbers are made, and the runs behind
+the records."""
 import os
 import re
 
+from results_build import ROW_OPS, first_line, rnd
 
-def rnd(v):
-    if v is None:
-        return None
-    v = float(v)
-    if abs(v) >= 100:
-        return round(v, 1)
-    if abs(v) >= 1:
-        return round(v, 3)
-    return round(v, 5)
-
-
-ROW_OPS = ('softmax', 'layernorm', 'rmsnorm', 'sum', 'rmsnorm_quant', 'smoothquant')
 ROWS_METRIC = re.compile(r'^(%s) (\S+) (\d+x\d+) vs (torch|copy)$' % '|'.join(ROW_OPS))
 TOPK_METRIC = re.compile(r'^topk_softmax (\S+) (\d+x\d+) k(\d+) vs torch$')
 GEMM_METRIC = re.compile(r'^gemm (\S+) (\S+) (\S+(?: streamk)?) vs (.+)$')
@@ -34,12 +23,6 @@ FP8_METRIC = re.compile(r'^gemm fp8 (\d+x\d+x\d+) (tensor|rowwise|blockwise)'
 FUSED_MOE_METRIC = re.compile(r'^fused_moe (bf16|fp8|fp8 rowwise|decode) '
                               r'(T\d+ E\d+ k\d+ H\d+ I\d+(?: S\d+x\d+)?) '
                               r'vs (torch loop|dense gemm|bf16|copy)$')
-
-
-def first_line(text, limit=160):
-    text = str(text or '').strip().splitlines()
-    text = text[0] if text else ''
-    return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
 def fmt(v):

@@ -64,11 +64,14 @@ static int64_t split_count(const ckjit_gpu *gpu, const ckjit_launch_plan *p, int
   const int64_t want = ckjit__ceil_div(2 * slots, blocks);
   const int64_t most = ckjit__ceil_div(ckjit__ceil_div(keys, p->spec.value[AT_BN]), 4);
   int64_t splits = want < most ? want : most;
-  /* the fullest last round: work / rounds largest, work = blocks * s */
+  /* The fullest last round: s / rounds(s) largest, rounds(s) = ceil(blocks
+   * s / slots), kept up to date by additions (this runs on every call). */
   int64_t best_rounds = ckjit__ceil_div(blocks * splits, slots);
-  for (int64_t s = ckjit__ceil_div(2 * want, 3); s <= want && s <= most && s <= 64; s++) {
-    const int64_t rounds = ckjit__ceil_div(blocks * s, slots);
-    if (blocks * s * best_rounds > blocks * splits * rounds) splits = s, best_rounds = rounds;
+  const int64_t first = ckjit__ceil_div(2 * want, 3);
+  int64_t rounds = ckjit__ceil_div(blocks * first, slots);
+  for (int64_t s = first; s <= want && s <= most && s <= 64; s++) {
+    while (rounds * slots < blocks * s) rounds++;
+    if (s * best_rounds > splits * rounds) splits = s, best_rounds = rounds;
   }
   if (page > 0 && keys < ((int64_t)1 << 30)) {
     /* a part's keys start on a page: steps * bn / page + 1 ids at most */
