@@ -443,10 +443,12 @@ fi
 
 # Host-side tool numbers (CPU only): prewarm scaling over this host's cores
 # and verify of 1,000 entries, tagged with the host instead of the card.
+# The prewarm points that fit 150 s (the H200 host's -j 1 alone took 152 s,
+# bench/NOTES.md #186), widest first.
 if ((BUILT == 0)) && want tools; then
   step tools 200 100 "$LOGS/bench-tools.jsonl" "$LOGS/bench-tools.log" -- bash -c '
     host="GPU host CPU ($(nproc) cores)"
-    { bench/bench_prewarm.sh "$1/tools/ckjit-prewarm"; bench/bench_verify.sh "$1/tools/ckjit-cache"; } |
+    { BENCH_BUDGET=150 bench/bench_prewarm.sh "$1/tools/ckjit-prewarm"; bench/bench_verify.sh "$1/tools/ckjit-cache"; } |
       python3 -c "
 import json, sys
 for line in sys.stdin:
