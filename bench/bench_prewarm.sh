@@ -64,7 +64,7 @@ for ((i = ${#jobs[@]} - 1; i >= 0; i--)); do
   j=${jobs[i]}
   if [ "$budget" -gt 0 ] && [ "$last_j" -gt 0 ]; then
     estimate=$(calc "$last_ms * $last_j / $j / 1000 * $runs")
-    if [ "$(calc "($(date +%s) - $start) + $estimate > $budget")" != "0.000000" ]; then
+    if [ "$(calc "$budget < ($(date +%s) - $start) + $estimate")" != "0.000000" ]; then
       echo "-j $j: skipped, about ${estimate%.*} s would pass BENCH_BUDGET=$budget" >&2
       continue
     fi
