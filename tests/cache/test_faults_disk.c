@@ -1,8 +1,8 @@
 /* Fault injection into the disk cache's writer (cache/disk_cache.c), at the
  * level of ckjit__disk_store / ckjit__disk_load.  What
- * tests/cache/test_disk_cache.c already covers (damaged, foreign, symlinked
- * entries, leftover temp files, unsafe directories) is not repeated; this
- * file covers what a store meets:
+ * tests/cache/test_disk_cache_damage.c and test_disk_cache_dirs.c already
+ * cover (damaged, foreign, symlinked entries, leftover temp files, unsafe
+ * directories) is not repeated; this file covers what a store meets:
  *
  *   - the test hook ckjit__disk_fault_hook(stage, path), called at the stages
  *     "open-temp", "write", "fsync", "rename" of a store: every stage is
