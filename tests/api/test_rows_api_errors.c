@@ -2,10 +2,10 @@
  * normalizations, rowwise dynamic quantization, MoE gating), which must happen
  * before any device work: bad arguments fail with INVALID_ARGUMENT (or
  * UNSUPPORTED where the header leaves the choice open, e.g. a known dtype in
- * a role it cannot play) and a message naming the function; valid arguments
- * on a host without a GPU fail with NO_DEVICE (or BACKEND_UNAVAILABLE), never
- * crash.  Also the params_init defaults.  Links the shared library (public
- * API only); every call runs on a fresh thread, so its error state is its own. */
+ * a role it cannot play) and a message naming the function, never crash.
+ * Valid arguments and the params_init defaults: test_rows_api_valid.c.
+ * Links the shared library (public API only); every call runs on a fresh
+ * thread, so its error state is its own (rows_api_call.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,200 +18,7 @@
 #include <string.h>
 
 #include "ckjit/ckjit.h"
-#include "api_error_util.h"
-
-#define DA ((const void *)AE_FAKE_DEV(1))
-#define DB ((const void *)AE_FAKE_DEV(2))
-#define DY AE_FAKE_DEV(3)
-#define DF ((float *)AE_FAKE_DEV(4))
-#define DI AE_FAKE_DEV(5)
-#define DV ((const int32_t *)AE_FAKE_DEV(6))
-#define DR AE_FAKE_DEV(7)
-
-/* ---- one call, described as data so it can run on a fresh thread ---------- */
-
-enum fn { F_REDUCE, F_REDUCE_ROWS, F_SOFTMAX, F_LAYERNORM, F_RMSNORM, F_RMSQUANT, F_SMOOTHQUANT, F_TOPK,
-          F_SOFTMAX_PREPARE, F_PREPARED_RUN };
-static const char *fn_names[] = {"ckjit_reduce",    "ckjit_reduce_rows",     "ckjit_softmax",
-                                 "ckjit_layernorm2d", "ckjit_rmsnorm2d",     "ckjit_rmsnorm2d_quant",
-                                 "ckjit_smoothquant", "ckjit_topk_softmax",  "ckjit_softmax_prepare",
-                                 "ckjit_prepared_run"};
-
-typedef struct call {
-  char what[160];
-  enum fn fn;
-  int op;
-  ckjit_dtype dtype, odtype; /* odtype: y (reduce), q (quant), indices (topk) */
-  int64_t rows, cols;        /* topk: tokens, experts */
-  const void *x;
-  int64_t ld_x;
-  void *y; /* y, q or indices */
-  int64_t ld_y;
-  ckjit_tensor_layout layout;
-  int null_layout;
-  int dim;
-  ckjit_softmax_params sp;
-  ckjit_norm_params np;
-  int null_params;
-  const float *smooth;
-  float *row_scale; /* quant: row_scale; topk: weights */
-  int k, renorm;
-  int device, null_out;         /* softmax_prepare */
-  const ckjit_prepared *prepared; /* prepared_run */
-} call;
-
-static ckjit_status do_call(const void *p) {
-  const call *c = p;
-  switch (c->fn) {
-    case F_REDUCE:
-      return ckjit_reduce((ckjit_reduce_op)c->op, c->dtype, c->null_layout ? NULL : &c->layout, c->x, c->dim,
-                          c->odtype, c->y, NULL);
-    case F_REDUCE_ROWS:
-      return ckjit_reduce_rows((ckjit_reduce_op)c->op, c->dtype, c->rows, c->cols, c->x, c->ld_x, c->odtype, c->y,
-                               NULL);
-    case F_SOFTMAX:
-      return ckjit_softmax(c->dtype, c->rows, c->cols, c->x, c->ld_x, c->y, c->ld_y, c->null_params ? NULL : &c->sp,
-                           NULL);
-    case F_LAYERNORM:
-      return ckjit_layernorm2d(c->dtype, c->rows, c->cols, c->x, c->ld_x, c->y, c->ld_y,
-                               c->null_params ? NULL : &c->np, NULL);
-    case F_RMSNORM:
-      return ckjit_rmsnorm2d(c->dtype, c->rows, c->cols, c->x, c->ld_x, c->y, c->ld_y,
-                             c->null_params ? NULL : &c->np, NULL);
-    case F_RMSQUANT:
-      return ckjit_rmsnorm2d_quant(c->dtype, c->rows, c->cols, c->x, c->ld_x, c->null_params ? NULL : &c->np,
-                                   c->odtype, c->y, c->ld_y, c->row_scale, NULL);
-    case F_SMOOTHQUANT:
-      return ckjit_smoothquant(c->dtype, c->rows, c->cols, c->x, c->ld_x, c->smooth, c->odtype, c->y, c->ld_y,
-                               c->row_scale, NULL);
-    case F_TOPK:
-      return ckjit_topk_softmax(c->dtype, c->rows, c->cols, c->x, c->ld_x, c->k, c->renorm, c->row_scale,
-                                c->odtype, c->y, NULL);
-    case F_SOFTMAX_PREPARE: {
-      ckjit_prepared *out = (ckjit_prepared *)(uintptr_t)1; /* must come back NULL on failure */
-      ckjit_status st = ckjit_softmax_prepare(c->dtype, c->rows, c->cols, c->ld_x, c->ld_y,
-                                              c->null_params ? NULL : &c->sp, c->device,
-                                              c->null_out ? NULL : &out);
-      if (st != CKJIT_SUCCESS && !c->null_out && out) return CKJIT_ERROR_INTERNAL;
-      if (st == CKJIT_SUCCESS) ckjit_prepared_free(out);
-      return st;
-    }
-    case F_PREPARED_RUN:
-      return ckjit_prepared_run(c->prepared, c->x, c->y, NULL);
-  }
-  return CKJIT_ERROR_INTERNAL;
-}
-
-/* Runs c on a fresh thread: see ae_expect (the message must name the function). */
-static void expect2(call c, ckjit_status want, ckjit_status alt) {
-  ae_expect(do_call, &c, fn_names[c.fn], c.what, want, alt);
-}
-
-static void invalid(call c) { expect2(c, CKJIT_ERROR_INVALID_ARGUMENT, CKJIT_SUCCESS); }
-/* a known enum value in a role the header does not allow, or a limit of the
- * op (rank 5, experts > 256, k > 8): either status */
-static void rejected(call c) { expect2(c, CKJIT_ERROR_INVALID_ARGUMENT, CKJIT_ERROR_UNSUPPORTED); }
-static void valid(call c) {
-  if (ae_has_device) return;
-  expect2(c, CKJIT_ERROR_NO_DEVICE, CKJIT_ERROR_BACKEND_UNAVAILABLE);
-}
-
-static call base(enum fn fn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static call base(enum fn fn, const char *fmt, ...) {
-  call c;
-  memset(&c, 0, sizeof c);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c.what, sizeof c.what, fmt, ap);
-  va_end(ap);
-  c.fn = fn;
-  c.dtype = CKJIT_F32;
-  c.odtype = CKJIT_F32;
-  c.rows = 4;
-  c.cols = 8;
-  c.x = DA;
-  c.ld_x = 8;
-  c.y = DY;
-  c.ld_y = 8;
-  ckjit_softmax_params_init(&c.sp);
-  ckjit_norm_params_init(&c.np);
-  c.smooth = DF;
-  c.row_scale = DF;
-  c.k = 2;
-  return c;
-}
-
-static call reduce_rows_call(const char *what, int op, ckjit_dtype dt, ckjit_dtype ydt) {
-  call c = base(F_REDUCE_ROWS, "%s", what);
-  c.op = op;
-  c.dtype = dt;
-  c.odtype = ydt;
-  return c;
-}
-
-static ckjit_tensor_layout layout(int rank, int64_t s0, int64_t s1, int64_t s2, int64_t s3, int64_t t0,
-                                  int64_t t1, int64_t t2, int64_t t3) {
-  ckjit_tensor_layout L;
-  memset(&L, 0, sizeof L);
-  L.rank = rank;
-  L.shape[0] = s0, L.shape[1] = s1, L.shape[2] = s2, L.shape[3] = s3;
-  L.strides[0] = t0, L.strides[1] = t1, L.strides[2] = t2, L.strides[3] = t3;
-  return L;
-}
-
-static call reduce_call(const char *what, int op, ckjit_dtype dt, ckjit_tensor_layout L, int dim, ckjit_dtype ydt) {
-  call c = base(F_REDUCE, "%s", what);
-  c.op = op;
-  c.dtype = dt;
-  c.layout = L;
-  c.dim = dim;
-  c.odtype = ydt;
-  return c;
-}
-
-static call topk_call(const char *what, ckjit_dtype dt, int64_t tokens, int64_t experts, int k, ckjit_dtype idt) {
-  call c = base(F_TOPK, "%s", what);
-  c.dtype = dt;
-  c.rows = tokens;
-  c.cols = experts;
-  c.ld_x = experts > 0 ? experts : 1;
-  c.k = k;
-  c.odtype = idt;
-  c.y = DI;
-  return c;
-}
-
-/* ---- group setup -------------------------------------------------------- */
-
-static int group_setup(void **state) {
-  (void)state;
-  return ae_group_setup("rows-api");
-}
-
-/* ---- params_init -------------------------------------------------------- */
-
-static void test_params_init(void **state) {
-  (void)state;
-  ckjit_softmax_params sp;
-  memset(&sp, 0x77, sizeof sp);
-  ckjit_softmax_params_init(&sp);
-  assert_true(sp.scale == 1.0f);
-  assert_int_equal(sp.log, 0);
-  assert_null(sp.valid_cols);
-
-  ckjit_norm_params np;
-  memset(&np, 0x77, sizeof np);
-  ckjit_norm_params_init(&np);
-  assert_true(np.eps == 1e-5f);
-  assert_null(np.weight);
-  assert_null(np.bias);
-  assert_null(np.residual);
-  assert_int_equal(np.ld_residual, 0);
-  assert_null(np.sum_out);
-  assert_int_equal(np.ld_sum_out, 0);
-  assert_null(np.mean_out);
-  assert_null(np.rstd_out);
-}
+#include "rows_api_call.h"
 
 /* ---- reductions ------------------------------------------------------------ */
 
@@ -368,13 +175,6 @@ static void test_rmsnorm_invalid(void **state) {
 
 /* ---- rowwise dynamic quantization ------------------------------------------------ */
 
-static call quant_call(enum fn fn, const char *what, ckjit_dtype dt, ckjit_dtype qdt) {
-  call c = base(fn, "%s", what);
-  c.dtype = dt;
-  c.odtype = qdt;
-  return c;
-}
-
 static void quant_invalid(enum fn fn) {
   AE_CASE(invalid, quant_call(fn, "x NULL", CKJIT_F32, CKJIT_I8), c.x = NULL);
   AE_CASE(invalid, quant_call(fn, "q NULL", CKJIT_F16, CKJIT_I8), c.y = NULL);
@@ -446,153 +246,8 @@ static void test_topk_invalid(void **state) {
   rejected(topk_call("dtype i64", CKJIT_I64, 4, 8, 2, CKJIT_I64));
 }
 
-/* ---- valid arguments without a GPU ---------------------------------------------------- */
-
-static void test_valid_no_device(void **state) {
-  (void)state;
-  AE_SKIP_IF_DEVICE("no-device");
-  const ckjit_dtype dts[3] = {CKJIT_F32, CKJIT_F16, CKJIT_BF16};
-  char what[160];
-  for (int d = 0; d < 3; d++) {
-    const ckjit_dtype dt = dts[d];
-    /* reduce_rows: every op, y f32 / same dtype / the other half dtype; i32 / i64 */
-    for (int op = 0; op < 6; op++) {
-      const ckjit_dtype ys[3] = {op >= 4 ? CKJIT_I32 : CKJIT_F32, op >= 4 ? CKJIT_I64 : dt,
-                                 op >= 4 ? CKJIT_I64 : (dt == CKJIT_F16 ? CKJIT_BF16 : CKJIT_F16)};
-      for (int yi = 0; yi < 3; yi++) {
-        snprintf(what, sizeof what, "valid op %d %s->%s", op, ckjit_dtype_name(dt), ckjit_dtype_name(ys[yi]));
-        call c = reduce_rows_call(what, op, dt, ys[yi]);
-        c.rows = 3;
-        c.cols = 1 + 1000 * yi;
-        c.ld_x = c.cols + yi;
-        valid(c);
-      }
-    }
-    /* reduce: ranks 1..4, every dim, strided, permuted, broadcast (stride 0), size-1 dims */
-    const ckjit_tensor_layout Ls[] = {
-        layout(1, 1000, 0, 0, 0, 3, 0, 0, 0),
-        layout(2, 33, 65, 0, 0, 1, 33, 0, 0),
-        layout(3, 6, 5, 33, 0, 165, 33, 1, 0),
-        layout(3, 4, 9, 17, 0, 17, 0, 1, 0),
-        layout(4, 3, 1, 4, 129, 4 * 132, 4 * 132, 132, 1),
-        layout(4, 1, 1, 1, 1, 0, 0, 0, 0),
-    };
-    for (size_t l = 0; l < sizeof Ls / sizeof Ls[0]; l++)
-      for (int dim = 0; dim < Ls[l].rank; dim++) {
-        int op = (int)((l + (size_t)dim) % 6);
-        snprintf(what, sizeof what, "valid layout %zu dim %d op %d %s", l, dim, op, ckjit_dtype_name(dt));
-        valid(reduce_call(what, op, dt, Ls[l], dim, op >= 4 ? CKJIT_I64 : dt));
-      }
-    /* softmax: params NULL, log, mask, scale */
-    call c = base(F_SOFTMAX, "valid, params NULL");
-    c.dtype = dt;
-    c.null_params = 1;
-    valid(c);
-    c = base(F_SOFTMAX, "valid, log + mask + scale, padded");
-    c.dtype = dt;
-    c.sp.log = 1;
-    c.sp.scale = 0.125f;
-    c.sp.valid_cols = DV;
-    c.ld_x = 9;
-    c.ld_y = 11;
-    valid(c);
-    c = base(F_SOFTMAX, "valid, in place (y = x, same ld)");
-    c.dtype = dt;
-    c.y = (void *)(uintptr_t)DA;
-    c.ld_x = c.ld_y = 10;
-    c.sp.valid_cols = DV;
-    valid(c);
-    /* norms: params NULL, defaults, every option, sum_out aliasing residual */
-    c = base(F_LAYERNORM, "valid, in place (y = x) with a residual");
-    c.dtype = dt;
-    c.y = (void *)(uintptr_t)DA;
-    c.np.weight = DB;
-    c.np.bias = DB;
-    c.np.residual = DR;
-    c.np.ld_residual = 8;
-    valid(c);
-    for (enum fn fn = F_LAYERNORM; fn <= F_RMSNORM; fn++) {
-      c = base(fn, "valid, params NULL");
-      c.dtype = dt;
-      c.null_params = 1;
-      valid(c);
-      c = base(fn, "valid, defaults");
-      c.dtype = dt;
-      valid(c);
-      c = base(fn, "valid, every option");
-      c.dtype = dt;
-      c.np.eps = 1e-6f;
-      c.np.weight = DB;
-      if (fn == F_LAYERNORM) {
-        c.np.bias = DB;
-        c.np.mean_out = DF;
-      }
-      c.np.residual = DB;
-      c.np.ld_residual = 9;
-      c.np.sum_out = DR;
-      c.np.ld_sum_out = 10;
-      c.np.rstd_out = DF;
-      valid(c);
-      c = base(fn, "valid, sum_out aliasing residual");
-      c.dtype = dt;
-      c.np.residual = DR;
-      c.np.ld_residual = 8;
-      c.np.sum_out = DR;
-      c.np.ld_sum_out = 8;
-      valid(c);
-      c = base(fn, "valid, sum_out aliasing x");
-      c.dtype = dt;
-      c.np.residual = DR;
-      c.np.ld_residual = 8;
-      c.np.sum_out = (void *)(uintptr_t)DA;
-      c.np.ld_sum_out = 8;
-      valid(c);
-    }
-    /* quantization: int8 and fp8 */
-    for (int qd = 0; qd < 2; qd++) {
-      const ckjit_dtype q = qd ? CKJIT_FP8_E4M3 : CKJIT_I8;
-      c = quant_call(F_RMSQUANT, "valid, params NULL", dt, q);
-      c.null_params = 1;
-      valid(c);
-      c = quant_call(F_RMSQUANT, "valid, weight + residual + sum_out + rstd_out", dt, q);
-      c.np.weight = DB;
-      c.np.residual = DR;
-      c.np.ld_residual = 8;
-      c.np.sum_out = DR;
-      c.np.ld_sum_out = 8;
-      c.np.rstd_out = DF;
-      c.ld_y = 16;
-      valid(c);
-      c = quant_call(F_RMSQUANT, "valid, sum_out aliasing x", dt, q);
-      c.np.residual = DR;
-      c.np.ld_residual = 8;
-      c.np.sum_out = (void *)(uintptr_t)DA;
-      c.np.ld_sum_out = 8;
-      valid(c);
-      c = quant_call(F_SMOOTHQUANT, "valid", dt, q);
-      c.ld_x = 12;
-      c.ld_y = 9;
-      valid(c);
-    }
-    /* topk: the experts / k extremes, both index dtypes, renormalize */
-    static const struct {
-      int64_t experts;
-      int k;
-    } ek[] = {{1, 1}, {3, 2}, {8, 8}, {100, 8}, {256, 8}, {256, 1}};
-    for (size_t i = 0; i < sizeof ek / sizeof ek[0]; i++)
-      for (int rn = 0; rn < 2; rn++) {
-        snprintf(what, sizeof what, "valid experts %lld k %d renormalize %d", (long long)ek[i].experts, ek[i].k, rn);
-        c = topk_call(what, dt, 5, ek[i].experts, ek[i].k, rn ? CKJIT_I64 : CKJIT_I32);
-        c.renorm = rn;
-        c.ld_x = ek[i].experts + (int64_t)i;
-        valid(c);
-      }
-  }
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_params_init),
       cmocka_unit_test(test_reduce_rows_invalid),
       cmocka_unit_test(test_reduce_invalid),
       cmocka_unit_test(test_softmax_invalid),
@@ -602,7 +257,6 @@ int main(void) {
       cmocka_unit_test(test_rmsnorm_quant_invalid),
       cmocka_unit_test(test_smoothquant_invalid),
       cmocka_unit_test(test_topk_invalid),
-      cmocka_unit_test(test_valid_no_device),
   };
   return cmocka_run_group_tests_name("rows_api_errors", tests, group_setup, ae_group_teardown);
 }

@@ -1,5 +1,7 @@
 /* Running remote_helper processes (a fleet) and reading what they print,
- * for test_remote.c (header-only, static). */
+ * for the sources of test_remote (header-only, static; the settings below,
+ * which main sets and every source reads, are defined once, in
+ * test_remote.c). */
 #ifndef CKJIT_TESTS_REMOTE_TEST_UTIL_H
 #define CKJIT_TESTS_REMOTE_TEST_UTIL_H
 
@@ -18,11 +20,13 @@
 #include "redis_test_util.h"
 #include "test_util.h"
 
-/* Set by main: the helper and the tools, a work directory, the arch. */
-static const char *g_helper, *g_cache_tool, *g_prewarm_tool;
-static char *g_work;
-static const char *g_arch = "sm_90";
-static int g_checks;
+/* Set by main: the helper and the tools, a work directory, the arch; the
+ * checks passed; the processes started (their stderr files' numbers). */
+extern const char *g_helper, *g_cache_tool, *g_prewarm_tool;
+extern char *g_work;
+extern const char *g_arch;
+extern int g_checks;
+extern int g_proc_seq;
 
 #define CHECK(cond, ...)                                                   \
   do {                                                                     \
@@ -49,9 +53,8 @@ typedef struct proc {
 /* Starts argv (NULL-terminated) with `env` ("NAME=VALUE", NULL-terminated,
  * may be NULL) added to the environment. */
 static TU_UNUSED void proc_start(proc *p, const char *const *argv, const char *const *env) {
-  static int seq;
   memset(p, 0, sizeof *p);
-  tu_fmt(p->err_path, sizeof p->err_path, "%s/proc-%d-%d.err", g_work, (int)getpid(), seq++);
+  tu_fmt(p->err_path, sizeof p->err_path, "%s/proc-%d-%d.err", g_work, (int)getpid(), g_proc_seq++);
   int fds[2];
   CHECK(pipe2(fds, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
   fflush(stdout);
