@@ -85,7 +85,7 @@
  * temporary CKJIT_CACHE_DIR (shared by its children), removed at the end.
  */
 #define BENCH_NAME "bench_gemm"
-#include "bench_util.h"
+#include "bench_cases.h"
 
 /* ---- the cases ----------------------------------------------------------- */
 typedef enum gemm_kind { GK_PLAIN, GK_BIAS_GELU, GK_BATCHED, GK_GROUPED } gemm_kind;
@@ -340,27 +340,9 @@ static ckjit_status case_launch_cb(const void *p) {
   return case_launch(cx->c, cx->B);
 }
 
-/* Device allocation and upload that fail softly (an error record, no exit). */
-static int dev_alloc(void **p, size_t bytes, const gemm_case *c) {
-  ckjit_status st = ckjit_malloc(p, bytes);
-  if (st != CKJIT_SUCCESS) {
-    char err[600];
-    snprintf(err, sizeof err, "ckjit_malloc(%zu): %s", bytes, ckjit_last_error());
-    emit_case_error(c, ckjit_status_string(st), err);
-    return -1;
-  }
-  return 0;
-}
-
-static int upload(void *dst, const void *src, size_t bytes, const gemm_case *c) {
-  ckjit_status st = ckjit_memcpy(dst, src, bytes, CKJIT_HOST_TO_DEVICE);
-  if (st != CKJIT_SUCCESS) {
-    char err[600];
-    snprintf(err, sizeof err, "ckjit_memcpy(H2D): %s", ckjit_last_error());
-    emit_case_error(c, ckjit_status_string(st), err);
-    return -1;
-  }
-  return 0;
+/* The case this process measures failed (bench_dev_alloc, bench_upload): its record. */
+static void fail_case(const char *status, const char *error) {
+  emit_case_error(g_case, status, error);
 }
 
 static double gelu_tanh_ref(double v) {
@@ -487,9 +469,13 @@ static int run_case(const gemm_case *c, CUstream stream) {
     P->hb = xmalloc(nb * es);
     fill_inputs(t, P->ha, na, 1 + 2 * (uint64_t)q);
     fill_inputs(t, P->hb, nb, 2 + 2 * (uint64_t)q);
-    if (dev_alloc(&P->a, na * es, c) || upload(P->a, P->ha, na * es, c)) goto done;
-    if (dev_alloc(&P->b, nb * es, c) || upload(P->b, P->hb, nb * es, c)) goto done;
-    if (dev_alloc(&P->d, nd * es, c)) goto done;
+    if (bench_dev_alloc(&P->a, na * es, fail_case) ||
+        bench_upload(P->a, P->ha, na * es, fail_case))
+      goto done;
+    if (bench_dev_alloc(&P->b, nb * es, fail_case) ||
+        bench_upload(P->b, P->hb, nb * es, fail_case))
+      goto done;
+    if (bench_dev_alloc(&P->d, nd * es, fail_case)) goto done;
     CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)P->d, 0xff, nd * es, stream));
   }
   if (c->kind == GK_BIAS_GELU) {
@@ -497,7 +483,9 @@ static int run_case(const gemm_case *c, CUstream stream) {
     B.hbias = xmalloc(n * es);
     g_rng = 77;
     for (size_t j = 0; j < n; j++) store(t, B.hbias, j, rng_value());
-    if (dev_alloc(&B.bias, n * es, c) || upload(B.bias, B.hbias, n * es, c)) goto done;
+    if (bench_dev_alloc(&B.bias, n * es, fail_case) ||
+        bench_upload(B.bias, B.hbias, n * es, fail_case))
+      goto done;
   }
   for (int q = 0; q < B.np; q++) {
     const prob *P = &B.p[q];
@@ -536,7 +524,7 @@ static int run_case(const gemm_case *c, CUstream stream) {
   }
   if (g_flush) {
     B.flush_bytes = flush_size();
-    if (dev_alloc(&B.flush, B.flush_bytes, c)) goto done;
+    if (bench_dev_alloc(&B.flush, B.flush_bytes, fail_case)) goto done;
   }
   /* Uploads from pageable memory may still be in flight; the bench stream
    * does not wait for the default stream. */

@@ -56,7 +56,7 @@
  * end.
  */
 #define BENCH_NAME "bench_rows"
-#include "bench_util.h"
+#include "bench_cases.h"
 
 /* ---- the cases ----------------------------------------------------------- */
 typedef enum row_op {
@@ -288,27 +288,9 @@ static ckjit_status case_launch_cb(const void *p) {
   return case_launch(cx->c, cx->B);
 }
 
-/* Device allocation that fails softly (an error record, no exit). */
-static int dev_alloc(void **p, size_t bytes, const row_case *c) {
-  ckjit_status st = ckjit_malloc(p, bytes);
-  if (st != CKJIT_SUCCESS) {
-    char err[600];
-    snprintf(err, sizeof err, "ckjit_malloc(%zu): %s", bytes, ckjit_last_error());
-    emit_case_error(c, ckjit_status_string(st), err);
-    return -1;
-  }
-  return 0;
-}
-
-static int upload(void *dst, const void *src, size_t bytes, const row_case *c) {
-  ckjit_status st = ckjit_memcpy(dst, src, bytes, CKJIT_HOST_TO_DEVICE);
-  if (st != CKJIT_SUCCESS) {
-    char err[600];
-    snprintf(err, sizeof err, "ckjit_memcpy(H2D): %s", ckjit_last_error());
-    emit_case_error(c, ckjit_status_string(st), err);
-    return -1;
-  }
-  return 0;
+/* The case this process measures failed (bench_dev_alloc, bench_upload): its record. */
+static void fail_case(const char *status, const char *error) {
+  emit_case_error(g_case, status, error);
 }
 
 static int download(void *dst, const void *src, size_t bytes) {
@@ -514,51 +496,62 @@ static int run_case(const row_case *c, CUstream stream) {
   /* Inputs (host and device). */
   B.hx = xmalloc(n * 2);
   fill_bf16(B.hx, n, 1);
-  if (dev_alloc(&B.x, n * 2, c) || upload(B.x, B.hx, n * 2, c)) goto done;
+  if (bench_dev_alloc(&B.x, n * 2, fail_case) ||
+      bench_upload(B.x, B.hx, n * 2, fail_case))
+    goto done;
   if (c->op == ROP_LAYERNORM || c->op == ROP_RMSNORM || c->op == ROP_RMSNORM_QUANT) {
     B.hw = xmalloc((size_t)C * 2);
     B.hb = xmalloc((size_t)C * 2);
     g_rng = 77;
     for (int64_t j = 0; j < C; j++) B.hw[j] = f32_to_bf16(1.0f + rng_value() * 0.125f);
     for (int64_t j = 0; j < C; j++) B.hb[j] = f32_to_bf16(rng_value() * 0.125f);
-    if (dev_alloc(&B.w, (size_t)C * 2, c) || upload(B.w, B.hw, (size_t)C * 2, c)) goto done;
-    if (dev_alloc(&B.b, (size_t)C * 2, c) || upload(B.b, B.hb, (size_t)C * 2, c)) goto done;
+    if (bench_dev_alloc(&B.w, (size_t)C * 2, fail_case) ||
+        bench_upload(B.w, B.hw, (size_t)C * 2, fail_case))
+      goto done;
+    if (bench_dev_alloc(&B.b, (size_t)C * 2, fail_case) ||
+        bench_upload(B.b, B.hb, (size_t)C * 2, fail_case))
+      goto done;
   }
   if (c->op == ROP_RMSNORM_QUANT) {
     B.hres = xmalloc(n * 2);
     fill_bf16(B.hres, n, 2);
-    if (dev_alloc(&B.res, n * 2, c) || upload(B.res, B.hres, n * 2, c)) goto done;
+    if (bench_dev_alloc(&B.res, n * 2, fail_case) ||
+        bench_upload(B.res, B.hres, n * 2, fail_case))
+      goto done;
   }
   if (c->op == ROP_SMOOTHQUANT) {
     B.hsmooth = xmalloc((size_t)C * 4);
     g_rng = 99;
     for (int64_t j = 0; j < C; j++) B.hsmooth[j] = 1.0f + rng_value() * 0.125f;
-    if (dev_alloc((void **)&B.smooth, (size_t)C * 4, c) ||
-        upload(B.smooth, B.hsmooth, (size_t)C * 4, c))
+    if (bench_dev_alloc((void **)&B.smooth, (size_t)C * 4, fail_case) ||
+        bench_upload(B.smooth, B.hsmooth, (size_t)C * 4, fail_case))
       goto done;
   }
   /* Outputs, filled with 0xff bytes (NaN, -1) so that a call that writes
    * nothing cannot pass the check. */
   switch (c->op) {
   case ROP_SOFTMAX: case ROP_LAYERNORM: case ROP_RMSNORM:
-    if (dev_alloc(&B.y, n * 2, c)) goto done;
+    if (bench_dev_alloc(&B.y, n * 2, fail_case)) goto done;
     CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.y, 0xff, n * 2, stream));
     break;
   case ROP_SUM:
-    if (dev_alloc(&B.y, (size_t)R * 2, c)) goto done;
+    if (bench_dev_alloc(&B.y, (size_t)R * 2, fail_case)) goto done;
     CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.y, 0xff, (size_t)R * 2, stream));
     break;
   case ROP_RMSNORM_QUANT: case ROP_SMOOTHQUANT:
     if (c->op == ROP_RMSNORM_QUANT) {
-      if (dev_alloc(&B.sum, n * 2, c)) goto done;
+      if (bench_dev_alloc(&B.sum, n * 2, fail_case)) goto done;
       CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.sum, 0xff, n * 2, stream));
     }
-    if (dev_alloc(&B.q, n, c) || dev_alloc((void **)&B.scale, (size_t)R * 4, c)) goto done;
+    if (bench_dev_alloc(&B.q, n, fail_case) ||
+        bench_dev_alloc((void **)&B.scale, (size_t)R * 4, fail_case))
+      goto done;
     CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.q, 0xff, n, stream));
     CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.scale, 0xff, (size_t)R * 4, stream));
     break;
   case ROP_TOPK:
-    if (dev_alloc(&B.tw, (size_t)(R * c->k) * 4, c) || dev_alloc(&B.ti, (size_t)(R * c->k) * 4, c))
+    if (bench_dev_alloc(&B.tw, (size_t)(R * c->k) * 4, fail_case) ||
+        bench_dev_alloc(&B.ti, (size_t)(R * c->k) * 4, fail_case))
       goto done;
     CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.tw, 0xff, (size_t)(R * c->k) * 4, stream));
     CU(cuMemsetD8Async((CUdeviceptr)(uintptr_t)B.ti, 0xff, (size_t)(R * c->k) * 4, stream));
