@@ -9,7 +9,7 @@
  *   v = act(v) * D1[i][j]    (D1 when d1 != NULL)
  *   D[i][j] = v rounded to out_dtype
  *
- * the epilogue of ckjit_gemm (ckjit.h), with C, D0, D1 and the bias in
+ * the epilogue of ckjit_gemm (ckjit/gemm.h), with C, D0, D1 and the bias in
  * out_dtype, row-major with leading dimensions ldc, ldd0, ldd1 (>= n).
  * A is m x k and B is k x n, each in FP8 (CKJIT_FP8_E4M3: OCP e4m3fn, or
  * CKJIT_FP8_E5M2, chosen per operand); D is f16, bf16 or f32.  deq() applies
@@ -56,10 +56,11 @@
  * element alignment.  ckjit_gemm_fp8_moe takes none of c, d0, d1
  * (CKJIT_ERROR_UNSUPPORTED).
  */
+/* Outside the guard: whichever header comes first, ckjit.h's types precede ours. */
+#include "ckjit/ckjit.h"
+
 #ifndef CKJIT_GEMM_FP8_H
 #define CKJIT_GEMM_FP8_H
-
-#include "ckjit/ckjit.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -40,10 +40,11 @@
  * int32).  tokens 0 writes the empty result (all sentinels, tiles -1,
  * offsets and counts 0).
  */
+/* Outside the guard: whichever header comes first, ckjit.h's types precede ours. */
+#include "ckjit/ckjit.h"
+
 #ifndef CKJIT_MOE_H
 #define CKJIT_MOE_H
-
-#include "ckjit/ckjit.h"
 
 #ifdef __cplusplus
 extern "C" {

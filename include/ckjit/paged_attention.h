@@ -1,7 +1,7 @@
 /*
  * ckjit — attention over a paged K/V cache (CK Tile's batch prefill), and
  * appending tokens to it.  Included by ckjit/ckjit.h; the semantics of the
- * attention itself are ckjit_attention's (ckjit.h), with K and V read
+ * attention itself are ckjit_attention's (ckjit/attention.h), with K and V read
  * through page tables instead of strides.
  *
  * The pool: K and V are arrays of pages, `page_size` slots each, and a slot
@@ -37,10 +37,11 @@
  * is undefined and, when `error` is non-NULL, *error (device int32) is set
  * to 1; ckjit_paged_kv_check finds and names the entry, synchronously.
  */
+/* Outside the guard: whichever header comes first, ckjit.h's types precede ours. */
+#include "ckjit/ckjit.h"
+
 #ifndef CKJIT_PAGED_ATTENTION_H
 #define CKJIT_PAGED_ATTENTION_H
-
-#include "ckjit/ckjit.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -25,10 +25,11 @@
  *    it again.
  *  - Threads: any number of threads may run one prepared call at once.
  */
+/* Outside the guard: whichever header comes first, ckjit.h's types precede ours. */
+#include "ckjit/ckjit.h"
+
 #ifndef CKJIT_PREPARED_H
 #define CKJIT_PREPARED_H
-
-#include "ckjit/ckjit.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -21,7 +21,8 @@ from ckjit import _lib, _structs as S
 
 INCLUDE = os.path.join(REPO, 'include')
 HEADERS = [os.path.join(INCLUDE, 'ckjit', h)
-           for h in ('ckjit.h', 'paged_attention.h', 'prepared.h', 'gemm_fp8.h', 'moe.h')]
+           for h in ('ckjit.h', 'gemm.h', 'attention.h', 'paged_attention.h', 'prepared.h',
+                     'gemm_fp8.h', 'moe.h')]
 
 
 def _header_text():

@@ -1,5 +1,6 @@
 /* Prints, as JSON, sizeof and the offset and size of every field of every public struct
- * of ckjit.h, paged_attention.h, gemm_fp8.h and moe.h, for python/tests/test_struct_layout.py,
+ * of ckjit.h, gemm.h, attention.h, paged_attention.h, gemm_fp8.h and moe.h, for
+ * python/tests/test_struct_layout.py,
  * which compares them with the package's ctypes mirrors (python/ckjit/_structs.py)
  * and the field names with the headers' text.  A struct added to a header must
  * be added here too: the Python test checks that this program lists every
