@@ -14,7 +14,6 @@
 extern "C" {
 #endif
 
-/* ---- attention -------------------------------------------------------------------- */
 /* Fused attention forward (FlashAttention-style; CK Tile's fmha), per batch
  * entry b, query head h and query row i < sq (sq, sk: the entry's lengths):
  *   g        = h / (num_heads_q / num_heads_kv)     (the K/V head: MHA, GQA, MQA)

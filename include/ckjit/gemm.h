@@ -14,7 +14,6 @@
 extern "C" {
 #endif
 
-/* ---- GEMM ------------------------------------------------------------------------ */
 /* D = epilogue(alpha * A B), per batch entry:
  *   v = alpha * sum_k A[m][k] B[k][n]          (f32 accumulation)
  *     + beta * C[m][n]                         (when c != NULL and beta != 0;

@@ -159,13 +159,7 @@ static TU_UNUSED int group_setup(void **state) {
   (void)state;
   g_root = tu_mkdtemp("faults-api");
   if (!g_root) return -1;
-  unsetenv("CKJIT_CACHE_DISABLE");
-  unsetenv("CKJIT_DUMP_DIR");
-  unsetenv("CKJIT_ARCH");
-  unsetenv("CKJIT_CACHE_PATH");
-  unsetenv("CKJIT_CACHE_MAX_SIZE");
-  unsetenv("CKJIT_CACHE_MAX_ENTRIES");
-  unsetenv("CKJIT_RECORD");
+  tu_unset_cache_settings();
   const char *forced = getenv("CKJIT_TEST_FAULT_ARCH");
   const char *archs[] = {"sm_90", "gfx90a"};
   char clean[1100];

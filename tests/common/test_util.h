@@ -33,6 +33,16 @@ static TU_UNUSED __attribute__((format(printf, 3, 4))) void tu_fmt(char *out, si
   }
 }
 
+/* Unsets the settings that would point the library's disk cache or its
+ * compiles elsewhere than a test asks (cache off, layers, limits, arch,
+ * dumps, records), so that a test sees only what it sets itself. */
+static TU_UNUSED void tu_unset_cache_settings(void) {
+  static const char *const names[] = {"CKJIT_CACHE_DISABLE", "CKJIT_DUMP_DIR", "CKJIT_ARCH",
+                                      "CKJIT_CACHE_PATH", "CKJIT_CACHE_MAX_SIZE",
+                                      "CKJIT_CACHE_MAX_ENTRIES", "CKJIT_RECORD"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unsetenv(names[i]);
+}
+
 /* Creates a fresh directory "<TMPDIR or /tmp>/ckjit-<tag>-XXXXXX"; returns a
  * malloc'ed path or NULL. */
 static TU_UNUSED char *tu_mkdtemp(const char *tag) {

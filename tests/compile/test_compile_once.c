@@ -390,13 +390,7 @@ static int group_setup(void **state) {
   (void)state;
   g_root = tu_mkdtemp("compile-once");
   if (!g_root) return -1;
-  unsetenv("CKJIT_CACHE_DISABLE");
-  unsetenv("CKJIT_DUMP_DIR");
-  unsetenv("CKJIT_ARCH");
-  unsetenv("CKJIT_CACHE_PATH");
-  unsetenv("CKJIT_CACHE_MAX_SIZE");
-  unsetenv("CKJIT_CACHE_MAX_ENTRIES");
-  unsetenv("CKJIT_RECORD");
+  tu_unset_cache_settings();
   setenv("CKJIT_LOG", "error", 1);
   const char *archs[] = {"sm_90", "gfx90a"};
   char dir[1100];

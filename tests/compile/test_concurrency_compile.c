@@ -217,13 +217,7 @@ static void run_arch(const char *arch) {
       setvbuf(stdout, NULL, _IOLBF, 0);
       setenv("CKJIT_CACHE_DIR", cache, 1);
       setenv("CKJIT_LOG", "info", 1);
-      unsetenv("CKJIT_CACHE_DISABLE");
-      unsetenv("CKJIT_DUMP_DIR");
-      unsetenv("CKJIT_ARCH");
-      unsetenv("CKJIT_CACHE_PATH");
-      unsetenv("CKJIT_CACHE_MAX_SIZE");
-      unsetenv("CKJIT_CACHE_MAX_ENTRIES");
-      unsetenv("CKJIT_RECORD");
+      tu_unset_cache_settings();
       execl("/proc/self/exe", "test_concurrency_compile", "--child", arch, cache, idx, res, log,
             fd, (char *)NULL);
       _exit(127);

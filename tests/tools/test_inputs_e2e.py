@@ -27,21 +27,10 @@ import sys
 import tempfile
 import traceback
 
+from tools_e2e_common import Failure, Skip, check
+
 CKJIT_PATH_MAX = 1024
 DEFAULT_MAX_BYTES = 1 << 30
-
-
-class Skip(Exception):
-    pass
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
 
 
 class Tools:

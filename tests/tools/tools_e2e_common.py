@@ -1,5 +1,6 @@
 """What the end-to-end tests of ckjit-cache, ckjit-prewarm and ckjit-inspect
-share (test_tools_e2e.py, test_prewarm_e2e.py): the tools run with a scrubbed
+share (test_tools_e2e.py, test_prewarm_e2e.py; test_inputs_e2e.py takes the
+Skip / Failure / check trio, with a harness of its own): the tools run with a scrubbed
 environment, their --json output parsed, the cache directory read back, and
 the harness that runs the parts.  Shared so that each test checks the tools
 the same way and a fix to a helper reaches both.
