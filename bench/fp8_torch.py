@@ -26,17 +26,14 @@ failed, else 1 (also: no CUDA device, no library, a ctypes layout mismatch).
 """
 import argparse
 import ctypes
-import importlib.util
 import math
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared ctypes, child runner, checks)
-    BF16, FLT, I64, INT, PTR, ROOT, UNSTEADY, BenchContext, CkjitFailed, FileReporter,
-    capture, exit_status, first_call_ms, import_torch, layout_check, layout_gate, run_child,
-    run_children)
+    BF16, FLT, I64, INT, PTR, UNSTEADY, BenchContext, CkjitFailed, FileReporter, capture,
+    first_call_ms, import_torch, layout_check, layout_gate, run_child, run_parent)
 
 FP8_E4M3 = 4                    # ckjit_dtype
 SCALING = {'tensor': 0, 'row': 1, 'block': 2}  # ckjit_fp8_scaling
@@ -372,36 +369,6 @@ def run_case(ctx, case):
 
 
 # ---- the parent ------------------------------------------------------------------------------
-def find_library(given):
-    """(path, how): --lib, CKJIT_LIBRARY (file or directory), build-gpu/libckjit.so, or
-    what python/ckjit's loader finds; (None, why) when none is there."""
-    env = os.environ.get('CKJIT_LIBRARY')
-    if given:
-        return os.path.abspath(given), '--lib'
-    if env:  # as python/ckjit/_lib.py: a directory holds libckjit.so
-        path = os.path.join(env, 'libckjit.so') if os.path.isdir(env) else env
-        return os.path.abspath(path), 'CKJIT_LIBRARY'
-    built = os.path.join(ROOT, 'build-gpu', 'libckjit.so')
-    if os.path.exists(built):
-        return built, 'build-gpu/libckjit.so'
-    try:
-        sys.path.insert(0, os.path.join(ROOT, 'python'))
-        import ckjit  # its loader: next to the package, the dynamic loader, installed
-        return ckjit.library_path, 'the python package (python/ckjit)'
-    except Exception as e:  # noqa: BLE001 (LibraryNotFoundError and friends)
-        return None, f'no --lib, no CKJIT_LIBRARY, no {built}; python/ckjit: ' + ' '.join(
-            str(e).split())[:400]
-
-
-def cuda_device():
-    """None when a CUDA device is usable through torch, else why not."""
-    if importlib.util.find_spec('torch') is None:
-        return 'torch is not installed'
-    global torch
-    import torch
-    return None if torch.cuda.is_available() else 'torch.cuda.is_available() is False'
-
-
 def parse_args():
     ap = argparse.ArgumentParser(description=' '.join(__doc__.split('\n\n')[0].split()))
     ap.add_argument('--lib', help='libckjit.so (default: CKJIT_LIBRARY, build-gpu/libckjit.so, '
@@ -429,28 +396,7 @@ def main():
                                          'fp8'), 'gemm_fp8.h', REPORT)
     if status is not None:
         return status
-    why = cuda_device()
-    if why:
-        log(f'no CUDA device ({why}): nothing run')
-        return 1
-    a.lib, how = find_library(a.lib)
-    if not a.lib or not os.path.exists(a.lib):
-        log(f'no libckjit: {how if not a.lib else a.lib + " (" + how + ") does not exist"}')
-        return 1
-    log(f'library: {a.lib} ({how})')
-    if a.json:  # the children append to it too (FileReporter)
-        open(a.json, 'w').close()
-        os.environ['CKJIT_FP8_JSON'] = os.path.abspath(a.json)
-    pending = [i for i, c in enumerate(CASES)
-               if not a.only or any(s in m for s in a.only for m in c.metrics)]
-    if not pending:
-        note(f'no case matches --only {a.only}')
-        return 1
-    t0 = time.time()
-    statuses = run_children(a, __file__, CASES, pending, t0 + a.budget if a.budget else math.inf,
-                            fail_records, REPORT)
-    log(f'done in {time.time() - t0:.1f} s')
-    return exit_status(statuses)
+    return run_parent(a, __file__, CASES, 'CKJIT_FP8_JSON', fail_records, REPORT)
 
 
 if __name__ == '__main__':

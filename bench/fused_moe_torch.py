@@ -6,10 +6,10 @@ bandwidth (decode), on the same GPU, stream and inputs.
 usage: fused_moe_torch.py [--lib PATH] [--json FILE] [--quick] [--only SUBSTRING]...
                           [--budget S] [--no-flush-l2] [--check-layout]
 The library: --lib, else CKJIT_LIBRARY (the .so or a directory holding it), else
-build-gpu/libckjit.so.  ckjit runs through ctypes (the checked mirror
-python/ckjit/_structs.py's FusedMoeDesc, loaded by path) over torch tensors
-(.data_ptr(), torch.cuda.current_stream().cuda_stream); its workspace is one torch
-uint8 tensor of ckjit_fused_moe_workspace_size bytes per case.
+build-gpu/libckjit.so, else what the python package (python/ckjit) loads.  ckjit runs
+through ctypes (the checked mirror python/ckjit/_structs.py's FusedMoeDesc, loaded by
+path) over torch tensors (.data_ptr(), torch.cuda.current_stream().cuda_stream); its
+workspace is one torch uint8 tensor of ckjit_fused_moe_workspace_size bytes per case.
 
 The layer (a DeepSeek-like expert MLP): E 64 experts, top-8 routing, hidden H 4096,
 inter I 1408, SiLU; x and y bf16 [T, H], w_gate_up [E][2I][H] and w_down [E][H][I]
@@ -52,7 +52,6 @@ failed, else 1 (also: no CUDA device, no library, a ctypes layout mismatch).
 """
 import argparse
 import ctypes
-import importlib.util
 import math
 import os
 import sys
@@ -61,8 +60,9 @@ import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared child runner, timing context)
-    INT, ROOT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, exit_status,
-    first_call_ms, import_torch, layout_check, layout_gate, load_structs, run_child, run_children)
+    INT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, cuda_device, exit_status,
+    find_library, first_call_ms, import_torch, layout_check, layout_gate, load_structs, run_child,
+    run_children)
 
 
 S = load_structs()
@@ -504,28 +504,10 @@ def run_case(ctx, case):
 
 
 # ---- the parent ------------------------------------------------------------------------------
-def find_library(given):
-    """(path, how): --lib, CKJIT_LIBRARY (file or directory) or build-gpu/libckjit.so."""
-    env = os.environ.get('CKJIT_LIBRARY')
-    if given:
-        return os.path.abspath(given), '--lib'
-    if env:  # as python/ckjit/_lib.py: a directory holds libckjit.so
-        path = os.path.join(env, 'libckjit.so') if os.path.isdir(env) else env
-        return os.path.abspath(path), 'CKJIT_LIBRARY'
-    return os.path.join(ROOT, 'build-gpu', 'libckjit.so'), 'build-gpu/libckjit.so'
-
-
-def cuda_device():
-    """None when a CUDA device is usable through torch, else why not."""
-    if importlib.util.find_spec('torch') is None:
-        return 'torch is not installed'
-    import torch as t
-    return None if t.cuda.is_available() else 'torch.cuda.is_available() is False'
-
-
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=' '.join(__doc__.split('\n\n')[0].split()))
-    ap.add_argument('--lib', help='libckjit.so (default: CKJIT_LIBRARY, build-gpu/libckjit.so)')
+    ap.add_argument('--lib', help='libckjit.so (default: CKJIT_LIBRARY, build-gpu/libckjit.so, '
+                    'the python package\'s loader)')
     ap.add_argument('--json', metavar='FILE', help='also write the records here (JSON lines)')
     ap.add_argument('--quick', action='store_true', help='fewer rounds and calls')
     ap.add_argument('--only', action='append', metavar='SUBSTRING', help='only the cases one '
@@ -560,8 +542,8 @@ def main():
         log(f'no CUDA device ({why}): nothing run')
         return 1
     a.lib, how = find_library(a.lib)
-    if not os.path.exists(a.lib):
-        log(f'no libckjit: {a.lib} ({how}) does not exist')
+    if not a.lib or not os.path.exists(a.lib):
+        log(f'no libckjit: {how if not a.lib else a.lib + " (" + how + ") does not exist"}')
         return 1
     log(f'library: {a.lib} ({how})')
     if a.json:  # the children append to it too (FileReporter)

@@ -79,6 +79,12 @@ kept).  A record whose check is not "ok" has no ckjit number; "details" keeps ea
 side's ms and the case.  (ckjit_moe_sort's record is bench/moe_fp8_torch.py's
 "moe_sort ... vs torch stable sort", kind "host_time".)
 
+bf16 GEMM through ctypes (bench/gemm_torch.py, kind "gemm_ctypes", both sides in one
+record as the FP8 GEMM's) gives "gemm bf16 MxNxK rr vs cublas (ctypes)" (TFLOP/s of
+ckjit_gemm against torch.matmul on the same inputs and stream; target >= 1.0x, >= 1.05x at
+4096^3 and 8192^3) and "gemm bf16 MxNxK rr cluster 2x1|1x2 vs 1x1 (ctypes)" (ckjit with
+CKJIT_GEMM_CLUSTER set to that shape against 1x1, no target).
+
 Host time measured on both sides in one process (kind "host_time":
 bench/multi_gpu.py's "two gpu launch host time vs one gpu" and
 bench/python_host_time.py's "python OP host time vs torch") carries

@@ -19,6 +19,9 @@ in float32 on sampled sequences; append: the pool bit for bit); a case whose che
 is not timed ("check": "failed").  Cases run in a child process (a crash or hang costs only
 its case).  Exit status 0 when every case was measured or CKJIT_ERROR_UNSUPPORTED, 2 when
 a check failed, else 1.
+CKJIT_BENCH_DECODE_SPLITS=2,3,...: decode cases also time ckjit (paged and dense) with
+CKJIT_ATTENTION_DECODE_SPLITS set to each count, in the same alternating rounds (records:
+ckjit_ms_by_splits, dense_ms_by_splits), for A/B of the split rule.
 """
 import ctypes
 import math
@@ -31,7 +34,7 @@ from torch_bench_common import (  # noqa: E402  (the shared ctypes, timing and c
     ATOL, ATTENTION_DESC_LAYOUT, BF16, I64, INT, FLT, MASK_CAUSAL, MASK_NONE, PTR, RTOL,
     SPIN_CYCLES, STRIDES_LAYOUT, AttentionDesc, BenchContext, CkjitFailed, Reporter, Strides,
     capture, compare, exit_status, first_call_ms, import_torch, jnum, layout_check,
-    layout_gate, parse_args, run_child, run_children, status_error)
+    layout_gate, parse_args, run_child, run_children, status_error, with_env)
 
 ELEM = 2          # bytes of a bf16 element
 FP8_E4M3 = 4      # ckjit_dtype of fp8 pages
@@ -590,9 +593,29 @@ def run_attention(ctx, case):
         y = torch.empty_like(x)
         fns['copy'], keys['copy'] = (lambda: y.copy_(x)), ['copy']
         names['copy'] = f'torch y.copy_(x), x and y bf16 of {case.amount} bytes each (same run)'
+    splits = split_variants(case, fns)
     with ctx.cudnn():  # SDPA's backend choice only; ckjit and the copy are not affected
         res = ctx.measure(fns)
+    for side in ('ckjit', 'dense'):
+        by = {n: res[f'{side} splits={n}'][0] for n in splits if f'{side} splits={n}' in res}
+        if by:
+            base[f'{side}_ms_by_splits'] = by
+            log(f'{case.base}: {side} as planned {res[side][0]:.4f} ms; by split count: ' +
+                ', '.join(f'{n}: {ms:.4f}' for n, ms in by.items()))
     records(ctx, case, res, base, keys, names, notes, modes)
+
+
+def split_variants(case, fns):
+    """The counts of CKJIT_BENCH_DECODE_SPLITS (decode cases): ckjit and dense with
+    CKJIT_ATTENTION_DECODE_SPLITS at each, added to fns."""
+    env = os.environ.get('CKJIT_BENCH_DECODE_SPLITS', '')
+    counts = [int(x) for x in env.split(',') if x.strip()] if case.op == 'decode' else []
+    for n in counts:
+        for side in ('ckjit', 'dense'):
+            if side in fns:
+                fns[f'{side} splits={n}'] = with_env('CKJIT_ATTENTION_DECODE_SPLITS', str(n),
+                                                     fns[side])
+    return counts
 
 
 def run_append(ctx, case):

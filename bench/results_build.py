@@ -466,6 +466,9 @@ def build(ck, peers, card):
     out += build_fp8(ck + peers, card)
     # Fused MoE: ckjit_fused_moe vs a torch loop, dense GEMMs, its bf16 self (FP8), copy.
     out += build_fused_moe(ck + peers, card)
+    # bf16 GEMM through ctypes (bench/gemm_torch.py): ckjit_gemm vs torch.matmul, and its
+    # cluster shapes against no clusters; records like the FP8 GEMM's.
+    out += build_fp8(ck + peers, card, 'gemm_ctypes')
     out += build_host_time(ck + peers, card)
 
     # Launch host time: ckjit vs the raw driver, CuPy and Triton.

@@ -130,7 +130,11 @@ def gemm_md(recs):
              'timings (50 runs), each call alone and synchronized, with a max(2 x L2, 256 MiB) '
              'buffer overwritten before each run (cold L2) unless the note says otherwise. '
              'ckjit posts a number only after 256 sampled outputs matched a host f64 '
-             'reference.', '',
+             'reference. "vs cublas (ctypes)" rows: `bench/gemm_torch.py`, ckjit through ctypes '
+             'on torch\'s stream against torch.matmul(out=) in the same process, rounds '
+             'alternating the sides (cold L2), medians, checked against torch and an f32 matmul; '
+             'its "cluster 2x1|1x2 vs 1x1 (ctypes)" rows in the first table time '
+             'CKJIT_GEMM_CLUSTER\'s shapes against no clusters.', '',
              '| op | shape | card | ckjit TFLOP/s | peer TFLOP/s | ratio | peer | note |',
              '| --- | --- | --- | ---: | ---: | ---: | --- | --- |']
     problems = None

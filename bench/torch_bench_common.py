@@ -5,8 +5,9 @@ records for bench/make_results.py.
 Here: the ctypes mirrors both use (ckjit_attention_strides, ckjit_attention_desc) and
 their check against the C headers; the JSONL/stderr reporting; the child's torch
 context (library bindings, event timing with an L2 flush, first-call timing, peers
-that may refuse a case); the parent's watchdog that runs the cases in children; the
-command line both take.  Each script keeps its cases, records and peers.
+that may refuse a case); the parent's library search (find_library), device check
+(cuda_device) and watchdog that runs the cases in children; the command line both
+take.  Each script keeps its cases, records and peers.
 
 The scripts are run as `python3 bench/X.py`; they put their own folder on sys.path
 before importing this module (bench/ is not a package).
@@ -294,6 +295,21 @@ class BenchContext:
         return {k: (again[k] if again[k][0] < first[k][0] else first[k]) + (True,) for k in fns}
 
 
+def with_env(name, value, call):
+    """call with the environment variable name set to value (ckjit reads it per call)."""
+    def run():
+        old = os.environ.get(name)
+        os.environ[name] = value
+        try:
+            call()
+        finally:
+            if old is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = old
+    return run
+
+
 def first_call_ms(ck):
     """ms of the first call (it may compile or load), synchronized."""
     t0 = time.perf_counter()
@@ -348,7 +364,37 @@ def run_child(a, indices, make_ctx, cases, run_one, fail_records, report):
     return 0
 
 
-# ---- the parent: children ------------------------------------------------------------------
+# ---- the parent: the library, the device, children -------------------------------------------
+def find_library(given):
+    """(path, how): --lib, CKJIT_LIBRARY (file or directory), build-gpu/libckjit.so, or
+    what python/ckjit's loader finds; (None, why) when none is there."""
+    env = os.environ.get('CKJIT_LIBRARY')
+    if given:
+        return os.path.abspath(given), '--lib'
+    if env:  # as python/ckjit/_lib.py: a directory holds libckjit.so
+        path = os.path.join(env, 'libckjit.so') if os.path.isdir(env) else env
+        return os.path.abspath(path), 'CKJIT_LIBRARY'
+    built = os.path.join(ROOT, 'build-gpu', 'libckjit.so')
+    if os.path.exists(built):
+        return built, 'build-gpu/libckjit.so'
+    try:
+        sys.path.insert(0, os.path.join(ROOT, 'python'))
+        import ckjit  # its loader: next to the package, the dynamic loader, installed
+        return ckjit.library_path, 'the python package (python/ckjit)'
+    except Exception as e:  # noqa: BLE001 (LibraryNotFoundError and friends)
+        return None, f'no --lib, no CKJIT_LIBRARY, no {built}; python/ckjit: ' + ' '.join(
+            str(e).split())[:400]
+
+
+def cuda_device():
+    """None when a CUDA device is usable through torch, else why not (the parent imports
+    torch only here, locally: its children import it for their cases)."""
+    if importlib.util.find_spec('torch') is None:
+        return 'torch is not installed'
+    import torch as t
+    return None if t.cuda.is_available() else 'torch.cuda.is_available() is False'
+
+
 def run_children(a, script, cases, pending, deadline, fail_records, report):
     """cases[i] for i in pending, in child processes of script (`--child i,j,...`), a new one
     after a crash or hang; the children's records forwarded; the records' statuses."""
@@ -436,3 +482,35 @@ def layout_gate(a, checked, mirror_of, report):
         return print(f'layout ok: {how}') or 0
     report.log(f'struct layout: {how}')
     return None
+
+
+def run_parent(a, script, cases, json_env, fail_records, report, before=None):
+    """The parent of a script whose cases need a CUDA device through torch and the
+    library (--lib, find_library): the records also into --json (json_env tells the
+    children the file), the cases --only selects (by any of case.metrics) run in
+    children; before(): the script's own last step before they start."""
+    log, note = report.log, report.note
+    why = cuda_device()
+    if why:
+        log(f'no CUDA device ({why}): nothing run')
+        return 1
+    a.lib, how = find_library(a.lib)
+    if not a.lib or not os.path.exists(a.lib):
+        log(f'no libckjit: {how if not a.lib else a.lib + " (" + how + ") does not exist"}')
+        return 1
+    log(f'library: {a.lib} ({how})')
+    if before:
+        before()
+    if a.json:  # the children append to it too (FileReporter)
+        open(a.json, 'w').close()
+        os.environ[json_env] = os.path.abspath(a.json)
+    pending = [i for i, c in enumerate(cases)
+               if not a.only or any(s in m for s in a.only for m in c.metrics)]
+    if not pending:
+        note(f'no case matches --only {a.only}')
+        return 1
+    t0 = time.time()
+    statuses = run_children(a, script, cases, pending, t0 + a.budget if a.budget else math.inf,
+                            fail_records, report)
+    log(f'done in {time.time() - t0:.1f} s')
+    return exit_status(statuses)

@@ -6,10 +6,19 @@
 // tile context of a linear tile, the units of a block's work and a run's
 // partial slot.
 //
-// Needs BM, BN, GROUPED, TMA, STREAMK (and what gemm/wgmma_tile.h needs).
+// Clusters (CLUSTER_M x CLUSTER_N blocks, one problem, no Stream-K): a
+// unit is a cluster's block of neighbouring tiles, and every block of the
+// cluster walks the same units, each on its own tile of them.
+//
+// Needs BM, BN, GROUPED, TMA, STREAMK, CLUSTER_M, CLUSTER_N (and what
+// gemm/wgmma_tile.h needs).
 #pragma once
+#include "core/cluster.h"
 #include "gemm/problem.h"
 #include "gemm/wgmma_tile.h"
+
+#define CLUSTER (CLUSTER_M * CLUSTER_N)
+static_assert(CLUSTER == 1 || (!GROUPED && !STREAMK && TMA), "clusters: one problem, TMA, no Stream-K");
 
 typedef ckjit_tensor_map tensor_map; // CUtensorMap (abi/gemm_args.h)
 
@@ -50,12 +59,59 @@ CKJIT_INLINE int group_at(const tma_args &x, long long tile) {
 #else
 typedef ckjit_gemm_tma_args tma_args; // d: TMA = 2 only
 #define TMA_PARAM_LIST CKJIT_GEMM_TMA_PARAM
+#if CLUSTER > 1
+#define TILE_OF cluster_tile_of
+#else
+#define TILE_OF tile_of
+#endif
 #define TILE_CONTEXT(tile)                                                  \
   const gemm_problem &p = x.p;                                              \
   const tensor_map &map_a = x.a, &map_b = x.b;                              \
-  const gemm_tile t = tile_of(p, tile)
+  const gemm_tile t = TILE_OF(p, tile)
 #define TILE_MAP_D x.d
 #endif
+
+#if CLUSTER > 1
+// This block's place in its cluster: rank = rm + CLUSTER_M rn, on tile row
+// rm and tile column rn of the cluster's CLUSTER_M x CLUSTER_N tiles.  The
+// blocks of a tile column share B's tile, those of a tile row A's.
+CKJIT_INLINE unsigned rank_m() { return cluster_rank() % CLUSTER_M; }
+CKJIT_INLINE unsigned rank_n() { return cluster_rank() / CLUSTER_M; }
+
+// The units of a problem: clusters' blocks of tiles, per K slice and batch
+// entry.
+CKJIT_INLINE long long cluster_units(const gemm_problem &p) {
+  const long long cm = (p.tiles_m + CLUSTER_M - 1) / CLUSTER_M, cn = (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N;
+  return cm * cn * p.splits * p.batch;
+}
+
+// This block's tile of unit q: tile_of's walk (batch, slice, then groups of
+// tile rows walked column by column) over the clusters' blocks of tiles.
+// At an edge with an odd count of tiles a block may get a tile past D: it
+// still loads (its partner needs its share of the multicast) but stores
+// nothing (tile_stored).
+CKJIT_INLINE gemm_tile cluster_tile_of(const gemm_problem &p, long long q) {
+  const long long cm = (p.tiles_m + CLUSTER_M - 1) / CLUSTER_M, cn = (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N;
+  const long long per_mat = cm * cn, per_batch = per_mat * p.splits;
+  gemm_tile r;
+  r.batch = q / per_batch;
+  q -= r.batch * per_batch;
+  r.slice = q / per_mat;
+  q -= r.slice * per_mat;
+  const long long g_rows = GROUP_M / CLUSTER_M, group = q / (g_rows * cn), first = group * g_rows;
+  const long long rows = cm - first < g_rows ? cm - first : g_rows, in_group = q - group * g_rows * cn;
+  r.m0 = ((first + in_group % rows) * CLUSTER_M + rank_m()) * BM;
+  r.n0 = ((in_group / rows) * CLUSTER_N + rank_n()) * BN;
+  r.k0 = r.slice * p.k_slice;
+  r.k1 = r.k0 + p.k_slice < p.k ? r.k0 + p.k_slice : p.k;
+  return r;
+}
+#endif
+
+// Whether a unit's tile is D's (not a cluster's tile past the edge).
+CKJIT_INLINE bool tile_stored(const gemm_problem &p, const gemm_tile &t) {
+  return CLUSTER == 1 || (t.m0 < p.tiles_m * BM && t.n0 < p.tiles_n * BN);
+}
 
 // One unit of a block's work: K steps [kt0, kt1) of a tile (kt1 < 0: to
 // its end), summed into the epilogue (slot < 0) or, for a Stream-K run,
@@ -73,6 +129,9 @@ CKJIT_INLINE bool unit_of(const tma_args &x, long long u, work &w) {
 #if GROUPED
   w.tile = b + u * grid;
   return w.tile < all_tiles(x);
+#elif CLUSTER > 1
+  w.tile = b / CLUSTER + u * (grid / CLUSTER); // the cluster's unit
+  return w.tile < cluster_units(x.p);
 #else
   const streamk &s = x.sk;
   const long long whole = s.dp_tiles > b ? (s.dp_tiles - b + grid - 1) / grid : 0;

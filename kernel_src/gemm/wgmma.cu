@@ -29,6 +29,9 @@
 //           tiles, each block takes an equal run of K steps across tile
 //           boundaries and writes each tile's part to an f32 slot
 //           (gemm/persistent_units.h; gemm_reduce sums the slots).
+//           Clusters (CLUSTER_M x CLUSTER_N blocks, TMA >= 1, one
+//           problem, no Stream-K): neighbouring tiles that share A's or
+//           B's tile load it once, multicast (gemm/tma_pipeline.h).
 //           TMA = 0 (broadcast batches, a group with a k = 0 problem, a
 //           tensor map the driver refused): every thread copies with
 //           cp.async, STAGES - 2 steps ahead (gemm/cp_async_pipeline.h).
@@ -80,11 +83,16 @@ ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
 #pragma unroll
     for (int s = 0; s < STAGES; s++) {
       mbar_init(smem_addr(&full[s]), 1);  // the producer's expect_tx
-      mbar_init(smem_addr(&empty[s]), CONSUMERS); // one arrival per consumer warpgroup
+      // one arrival per consumer warpgroup of each block writing the stage
+      mbar_init(smem_addr(&empty[s]), EMPTY_ARRIVALS);
     }
     mbar_init_fence();
   }
+#if CLUSTER > 1
+  cluster_sync(); // the other blocks' barriers exist before anything arrives on them
+#else
   __syncthreads();
+#endif
   if (threadIdx.x / 128 == 0) {
     // The producer needs few registers; the consumers take them (their
     // accumulators and the epilogue would spill at 168).
@@ -94,6 +102,9 @@ ckjit_gemm_wgmma(const __grid_constant__ tma_args x) {
     setmaxnreg_inc<232>();
     consumers(x, base, smem, full, empty);
   }
+#if CLUSTER > 1
+  cluster_sync(); // the other blocks may still arrive on this one's barriers
+#endif
 }
 CKJIT_ABI_KERNEL(ckjit_gemm_wgmma, TMA_PARAM_LIST);
 

@@ -419,6 +419,18 @@ static void test_spec_has_kernel(void **state) {
     assert_int_equal(ckjit_spec_has_kernel(spec, "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(ckjit_last_error(), "dcol=1"));
   }
+  /* Clusters of two (multicast): through TMA, one problem, whole tiles. */
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,tma=1,bm=64,bn=64,cluster_m=2", "sm_90"), OK);
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,tma=2,cluster_n=2", "sm_90"), OK);
+  static const char *const cluster_bad[] = {"tma=0,cluster_m=2", "tma=1,grouped=1,cluster_n=2",
+                                            "tma=1,streamk=1,cluster_m=2", "tma=1,cluster_m=2,cluster_n=2"};
+  for (size_t i = 0; i < sizeof cluster_bad / sizeof cluster_bad[0]; i++) {
+    char spec[128];
+    snprintf(spec, sizeof spec, "gemm_wgmma:dtype=bf16,%s", cluster_bad[i]);
+    assert_int_equal(ckjit_spec_has_kernel(spec, "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(ckjit_last_error(), "clusters"));
+  }
+  assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,cluster_m=3", "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
   /* moe_permute: shared 0 .. 2 (none, plain, gated), combine only. */
   assert_int_equal(ckjit_spec_has_kernel("moe_permute:dir=combine,shared=2", "sm_90"), OK);
   assert_int_equal(ckjit_spec_has_kernel("moe_permute:dir=combine,shared=3", "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);

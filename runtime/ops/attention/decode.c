@@ -1,5 +1,6 @@
 /* attention_decode's launch (split-KV) and attention_combine, the family
  * that sums the splits (kernel_src/attention/decode_combine.cu). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention.h"
@@ -46,33 +47,42 @@ const ckjit_family ckjit__family_attention_combine = {
 };
 
 /* How many parts the key range of each (entry, K/V head, row block) is
- * split into: about two rounds of the device's resident blocks, the count
- * between 2/3 of that and that whose last round is fullest (a part's fixed
- * cost, Q, the merge, its partial row and the combine, outweighs a short
- * round: two rounds ran faster than four, bench/NOTES.md), but at least
- * four key steps a part, and paged, enough that a part's page ids fit the
- * kernel's staged copy of them (pages of 1 slot), at most 64 parts.
+ * split into.  When the blocks fit in one round of the device's resident
+ * blocks: as many parts as keep them one round (a second round, even a
+ * full one, ran slower than one round a third empty: bench/NOTES.md #193).
+ * Otherwise about two rounds, the count between 2/3 of that and that whose
+ * last round is fullest (a part's fixed cost, Q, the merge, its partial row
+ * and the combine, outweighs a short round: two rounds ran faster than
+ * four).  At least four key steps a part, and paged, enough that a part's
+ * page ids fit the kernel's staged copy of them (pages of 1 slot), at most
+ * 64 parts.
  * `keys`: a bound of the entries' key counts when the host knows one
  * (dense: seqlen_k; paged padded form: the table's capacity), else 2^30. */
 static int64_t split_count(const ckjit_gpu *gpu, const ckjit_launch_plan *p, int64_t blocks,
-                           int64_t keys, int64_t page) {
+                           int64_t keys, int64_t page, int64_t forced) {
   const int64_t smem = (int64_t)p->shared_bytes + 1024;
   int64_t resident = ((int64_t)gpu->device.max_shared_bytes + 1024) / smem;
   if (resident < 1) resident = 1;
   if (resident > 4) resident = 4;
   const int64_t slots = resident * gpu->device.multiprocessors;
-  const int64_t want = ckjit__ceil_div(2 * slots, blocks);
   const int64_t most = ckjit__ceil_div(ckjit__ceil_div(keys, p->spec.value[AT_BN]), 4);
-  int64_t splits = want < most ? want : most;
-  /* The fullest last round: s / rounds(s) largest, rounds(s) = ceil(blocks
-   * s / slots), kept up to date by additions (this runs on every call). */
-  int64_t best_rounds = ckjit__ceil_div(blocks * splits, slots);
-  const int64_t first = ckjit__ceil_div(2 * want, 3);
-  int64_t rounds = ckjit__ceil_div(blocks * first, slots);
-  for (int64_t s = first; s <= want && s <= most && s <= 64; s++) {
-    while (rounds * slots < blocks * s) rounds++;
-    if (s * best_rounds > splits * rounds) splits = s, best_rounds = rounds;
+  int64_t splits;
+  if (blocks <= slots) {
+    splits = slots / blocks < most ? slots / blocks : most;
+  } else {
+    const int64_t want = ckjit__ceil_div(2 * slots, blocks);
+    splits = want < most ? want : most;
+    /* The fullest last round: s / rounds(s) largest, rounds(s) = ceil(blocks
+     * s / slots), kept up to date by additions (this runs on every call). */
+    int64_t best_rounds = ckjit__ceil_div(blocks * splits, slots);
+    const int64_t first = ckjit__ceil_div(2 * want, 3);
+    int64_t rounds = ckjit__ceil_div(blocks * first, slots);
+    for (int64_t s = first; s <= want && s <= most && s <= 64; s++) {
+      while (rounds * slots < blocks * s) rounds++;
+      if (s * best_rounds > splits * rounds) splits = s, best_rounds = rounds;
+    }
   }
+  if (forced > 0) splits = forced;
   if (page > 0 && keys < ((int64_t)1 << 30)) {
     /* a part's keys start on a page: steps * bn / page + 1 ids at most */
     const int64_t steps = (CKJIT_ATTENTION_DECODE_STAGED_IDS - 1) * page / p->spec.value[AT_BN];
@@ -102,7 +112,18 @@ ckjit_status ckjit__attention_run_decode(ckjit_gpu *gpu, const attention_call *c
   if (keys > ((int64_t)1 << 30)) keys = (int64_t)1 << 30;
   p->block[0] = ckjit__attention_threads(&p->spec);
   p->shared_bytes = ckjit__attention_smem(&p->spec);
-  const int64_t splits = split_count(gpu, p, blocks, keys, kv ? kv->page_size : 0);
+  /* CKJIT_ATTENTION_DECODE_SPLITS: the count for measurements (paged, at
+   * least what the staged page ids need). */
+  int64_t forced = 0;
+  const char *env = getenv("CKJIT_ATTENTION_DECODE_SPLITS");
+  if (env && *env) {
+    char *end;
+    forced = strtol(env, &end, 10);
+    if (*end || forced < 1 || forced > 64)
+      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                         "ckjit_attention: CKJIT_ATTENTION_DECODE_SPLITS=%s: a count of 1 to 64", env);
+  }
+  const int64_t splits = split_count(gpu, p, blocks, keys, kv ? kv->page_size : 0, forced);
   p->grid[0] = (unsigned)blocks;
   p->grid[1] = (unsigned)splits;
   ckjit_attention_decode_args x;

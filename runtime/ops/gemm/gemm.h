@@ -30,7 +30,8 @@ enum {
  * of 128 bytes: 64 f16/bf16 or 32 tf32) parameters. */
 enum {
   GW_DTYPE, GW_OUT, GW_A, GW_B, GW_BN, GW_STAGES,
-  GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1, GW_SPLIT, GW_GROUPED, GW_TMA, GW_BM, GW_STREAMK, GW_DCOL, GW_COUNT
+  GW_BIAS, GW_ACT, GW_C, GW_D0, GW_D1, GW_SPLIT, GW_GROUPED, GW_TMA, GW_BM, GW_STREAMK, GW_DCOL,
+  GW_CLUSTER_M, GW_CLUSTER_N, GW_COUNT
 };
 /* gemm_mfma (AMD matrix cores; 128 x 128 x 32 tiles of four wave64s) parameters. */
 enum {
@@ -91,8 +92,8 @@ static inline int ckjit__gemm_wgmma_stages(int bm, int bn) {
   return bn == 256 ? 4 : bn == 128 ? 6 : 8;
 }
 
-/* Block size and dynamic shared memory (bytes) of a GEMM family spec's
- * launch. */
-void ckjit__gemm_launch_shape(const ckjit_spec *spec, unsigned *threads, unsigned *smem);
+/* Block size, dynamic shared memory (bytes) and blocks per cluster of a
+ * GEMM family spec's launch. */
+void ckjit__gemm_launch_shape(const ckjit_spec *spec, unsigned *threads, unsigned *smem, unsigned *cluster);
 
 #endif

@@ -82,6 +82,10 @@ static const ckjit_param_desc wgmma_params[GW_COUNT] = {
     /* 1: C, D, D0 and D1 are column-major (tf32's D^T = B^T A^T for a
      * row-major B; tma <= 1, split=0, streamk=0, one problem) */
     [GW_DCOL] = {.name = "dcol", .macro = "D_COL", .max = 1},
+    /* blocks of a cluster along M (sharing B's tile) and along N (sharing
+     * A's), multicast (tma >= 1, one problem, streamk=0; clusters of two) */
+    [GW_CLUSTER_M] = CKJIT_INT_PARAM("cluster_m", 1, 2, 1),
+    [GW_CLUSTER_N] = CKJIT_INT_PARAM("cluster_n", 1, 2, 1),
 };
 
 static const ckjit_param_desc mfma_params[GF_COUNT] = {
@@ -195,6 +199,14 @@ static ckjit_status wgmma_check(const ckjit_spec *s) {
   if (v[GW_STREAMK] && (v[GW_TMA] == 0 || v[GW_BM] != 128 || v[GW_GROUPED] || v[GW_SPLIT]))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "spec: gemm_wgmma streamk=1 takes tma=1 or 2, bm=128, one problem and split=0");
+  if (v[GW_CLUSTER_M] * v[GW_CLUSTER_N] > 1 &&
+      (v[GW_TMA] == 0 || v[GW_GROUPED] || v[GW_STREAMK] || v[GW_CLUSTER_M] * v[GW_CLUSTER_N] > 2))
+    /* four-block clusters: a persistent grid of them needs the driver's
+     * count of co-resident clusters, which the launch does not ask yet */
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
+                       "spec: gemm_wgmma clusters (cluster_m=%d, cluster_n=%d) take tma=1 or 2, one problem "
+                       "(grouped=0), streamk=0, and two blocks at most",
+                       v[GW_CLUSTER_M], v[GW_CLUSTER_N]);
   return check_split_epilogue("gemm_wgmma", v, GW_SPLIT, GW_BIAS);
 }
 
@@ -284,6 +296,7 @@ static int wgmma_default(size_t i, ckjit_spec *out) {
   v[GW_DTYPE] = v[GW_OUT] = i < 8 ? 1 + (int)(i / 4) : DTYPE_BF16;
   v[GW_A] = i < 8 ? (int)(i % 4) / 2 : A_ROW, v[GW_B] = i < 8 ? (int)(i % 4) % 2 : B_ROW;
   v[GW_BM] = 128, v[GW_BN] = 256, v[GW_STAGES] = ckjit__gemm_wgmma_stages(128, 256), v[GW_TMA] = 2;
+  v[GW_CLUSTER_M] = v[GW_CLUSTER_N] = 1;
   if (i == 8) v[GW_BIAS] = BIAS_COL, v[GW_ACT] = ACT_GELU_TANH;
   if (i == 9) v[GW_OUT] = 0;
   if (i == 10 || i == 11) {
@@ -471,9 +484,9 @@ const ckjit_family ckjit__family_gemm_tf32 = {
 };
 
 /* ---- launch geometry ------------------------------------------------------------ */
-void ckjit__gemm_launch_shape(const ckjit_spec *s, unsigned *threads, unsigned *smem) {
+void ckjit__gemm_launch_shape(const ckjit_spec *s, unsigned *threads, unsigned *smem, unsigned *cluster) {
   const int32_t *v = s->value;
-  *smem = 0;
+  *smem = 0, *cluster = 1;
   switch (s->family) {
   case CKJIT_FAMILY_GEMM_MMA:
     *threads = (unsigned)(v[GM_WM] * v[GM_WN] * v[GM_WK] * 32), *smem = (unsigned)mma_smem(s);
@@ -483,6 +496,7 @@ void ckjit__gemm_launch_shape(const ckjit_spec *s, unsigned *threads, unsigned *
     break;
   case CKJIT_FAMILY_GEMM_WGMMA: /* TMA: a producer warpgroup and two consumers */
     *threads = v[GW_TMA] ? 384u : 256u, *smem = (unsigned)wgmma_smem(s);
+    *cluster = (unsigned)(v[GW_CLUSTER_M] * v[GW_CLUSTER_N]);
     break;
   case CKJIT_FAMILY_GEMM_SIMT: /* 8 x 8 outputs per thread */
     *threads = (unsigned)((v[GS_BM] / 8) * (v[GS_BN] / 8));

@@ -86,6 +86,8 @@ static void wgmma_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int32_t *v
   v[GW_A] = a_order(g), v[GW_B] = b_order(g);
   v[GW_BM] = pl->tile.bm, v[GW_BN] = pl->tile.bn, v[GW_STAGES] = pl->tile.stages;
   v[GW_DCOL] = pl->d_col;
+  v[GW_CLUSTER_M] = pl->cluster_m > 1 ? pl->cluster_m : 1;
+  v[GW_CLUSTER_N] = pl->cluster_n > 1 ? pl->cluster_n : 1;
 }
 
 static void tf32_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int32_t *v) {

@@ -20,6 +20,7 @@ typedef struct gemm_plan {
   gemm_block_tile tile; /* block tile (bm, bn, bk) of every pipeline; warps and stages: mma, tf32, wgmma */
   int vec_a, vec_b;     /* copy widths (elements) of A and B: mma, tf32, simt */
   int d_col;            /* wgmma: C, D, D0 and D1 column-major (tf32's swapped problem, run.c) */
+  int cluster_m, cluster_n; /* wgmma: blocks of a cluster along M and N, multicasting (0 or 1: none) */
 } gemm_plan;
 
 /* What the pipeline table decides from: the call and its shape. */
@@ -74,6 +75,12 @@ int ckjit__gemm_plan_wgmma(const gemm_shape *q, int stream_k, gemm_plan *pl, int
 int ckjit__gemm_plan_tf32(const gemm_shape *q, gemm_plan *pl, int *auto_splits);
 int ckjit__gemm_plan_mma(const gemm_shape *q, gemm_plan *pl, int *auto_splits);
 int ckjit__gemm_plan_simt(const gemm_shape *q, gemm_plan *pl, int *auto_splits);
+
+/* The wgmma plan's clusters (pl->cluster_m, cluster_n) for `g` run with
+ * `want` splits through TMA (CKJIT_GEMM_STREAM_K: none); fails only on a
+ * bad CKJIT_GEMM_CLUSTER. */
+ckjit_status ckjit__gemm_plan_cluster(const ckjit_gpu *gpu, const ckjit_gemm_desc *g, int want,
+                                      gemm_plan *pl);
 
 /* The wgmma plan back to 128-row tiles (the 64-row ones read only
  * through TMA and have no Stream-K slots). */

@@ -34,8 +34,8 @@ ckjit_status ckjit__gemm_launch(ckjit_gpu *gpu, const ckjit_spec *spec, int64_t 
   ckjit_kernel *k;
   ckjit_status st = ckjit__kernel_get(gpu, spec, &k);
   if (st) return st;
-  unsigned threads, smem;
-  ckjit__gemm_launch_shape(spec, &threads, &smem);
+  unsigned threads, smem, cluster;
+  ckjit__gemm_launch_shape(spec, &threads, &smem, &cluster);
   if ((int)smem > gpu->device.max_shared_bytes)
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED,
                        "ckjit_gemm: the tile needs %u bytes of shared memory; the GPU allows %d", smem,
@@ -44,7 +44,7 @@ ckjit_status ckjit__gemm_launch(ckjit_gpu *gpu, const ckjit_spec *spec, int64_t 
     return ckjit__fail(CKJIT_ERROR_UNSUPPORTED, "ckjit_gemm: %lld tiles are too many for one launch",
                        (long long)blocks);
   unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {threads, 1, 1};
-  return ckjit__kernel_launch(gpu, k, grid, block, 1, smem, stream, args, &ckjit_abi_by_value);
+  return ckjit__kernel_launch(gpu, k, grid, block, cluster, smem, stream, args, &ckjit_abi_by_value);
 }
 
 void ckjit__gemm_operand_vecs(const ckjit_gemm_desc *g, int *vec_a, int *vec_b) {
@@ -92,14 +92,16 @@ ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, cons
   ckjit_gemm_tma_args x;
   memset(&x.sk, 0, sizeof x.sk);
   if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && want == CKJIT_GEMM_STREAM_K) ckjit__gemm_use_128_rows(&pl);
+  const int tma_ok = pl.pipe == PIPE_WGMMA && ckjit__gemm_tma_ok(gpu, g);
+  if (tma_ok && (st = ckjit__gemm_plan_cluster(gpu, g, want, &pl))) return st;
   /* A refusal is not the call's error (the cp.async pipeline serves it):
    * logged at debug level, not left in ckjit_last_error(). */
   const int quiet = ckjit__error_quiet(1);
-  const int tma = pl.pipe == PIPE_WGMMA && ckjit__gemm_tma_ok(gpu, g)
-                      ? ckjit__gemm_encode_maps(gpu, g, &pl, &x.a, &x.b,
-                                                want <= 1 && pl.tile.bm == 128 && !pl.d_col ? &x.d : NULL)
-                      : 0;
+  const int tma = tma_ok ? ckjit__gemm_encode_maps(gpu, g, &pl, &x.a, &x.b,
+                                                   want <= 1 && pl.tile.bm == 128 && !pl.d_col ? &x.d : NULL)
+                         : 0;
   ckjit__error_quiet(quiet);
+  if (!tma) pl.cluster_m = pl.cluster_n = 0; /* the cp.async pipeline runs no clusters */
   /* tf32 wgmma reads only through TMA; a swapped problem (d_col) goes back
    * to run_wgmma_tf32, which transposes instead. */
   if (pl.pipe == PIPE_WGMMA && !tma && g->ab_dtype == CKJIT_F32)
@@ -118,7 +120,14 @@ ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, cons
   if (tma && want == CKJIT_GEMM_STREAM_K) spec.value[GW_STREAMK] = 1;
   size_t bytes;
   int64_t grid = ckjit__gemm_split_grid(g, &pl, tiles, splits, want, sms, &x.sk, &bytes);
-  /* The TMA pipeline is persistent: one block per multiprocessor at most. */
+  /* The TMA pipeline is persistent: one block per multiprocessor at most;
+   * in clusters, one cluster per unit of a cluster's tiles at most. */
+  const int64_t cluster = (pl.cluster_m > 1 ? pl.cluster_m : 1) * (pl.cluster_n > 1 ? pl.cluster_n : 1);
+  if (cluster > 1) {
+    const int64_t units = ckjit__ceil_div(p.tiles_m, pl.cluster_m > 1 ? pl.cluster_m : 1) *
+                          ckjit__ceil_div(p.tiles_n, pl.cluster_n > 1 ? pl.cluster_n : 1) * splits * g->batch;
+    grid = (units < sms / cluster ? units : sms / cluster) * cluster;
+  }
   if (tma && grid > sms) grid = sms;
   void *scratch = NULL;
   if (bytes) {

@@ -27,10 +27,14 @@ int ckjit__gemm_encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm
   const unsigned long long dims_a[3] = {a_k ? k : m, a_k ? m : k, b}, str_a[2] = {lda, sa};
   const unsigned long long dims_b[3] = {b_k ? k : n, b_k ? n : k, b}, str_b[2] = {ldb, sb};
   /* A K step is one 128-byte row: 64 16-bit or 32 f32 elements; an
-   * M/N-contiguous operand comes in panels of as many columns. */
+   * M/N-contiguous operand comes in panels of as many columns.  In a
+   * cluster each block loads its share of the rows of a tile it shares
+   * (A along N, B along M: gemm/tma_pipeline.h). */
   const unsigned bk = (unsigned)(128 / es);
-  const unsigned box_a[3] = {bk, a_k ? (unsigned)pl->tile.bm : bk, 1};
-  const unsigned box_b[3] = {bk, b_k ? (unsigned)pl->tile.bn : bk, 1};
+  const unsigned share_a = pl->cluster_n > 1 ? (unsigned)pl->cluster_n : 1;
+  const unsigned share_b = pl->cluster_m > 1 ? (unsigned)pl->cluster_m : 1;
+  const unsigned box_a[3] = {bk, (a_k ? (unsigned)pl->tile.bm : bk) / share_a, 1};
+  const unsigned box_b[3] = {bk, (b_k ? (unsigned)pl->tile.bn : bk) / share_b, 1};
   if (gpu->device.tensor_map_encode(&gpu->device, map_a, g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
       gpu->device.tensor_map_encode(&gpu->device, map_b, g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
     return 0;

@@ -1,7 +1,7 @@
 /* The cases of the GEMM GPU test (test_gemm_gpu.c runs them): every
  * layout x dtype pair, f32 (SIMT, tf32), epilogues, edge and random
  * shapes, batched, grouped, split-K, the decode and 64 x 64 tiles, tf32 on
- * both pipelines, Stream-K, and the two large cases. */
+ * both pipelines, Stream-K, clusters, and the two large cases. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +282,37 @@ void build_cases(int skip_large) {
   c.split_k = CKJIT_GEMM_STREAM_K, add(c);
   c = mk("tail wave auto exact", CKJIT_BF16, CKJIT_F32, 0, 0, 4096, 2304, 512);
   c.exact = 1, c.sample = 3000, c.ep = EP_BIAS_COL, c.act = CKJIT_UNARY_SILU, add(c);
+
+  /* Clusters of two with multicast (sm_90, through TMA), each run again
+   * without them for the same bits: every order pair on 64 x 64 tiles with
+   * odd tile counts both ways (a cluster's second tile past D's edge), the
+   * skinny shape they are for, 128 x 256 tiles with TMA stores and an odd
+   * tile count, split-K slices, batches, tf32 (A from registers, and the
+   * swapped problem). */
+  static const char *const kinds[2] = {"2x1", "1x2"};
+  for (int l = 0; l < 8; l++) {
+    c = mk("cluster edges", HALFS[l % 2], OUTS[l % 3], l & 1, (l >> 1) & 1, 320, 832, 1000);
+    c.cluster = kinds[l >> 2], c.exact = 1, c.pad = l % 3 == 2 ? 8 : 0;
+    c.ep = l == 3 ? EP_C | EP_INPLACE | EP_BIAS_COL | EP_D0 | EP_D1 : l == 6 ? EP_BIAS_ROW : 0;
+    c.act = l % 6;
+    add(c);
+  }
+  for (int kd = 0; kd < 2; kd++) {
+    c = mk("cluster skinny exact", CKJIT_BF16, CKJIT_BF16, 0, 0, 128, 2048, 1024), c.cluster = kinds[kd], c.exact = 1;
+    add(c);
+    c = mk("cluster split-k exact", CKJIT_F16, CKJIT_F32, 0, 1, 256, 256, 8192), c.cluster = kinds[kd], c.exact = 1;
+    add(c);
+    c = mk("cluster batch 3", CKJIT_BF16, CKJIT_BF16, kd, 0, 200, 300, 256), c.cluster = kinds[kd], c.batch = 3;
+    c.pad = 8, c.ep = EP_C, add(c);
+  }
+  c = mk("cluster 128x256 odd m", CKJIT_BF16, CKJIT_BF16, 0, 0, 2176, 2560, 256), c.cluster = "2x1";
+  c.exact = 1, c.sample = 3000, c.ep = EP_BIAS_COL, c.act = CKJIT_UNARY_SILU, add(c);
+  c = mk("cluster 128x256 odd n", CKJIT_F16, CKJIT_F16, 1, 1, 2304, 2304, 256), c.cluster = "1x2";
+  c.exact = 1, c.sample = 3000, add(c);
+  c = mk("cluster tf32 cc exact", CKJIT_F32, CKJIT_F32, 1, 1, 520, 384, 1000), c.tf32 = 1, c.exact = 1;
+  c.cluster = "1x2", add(c);
+  c = mk("cluster tf32 rr exact", CKJIT_F32, CKJIT_F32, 0, 0, 1000, 776, 516), c.tf32 = 1, c.exact = 1;
+  c.cluster = "2x1", add(c);
 
   if (!skip_large) {
     c = mk("large", CKJIT_BF16, CKJIT_BF16, 0, 1, 4095, 4097, 1001);

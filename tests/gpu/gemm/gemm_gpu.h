@@ -29,6 +29,7 @@ typedef struct gcase {
   int ep, act, split_k, tf32, exact;
   float alpha, beta;
   int sample;              /* > 0: that many random entries + last row and column */
+  const char *cluster;     /* CKJIT_GEMM_CLUSTER for the call ("2x1", "1x2"); again with "1x1": the same bits */
 } gcase;
 
 /* The cases (gemm_cases.c): built from g_rng (seeded with the run's seed);

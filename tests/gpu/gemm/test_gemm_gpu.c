@@ -368,6 +368,7 @@ static long run_case(gt_check *ck, size_t index, const gcase *cs, uint64_t seed)
   memset(ps, 0, sizeof ps);
   for (int i = 0; i < cs->np; i++)
     if (setup_prob(ck, cs, i, &ps[i], &r)) goto done;
+  if (cs->cluster) setenv("CKJIT_GEMM_CLUSTER", cs->cluster, 1);
   ckjit_status st = launch(cs, ps);
   if (st != CKJIT_SUCCESS) {
     gt_fail(ck, "%s returned %s: %s", cs->np > 1 ? "ckjit_gemm_grouped" : "ckjit_gemm", ckjit_status_string(st),
@@ -381,11 +382,14 @@ static long run_case(gt_check *ck, size_t index, const gcase *cs, uint64_t seed)
     check_values(ck, cs, &ps[i], i, &r);
     check_inputs(ck, &ps[i], i);
   }
-  if (cs->split_k != 1 && cs->np == 1) { /* split-k is deterministic: a second run gives the same bits */
+  /* Split-K is deterministic, and clusters change where tiles are loaded,
+   * not the sums: a second run (without clusters) gives the same bits. */
+  if ((cs->split_k != 1 || cs->cluster) && cs->np == 1) {
     prob *p = &ps[0];
     memcpy(p->o[OD].buf.host, p->before, p->o[OD].buf.elems * gt_esize(cs->out));
     for (int o = 0; o < NOPS; o++) /* the same inputs again, even if the first call clobbered one */
       if (p->o[o].used && gt_buf_upload(ck, &p->o[o].buf)) goto done;
+    if (cs->cluster) setenv("CKJIT_GEMM_CLUSTER", "1x1", 1);
     st = launch(cs, ps);
     if (st != CKJIT_SUCCESS) {
       gt_fail(ck, "second ckjit_gemm returned %s: %s", ckjit_status_string(st), ckjit_last_error());
@@ -393,15 +397,41 @@ static long run_case(gt_check *ck, size_t index, const gcase *cs, uint64_t seed)
     }
     if (gt_sync(ck) || gt_buf_download(ck, &p->o[OD].buf, NULL)) goto done;
     if (memcmp(p->o[OD].buf.host, p->got, p->o[OD].buf.elems * gt_esize(cs->out)) != 0)
-      gt_fail(ck, "a second identical call gave different bits (split-k must be deterministic)");
+      gt_fail(ck, cs->cluster ? "the call without clusters gave different bits"
+                              : "a second identical call gave different bits (split-k must be deterministic)");
     else
       gt_pass(ck);
   }
 done:
+  unsetenv("CKJIT_GEMM_CLUSTER");
   for (int i = 0; i < cs->np; i++) free_prob(&ps[i]);
   gt_check_end(ck);
   return ck->failures - fails0;
 }
+/* On sm_90 the cluster cases must have built both kinds of cluster
+ * kernel (CKJIT_RECORD's lines); elsewhere the variable only asks. */
+static void check_clusters_ran(gt_check *ck, const ckjit_device_info *info, const char *record) {
+  gt_check_begin(ck, "cluster kernels in %s", record);
+  if (strncmp(info->arch, "sm_90", 5) != 0) {
+    printf("SKIP cluster kernels: %s has no thread-block clusters with multicast (sm_90 only)\n", info->arch);
+  } else {
+    FILE *f = fopen(record, "r");
+    char line[512];
+    int m = 0, n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+      m += strstr(line, "gemm_wgmma:") && strstr(line, "cluster_m=2") != NULL;
+      n += strstr(line, "gemm_wgmma:") && strstr(line, "cluster_n=2") != NULL;
+    }
+    if (f) fclose(f);
+    printf("cluster kernels built: %d with cluster_m=2, %d with cluster_n=2\n", m, n);
+    if (!m || !n)
+      gt_fail(ck, "the cluster cases built %d kernels with cluster_m=2 and %d with cluster_n=2", m, n);
+    else
+      gt_pass(ck);
+  }
+  gt_check_end(ck);
+}
+
 /* ---- main -------------------------------------------------------------------------------------------- */
 
 static int self_checks(void) {
@@ -427,9 +457,17 @@ static gt_result run(gt_ctx *ctx) {
   build_cases(skip_large);
 
   gt_check *ck = ctx->ck;
+  /* The kernels the cases build, to show the cluster cases ran clusters. */
+  char record[64];
+  snprintf(record, sizeof record, "/tmp/ckjit-gemm-gpu-record-%d.txt", (int)getpid());
+  unlink(record);
+  setenv("CKJIT_RECORD", record, 1);
   int failed_cases = 0;
   for (size_t i = 0; i < g_ncases; i++)
     failed_cases += run_case(ck, i, &g_cases[i], seed ^ (0x9E3779B97F4A7C15ull * (i + 1))) != 0;
+  unsetenv("CKJIT_RECORD");
+  check_clusters_ran(ck, &ctx->info, record);
+  unlink(record);
   printf("gemm: %zu cases (%d failed), %ld checks, %ld failures\n", g_ncases, failed_cases, ck->checks, ck->failures);
   free(g_cases);
   return (gt_result){(long)g_ncases, failed_cases};
