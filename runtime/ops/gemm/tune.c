@@ -29,10 +29,10 @@ static void class_of(const ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm_
 
 /* A recorded choice into the plan, whole or (a choice this build does not
  * make: an older or edited record) not at all.  wgmma: `tile` is BN, and
- * the stage count tells the 64 x 64 tiles (bm 64, no Stream-K) from the
- * 128 x 64 ones. */
+ * the stage count tells the 64-row tiles (bm 64, no Stream-K) from the
+ * 128-row ones (ckjit__gemm_wgmma_stages differs for every BN). */
 static void apply_choice(const gemm_choice *c, gemm_plan *pl, int *splits) {
-  const int bm = c->tile == 64 && c->stages == ckjit__gemm_wgmma_stages(64, 64) ? 64 : 128;
+  const int bm = c->stages == ckjit__gemm_wgmma_stages(64, c->tile) ? 64 : 128;
   if (c->pipe == PIPE_WGMMA && (c->tile == 64 || c->tile == 128 || c->tile == 256) &&
       c->stages == ckjit__gemm_wgmma_stages(bm, c->tile) && !(bm == 64 && c->splits < 1)) {
     pl->pipe = PIPE_WGMMA;
