@@ -9,7 +9,8 @@
 
 /* A measured configuration: pipeline (PIPE_SIMT 0, PIPE_MMA 1, PIPE_WGMMA
  * 2; MFMA is not tuned), tile (mma: index of ckjit__gemm_block_tiles;
- * wgmma: BN), stages (wgmma), split-K slices (-1: Stream-K). */
+ * wgmma: BN), stages (wgmma: ckjit__gemm_wgmma_stages(bm, BN), which also
+ * tells 64-row tiles from 128-row ones), split-K slices (-1: Stream-K). */
 typedef struct gemm_choice {
   int pipe, tile, stages, splits;
 } gemm_choice;
