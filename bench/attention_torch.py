@@ -27,8 +27,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared ctypes, timing and child runner)
-    ATOL, ATTENTION_DESC_LAYOUT, BF16, FLT, I64, INT, MASK_CAUSAL, MASK_NONE, PTR, RTOL,
-    AttentionDesc, BenchContext, CkjitFailed, Reporter, Strides, capture, compare,
+    ATOL, ATTENTION_DESC_LAYOUT, BF16, GEMM_DESC_LAYOUT, MASK_CAUSAL, MASK_NONE, RTOL,
+    AttentionDesc, BenchContext, CkjitFailed, GemmDesc, Reporter, Strides, capture, compare,
     exit_status, first_call_ms, import_torch, jnum, layout_check, layout_gate, parse_args,
     run_child, run_children)
 
@@ -42,25 +42,8 @@ REPORT = Reporter('attention_torch.py', 'attention')
 log, emit, note = REPORT.log, REPORT.emit, REPORT.note
 
 
-# ---- ctypes mirrors of include/ckjit/ckjit.h (ckjit_attention_desc: torch_bench_common) --
-class GemmDesc(ctypes.Structure):  # ckjit_gemm_desc
-    _fields_ = [('m', I64), ('n', I64), ('k', I64), ('ab_dtype', INT), ('out_dtype', INT),
-                ('a', PTR), ('lda', I64), ('a_order', INT), ('b', PTR), ('ldb', I64),
-                ('b_order', INT), ('d', PTR), ('ldd', I64), ('c', PTR), ('ldc', I64),
-                ('alpha', FLT), ('beta', FLT), ('bias', PTR), ('bias_mode', INT),
-                ('activation', INT), ('d0', PTR), ('ldd0', I64), ('d1', PTR), ('ldd1', I64),
-                ('batch', I64), ('stride_a', I64), ('stride_b', I64), ('stride_c', I64),
-                ('stride_d', I64), ('stride_d0', I64), ('stride_d1', I64), ('split_k', INT),
-                ('allow_tf32', INT)]
-
-
-# Offsets by hand, LP64 (int/enum 4 bytes, int64/pointer 8, aligned to size): gemm: m n k
-# 0 8 16, dtypes 24 28, a 32, lda 40, a_order 48 (+4), b 56, ldb 64, b_order 72 (+4), d 80,
-# ldd 88, c 96, ldc 104, alpha/beta 112/116, bias 120, bias_mode 128, activation 132, d0
-# 136, ldd0 144, d1 152, ldd1 160, batch 168, stride_a..d1 176..216, split_k 224,
-# allow_tf32 228: 232.  attention: torch_bench_common.py.  layout_check() also compares
-# every offset with a C program built on ckjit.h.
-STRUCTS = {'ckjit_attention_desc': ATTENTION_DESC_LAYOUT, 'ckjit_gemm_desc': (GemmDesc, 232, 228)}
+# ---- ctypes mirrors (torch_bench_common: ckjit_attention_desc, ckjit_gemm_desc) ---------
+STRUCTS = {'ckjit_attention_desc': ATTENTION_DESC_LAYOUT, 'ckjit_gemm_desc': GEMM_DESC_LAYOUT}
 
 
 # ---- cases and records -----------------------------------------------------------------

@@ -24,7 +24,6 @@ Cases run in child processes (a crash or hang costs only its case; torch_bench_c
 Exit status 0 when every case was measured or CKJIT_ERROR_UNSUPPORTED, 2 when a check
 failed, else 1 (also: no CUDA device, no library, a ctypes layout mismatch).
 """
-import argparse
 import ctypes
 import math
 import os
@@ -33,7 +32,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared ctypes, child runner, checks)
     BF16, FLT, I64, INT, PTR, UNSTEADY, BenchContext, CkjitFailed, FileReporter, capture,
-    first_call_ms, import_torch, layout_check, layout_gate, run_child, run_parent)
+    first_call_ms, import_torch, layout_check, layout_gate, parse_library_args, run_child,
+    run_parent)
 
 FP8_E4M3 = 4                    # ckjit_dtype
 SCALING = {'tensor': 0, 'row': 1, 'block': 2}  # ckjit_fp8_scaling
@@ -370,21 +370,7 @@ def run_case(ctx, case):
 
 # ---- the parent ------------------------------------------------------------------------------
 def parse_args():
-    ap = argparse.ArgumentParser(description=' '.join(__doc__.split('\n\n')[0].split()))
-    ap.add_argument('--lib', help='libckjit.so (default: CKJIT_LIBRARY, build-gpu/libckjit.so, '
-                    'the python package\'s loader)')
-    ap.add_argument('--json', metavar='FILE', help='also write the records here (JSON lines)')
-    ap.add_argument('--quick', action='store_true', help='fewer rounds and calls')
-    ap.add_argument('--only', action='append', metavar='SUBSTRING', help='only the cases one '
-                    'of whose metrics contains this (repeatable: "rowwise", "8192", "block")')
-    ap.add_argument('--budget', type=float, help='seconds; cases not started by then: SKIPPED')
-    ap.add_argument('--no-flush-l2', action='store_true', help='no L2 flush between calls')
-    ap.add_argument('--check-layout', action='store_true',
-                    help='only check the ctypes struct against gemm_fp8.h (no GPU needed)')
-    ap.add_argument('--child', help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    a.no_lse = False  # torch_bench_common's child runner and context read it
-    return a
+    return parse_library_args(__doc__, '"rowwise", "8192", "block"', 'gemm_fp8.h')
 
 
 def main():

@@ -50,19 +50,16 @@ in child processes (a crash or hang costs only its case; torch_bench_common).  E
 status 0 when every case was measured or CKJIT_ERROR_UNSUPPORTED, 2 when a check
 failed, else 1 (also: no CUDA device, no library, a ctypes layout mismatch).
 """
-import argparse
 import ctypes
 import math
 import os
 import sys
-import time
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared child runner, timing context)
-    INT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, cuda_device, exit_status,
-    find_library, first_call_ms, import_torch, layout_check, layout_gate, load_structs, run_child,
-    run_children)
+    INT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, first_call_ms, import_torch,
+    layout_check, layout_gate, load_structs, parse_library_args, run_child, run_parent)
 
 
 S = load_structs()
@@ -505,22 +502,7 @@ def run_case(ctx, case):
 
 # ---- the parent ------------------------------------------------------------------------------
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=' '.join(__doc__.split('\n\n')[0].split()))
-    ap.add_argument('--lib', help='libckjit.so (default: CKJIT_LIBRARY, build-gpu/libckjit.so, '
-                    'the python package\'s loader)')
-    ap.add_argument('--json', metavar='FILE', help='also write the records here (JSON lines)')
-    ap.add_argument('--quick', action='store_true', help='fewer rounds and calls')
-    ap.add_argument('--only', action='append', metavar='SUBSTRING', help='only the cases one '
-                    'of whose metrics contains this (repeatable: "bf16", "fp8", "decode", '
-                    '"rowwise", "T16 ")')
-    ap.add_argument('--budget', type=float, help='seconds; cases not started by then: SKIPPED')
-    ap.add_argument('--no-flush-l2', action='store_true', help='no L2 flush between calls')
-    ap.add_argument('--check-layout', action='store_true',
-                    help='only check the ctypes struct against moe.h (no GPU needed)')
-    ap.add_argument('--child', help=argparse.SUPPRESS)
-    a = ap.parse_args(argv)
-    a.no_lse = False  # torch_bench_common's child runner and context read it
-    return a
+    return parse_library_args(__doc__, '"bf16", "fp8", "decode", "rowwise", "T16 "', 'moe.h', argv)
 
 
 def main():
@@ -532,29 +514,7 @@ def main():
                                          'fused-moe'), 'moe.h', REPORT)
     if status is not None:
         return status
-    pending = [i for i, c in enumerate(CASES)
-               if not a.only or any(s in m for s in a.only for m in c.metrics)]
-    if not pending:
-        note(f'no case matches --only {a.only}')
-        return 1
-    why = cuda_device()
-    if why:
-        log(f'no CUDA device ({why}): nothing run')
-        return 1
-    a.lib, how = find_library(a.lib)
-    if not a.lib or not os.path.exists(a.lib):
-        log(f'no libckjit: {how if not a.lib else a.lib + " (" + how + ") does not exist"}')
-        return 1
-    log(f'library: {a.lib} ({how})')
-    if a.json:  # the children append to it too (FileReporter)
-        open(a.json, 'w').close()
-        os.environ['CKJIT_FUSED_MOE_JSON'] = os.path.abspath(a.json)
-    t0 = time.time()
-    statuses = run_children(a, __file__, CASES, pending, t0 + a.budget if a.budget else math.inf,
-                            fail_records, REPORT)
-    log(f'done in {time.time() - t0:.1f} s')
-    return exit_status(statuses)
-
+    return run_parent(a, __file__, CASES, 'CKJIT_FUSED_MOE_JSON', fail_records, REPORT)
 
 if __name__ == '__main__':
     sys.exit(main())

@@ -32,7 +32,6 @@ torch_bench_common).  Exit status 0 when every case was measured or
 CKJIT_ERROR_UNSUPPORTED, 2 when a check failed, else 1 (also: no CUDA device, no
 library, a ctypes layout mismatch).
 """
-import argparse
 import ctypes
 import math
 import os
@@ -40,8 +39,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared ctypes, child runner, checks)
-    BF16, FLT, I64, INT, PTR, UNSTEADY, BenchContext, CkjitFailed, FileReporter, capture,
-    first_call_ms, import_torch, layout_check, layout_gate, run_child, run_parent, with_env)
+    BF16, GEMM_DESC_LAYOUT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, GemmDesc, capture,
+    first_call_ms, import_torch, layout_check, layout_gate, parse_library_args, run_child,
+    run_parent, with_env)
 
 ROW_MAJOR = 0                   # ckjit_order
 CLUSTER_ENV = 'CKJIT_GEMM_CLUSTER'
@@ -66,23 +66,8 @@ REPORT = FileReporter('gemm_torch.py', 'gemm_ctypes', 'CKJIT_GEMM_JSON')
 log, emit, note = REPORT.log, REPORT.emit, REPORT.note
 
 
-# ---- ctypes mirror of include/ckjit/gemm.h ----------------------------------------------
-class GemmDesc(ctypes.Structure):  # ckjit_gemm_desc (enums are int)
-    _fields_ = [('m', I64), ('n', I64), ('k', I64), ('ab_dtype', INT), ('out_dtype', INT),
-                ('a', PTR), ('lda', I64), ('a_order', INT), ('b', PTR), ('ldb', I64),
-                ('b_order', INT), ('d', PTR), ('ldd', I64), ('c', PTR), ('ldc', I64),
-                ('alpha', FLT), ('beta', FLT), ('bias', PTR), ('bias_mode', INT),
-                ('activation', INT), ('d0', PTR), ('ldd0', I64), ('d1', PTR), ('ldd1', I64),
-                ('batch', I64), ('stride_a', I64), ('stride_b', I64), ('stride_c', I64),
-                ('stride_d', I64), ('stride_d0', I64), ('stride_d1', I64), ('split_k', INT),
-                ('allow_tf32', INT)]
-
-
-# Offsets by hand, LP64: m n k 0 8 16, ab_dtype out_dtype 24 28, a 32, lda 40, a_order 48
-# (+4), b 56, ldb 64, b_order 72 (+4), d 80, ldd 88, c 96, ldc 104, alpha beta 112 116,
-# bias 120, bias_mode activation 128 132, d0 136, ldd0 144, d1 152, ldd1 160, batch 168,
-# stride_a .. stride_d1 176 .. 216, split_k 224, allow_tf32 228: sizeof 232.
-STRUCTS = {'ckjit_gemm_desc': (GemmDesc, 232, 228)}
+# ---- ctypes mirror of include/ckjit/gemm.h (GemmDesc: torch_bench_common) ---------------
+STRUCTS = {'ckjit_gemm_desc': GEMM_DESC_LAYOUT}
 
 
 # ---- cases ---------------------------------------------------------------------------------
@@ -326,22 +311,7 @@ def run_case(ctx, case):
 
 # ---- the parent ------------------------------------------------------------------------------
 def parse_args():
-    ap = argparse.ArgumentParser(description=' '.join(__doc__.split('\n\n')[0].split()))
-    ap.add_argument('--lib', help='libckjit.so (default: CKJIT_LIBRARY, build-gpu/libckjit.so, '
-                    'the python package\'s loader)')
-    ap.add_argument('--json', metavar='FILE', help='also write the records here (JSON lines)')
-    ap.add_argument('--quick', action='store_true', help='fewer rounds and calls')
-    ap.add_argument('--only', action='append', metavar='SUBSTRING', help='only the cases one '
-                    'of whose metrics contains this (repeatable: "8192x8192x8192", "16x8192", '
-                    '"1024x1024")')
-    ap.add_argument('--budget', type=float, help='seconds; cases not started by then: SKIPPED')
-    ap.add_argument('--no-flush-l2', action='store_true', help='no L2 flush between calls')
-    ap.add_argument('--check-layout', action='store_true',
-                    help='only check the ctypes struct against gemm.h (no GPU needed)')
-    ap.add_argument('--child', help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    a.no_lse = False  # torch_bench_common's child runner and context read it
-    return a
+    return parse_library_args(__doc__, '"8192x8192x8192", "16x8192", "1024x1024"', 'gemm.h')
 
 
 def main():

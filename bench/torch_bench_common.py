@@ -67,6 +67,24 @@ STRIDES_LAYOUT = (Strides, 32, 24)
 ATTENTION_DESC_LAYOUT = (AttentionDesc, 376, 368)
 
 
+class GemmDesc(ctypes.Structure):  # ckjit_gemm_desc (include/ckjit/gemm.h; enums are int)
+    _fields_ = [('m', I64), ('n', I64), ('k', I64), ('ab_dtype', INT), ('out_dtype', INT),
+                ('a', PTR), ('lda', I64), ('a_order', INT), ('b', PTR), ('ldb', I64),
+                ('b_order', INT), ('d', PTR), ('ldd', I64), ('c', PTR), ('ldc', I64),
+                ('alpha', FLT), ('beta', FLT), ('bias', PTR), ('bias_mode', INT),
+                ('activation', INT), ('d0', PTR), ('ldd0', I64), ('d1', PTR), ('ldd1', I64),
+                ('batch', I64), ('stride_a', I64), ('stride_b', I64), ('stride_c', I64),
+                ('stride_d', I64), ('stride_d0', I64), ('stride_d1', I64), ('split_k', INT),
+                ('allow_tf32', INT)]
+
+
+# By hand: m n k 0 8 16, dtypes 24 28, a 32, lda 40, a_order 48 (+4), b 56, ldb 64, b_order
+# 72 (+4), d 80, ldd 88, c 96, ldc 104, alpha/beta 112/116, bias 120, bias_mode 128,
+# activation 132, d0 136, ldd0 144, d1 152, ldd1 160, batch 168, stride_a..d1 176..216,
+# split_k 224, allow_tf32 228: sizeof 232 (layout_check compares it with the C compiler's).
+GEMM_DESC_LAYOUT = (GemmDesc, 232, 228)
+
+
 def layout_check(structs, headers, tag, hand_message_names_last=True):
     """(mismatches, how checked) of structs {C name: (ctypes struct, sizeof, offset of the
     last field)}: against those hand numbers and against offsetof()/sizeof of a C program
@@ -467,6 +485,27 @@ def parse_args(description, only_examples, add_after_lib=None):
     ap.add_argument('--child', help=argparse.SUPPRESS)
     a = ap.parse_args()
     a.lib = os.path.abspath(a.lib)  # the children run with the same library
+    return a
+
+
+def parse_library_args(doc, only_examples, header, argv=None):
+    """The command line of the scripts that find the library themselves (find_library)
+    and may write --json: doc, the script's docstring (its first paragraph describes
+    it); only_examples: the --only help's examples; header: what --check-layout checks."""
+    ap = argparse.ArgumentParser(description=' '.join(doc.split('\n\n')[0].split()))
+    ap.add_argument('--lib', help='libckjit.so (default: CKJIT_LIBRARY, build-gpu/libckjit.so, '
+                    'the python package\'s loader)')
+    ap.add_argument('--json', metavar='FILE', help='also write the records here (JSON lines)')
+    ap.add_argument('--quick', action='store_true', help='fewer rounds and calls')
+    ap.add_argument('--only', action='append', metavar='SUBSTRING', help='only the cases one '
+                    f'of whose metrics contains this (repeatable: {only_examples})')
+    ap.add_argument('--budget', type=float, help='seconds; cases not started by then: SKIPPED')
+    ap.add_argument('--no-flush-l2', action='store_true', help='no L2 flush between calls')
+    ap.add_argument('--check-layout', action='store_true',
+                    help=f'only check the ctypes struct against {header} (no GPU needed)')
+    ap.add_argument('--child', help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    a.no_lse = False  # the child runner and context read it
     return a
 
 
