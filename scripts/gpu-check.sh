@@ -37,7 +37,11 @@
 #        list) the FP8 GEMM, grouped MoE GEMM and MoE sort records (FP8_ARGS: extra
 #        bench/fp8_torch.py args), "moe" (not in the default list) the fused
 #        MoE layer's records (bench/fused_moe_torch.py; MOE_ARGS: its extra
-#        args: --quick, --only SUBSTRING, --no-flush-l2), keeping the other records of
+#        args: --quick, --only SUBSTRING, --no-flush-l2), "gemmtorch" (not in the
+#        default list) bf16 ckjit_gemm from the outside, through ctypes over
+#        torch tensors against torch.matmul, with the cluster shapes
+#        (bench/gemm_torch.py; GEMM_TORCH_ARGS: --quick, --only SUBSTRING,
+#        --no-flush-l2), keeping the other records of
 #        bench/results.json; without gemm in the list and with no PEERS_ARGS,
 #        peers.py skips its gemm section)
 set -uo pipefail
@@ -416,6 +420,21 @@ elif want fp8; then
   SUMMARY+=("$(printf '%-10s %-16s %5s  %s' fp8 SKIPPED - "no $BUILD/libckjit.so")")
 fi
 
+# bf16 GEMM from the outside (issue 21): ckjit_gemm through ctypes over torch
+# tensors against torch.matmul(out=) on the same stream, alternating, cold
+# L2, with CKJIT_GEMM_CLUSTER's shapes in the same rounds (bench/gemm_torch.py).
+# Not in the default list: GPU_CHECK_BENCHES="gemmtorch".
+if want gemmtorch && ((BUILT == 0)) && [ -f "$BUILD/libckjit.so" ]; then
+  : > "$LOGS/bench-gemm-torch.jsonl"
+  step gemmtorch 200 30 "$LOGS/bench-gemm-torch.log" "$LOGS/bench-gemm-torch.log" -- \
+    env CKJIT_CACHE_DIR="${CKJIT_CACHE_DIR:-$ROOT/$BUILD/ckjit-cache}" python3 bench/gemm_torch.py \
+    --lib "$ROOT/$BUILD/libckjit.so" --budget 180 --json "$LOGS/bench-gemm-torch.jsonl" ${GEMM_TORCH_ARGS:-}
+  cat "$LOGS/bench-gemm-torch.jsonl" >> "$LOGS/bench-ckjit.jsonl"
+  summary_add gemmtorch "$(grep -c '^{' "$LOGS/bench-gemm-torch.jsonl") records"
+elif want gemmtorch; then
+  SUMMARY+=("$(printf '%-10s %-16s %5s  %s' gemmtorch SKIPPED - "no $BUILD/libckjit.so")")
+fi
+
 # Fused MoE layer: ckjit_fused_moe (bf16 weights) against a torch loop over
 # the experts and dense torch.matmul GEMMs of the same flops, with FP8
 # weights (block and row scales) against its bf16 self, and decode steps
@@ -499,6 +518,7 @@ want multigpu && ran+="; python3 bench/multi_gpu.py"
 want python && ran+="; python3 bench/python_host_time.py"
 want fp8 && ran+="; python3 bench/fp8_torch.py ${FP8_ARGS:-}; python3 bench/moe_fp8_torch.py"
 want moe && ran+="; python3 bench/fused_moe_torch.py ${moe_args[*]:-}"
+want gemmtorch && ran+="; python3 bench/gemm_torch.py ${GEMM_TORCH_ARGS:-}"
 want peers && ran+="; python3 bench/peers.py ${peers_args[*]:-}"
 ran="${GPU_CHECK_BENCHES:+GPU_CHECK_BENCHES=\"$GPU_CHECK_BENCHES\"}${ran}"
 step results 30 0 "$LOGS/make-results.log" "$LOGS/make-results.log" -- python3 bench/make_results.py \
