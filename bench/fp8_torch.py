@@ -32,8 +32,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared ctypes, child runner, checks)
     BF16, FLT, I64, INT, PTR, UNSTEADY, BenchContext, CkjitFailed, FileReporter, capture,
-    first_call_ms, import_torch, layout_check, layout_gate, parse_library_args, run_child,
-    run_parent)
+    first_call_ms, import_cuda_torch, layout_check, layout_gate, parse_library_args, run_child,
+    run_parent, with_env)
 
 FP8_E4M3 = 4                    # ckjit_dtype
 SCALING = {'tensor': 0, 'row': 1, 'block': 2}  # ckjit_fp8_scaling
@@ -51,7 +51,7 @@ RTOL = 2e-2
 REF_ROWS = 256                  # rows of the f32 reference: the first and the last REF_ROWS
 PEER_NAME = 'torch._scaled_mm (cuBLASLt)'
 BLOCK_TARGET_SHAPE = (4096, 7168, 16384)  # blockwise >= 1400 TFLOP/s, >= 0.95x row-wise
-torch = F = None                # imported by the child (and by the parent's device check)
+torch = F = None                # imported by the child
 
 
 REPORT = FileReporter('fp8_torch.py', 'gemm_fp8', 'CKJIT_FP8_JSON')
@@ -114,10 +114,7 @@ def fail_records(case, status, error, extra=None):
 class Ctx(BenchContext):
     def __init__(self, a):
         global torch, F
-        torch, F = import_torch()
-        if not torch.cuda.is_available():
-            raise RuntimeError('no CUDA device')
-        torch.backends.cuda.matmul.allow_tf32 = False  # the f32 reference stays f32
+        torch, F = import_cuda_torch()
         super().__init__(a, (('ckjit_gemm_fp8', Fp8Desc),))
         self.spin = getattr(torch.cuda, '_sleep', None)
         self.rounds, self.calls = (5, 5) if a.quick else (20, 10)
@@ -257,13 +254,7 @@ def kernel_names(fn):
 def in_clusters(call):
     """call with CKJIT_GEMM_FP8_CLUSTER=2 (read by each ckjit_gemm_fp8 call): the same
     tile in pairs of blocks multicasting A, for the clusters' effect in the same run."""
-    def run():
-        os.environ['CKJIT_GEMM_FP8_CLUSTER'] = '2'
-        try:
-            call()
-        finally:
-            del os.environ['CKJIT_GEMM_FP8_CLUSTER']
-    return run
+    return with_env('CKJIT_GEMM_FP8_CLUSTER', '2', call)
 
 
 def run_case(ctx, case):

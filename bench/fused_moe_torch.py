@@ -58,7 +58,7 @@ import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared child runner, timing context)
-    INT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, first_call_ms, import_torch,
+    INT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, first_call_ms, import_cuda_torch,
     layout_check, layout_gate, load_structs, parse_library_args, run_child, run_parent)
 
 
@@ -131,10 +131,7 @@ def fail_records(case, status, error, extra=None):
 class Ctx(BenchContext):
     def __init__(self, a):
         global torch, F
-        torch, F = import_torch()
-        if not torch.cuda.is_available():
-            raise RuntimeError('no CUDA device')
-        torch.backends.cuda.matmul.allow_tf32 = False
+        torch, F = import_cuda_torch()
         super().__init__(a, (('ckjit_fused_moe', MoeDesc),))
         self.lib.ckjit_fused_moe_workspace_size.argtypes = [ctypes.POINTER(MoeDesc)]
         self.lib.ckjit_fused_moe_workspace_size.restype = ctypes.c_size_t
@@ -515,6 +512,7 @@ def main():
     if status is not None:
         return status
     return run_parent(a, __file__, CASES, 'CKJIT_FUSED_MOE_JSON', fail_records, REPORT)
+
 
 if __name__ == '__main__':
     sys.exit(main())

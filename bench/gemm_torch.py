@@ -40,7 +40,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ is not a package
 from torch_bench_common import (  # noqa: E402  (the shared ctypes, child runner, checks)
     BF16, GEMM_DESC_LAYOUT, UNSTEADY, BenchContext, CkjitFailed, FileReporter, GemmDesc, capture,
-    first_call_ms, import_torch, layout_check, layout_gate, parse_library_args, run_child,
+    first_call_ms, import_cuda_torch, layout_check, layout_gate, parse_library_args, run_child,
     run_parent, with_env)
 
 ROW_MAJOR = 0                   # ckjit_order
@@ -109,10 +109,7 @@ def fail_records(case, status, error, extra=None):
 class Ctx(BenchContext):
     def __init__(self, a):
         global torch, F
-        torch, F = import_torch()
-        if not torch.cuda.is_available():
-            raise RuntimeError('no CUDA device')
-        torch.backends.cuda.matmul.allow_tf32 = False  # the f32 reference stays f32
+        torch, F = import_cuda_torch()
         os.environ.pop(CLUSTER_ENV, None)  # the 'ckjit' side: the policy's choice
         super().__init__(a, (('ckjit_gemm', GemmDesc),))
         self.spin = getattr(torch.cuda, '_sleep', None)

@@ -199,6 +199,16 @@ def import_torch():
     return torch, F
 
 
+def import_cuda_torch():
+    """import_torch() in a child that needs a CUDA device (RuntimeError without one),
+    with TF32 off for torch's f32 matmuls (the float32 references stay float32)."""
+    import_torch()
+    if not torch.cuda.is_available():
+        raise RuntimeError('no CUDA device')
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch, F
+
+
 def bind_library(path, ops):
     """libckjit at path, each (op, desc struct) of ops bound as op(desc *, stream) -> status
     and op_desc_init(desc *), and the status / last-error strings."""

@@ -1,6 +1,7 @@
 /* The shared steps of every op family (see op_frame.h). */
 #include "op_frame.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -42,6 +43,17 @@ ckjit_status ckjit__check_dtype(const char *api, ckjit_dtype dtype) {
                        "f16, bf16)", api, ckjit_dtype_name(dtype));
   return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: dtype %d is not a ckjit_dtype", api,
                      (int)dtype);
+}
+
+ckjit_status ckjit__knob_int(const char *api, const char *name, int lo, int hi, int *value) {
+  const char *v = getenv(name);
+  if (!v || !*v) return CKJIT_SUCCESS;
+  char *end;
+  const long n = strtol(v, &end, 10);
+  if (*end || n < lo || n > hi)
+    return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: %s=%s: an integer %d .. %d", api, name, v, lo, hi);
+  *value = (int)n;
+  return CKJIT_SUCCESS;
 }
 
 ckjit_status ckjit__check_matrix(const char *api, const char *name, const void *ptr, int64_t rows,

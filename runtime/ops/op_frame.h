@@ -62,6 +62,15 @@ static inline int ckjit__widest_vec(size_t elem_size, int max) {
 int ckjit__pick_vec(size_t elem_size, const void *const *ptrs, int n_ptrs, const int64_t *strides,
                     int n_strides, int max_vec);
 
+/* ---- test and measurement knobs ---------------------------------------------- */
+
+/* The integer environment variable `name` in [lo, hi] into *value (left as
+ * it is when the variable is unset or empty).  Read on every call, so a test
+ * or a benchmark can change it between calls; a malformed value fails the
+ * call with CKJIT_ERROR_INVALID_ARGUMENT (a silent default would measure or
+ * test something other than what was asked). */
+ckjit_status ckjit__knob_int(const char *api, const char *name, int lo, int hi, int *value);
+
 /* ---- argument checks shared by the families ---------------------------------- */
 
 /* f32, f16 or bf16; otherwise UNSUPPORTED (another dtype) or INVALID_ARGUMENT. */

@@ -359,6 +359,16 @@ static void test_other_invalid_arguments(void **state) {
 /* Which archs each family has a kernel for; the others are refused with
  * the archs it runs on, by ckjit_compile_spec too, before any compiler is
  * loaded (so also where neither compiler is installed). */
+/* Each spec `prefix` + bad[i] is refused for sm_90 with a message naming `needle`. */
+static void refused_on_sm90(const char *prefix, const char *const *bad, size_t n, const char *needle) {
+  for (size_t i = 0; i < n; i++) {
+    char spec[128];
+    snprintf(spec, sizeof spec, "%s%s", prefix, bad[i]);
+    assert_int_equal(ckjit_spec_has_kernel(spec, "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(ckjit_last_error(), needle));
+  }
+}
+
 static void test_spec_has_kernel(void **state) {
   (void)state;
   const ckjit_status OK = CKJIT_SUCCESS, NO = CKJIT_ERROR_UNSUPPORTED;
@@ -413,23 +423,14 @@ static void test_spec_has_kernel(void **state) {
                    CKJIT_ERROR_INVALID_ARGUMENT);
   static const char *const dcol_bad[] = {"tma=2,dcol=1", "tma=1,dcol=1,split=1", "tma=1,dcol=1,streamk=1",
                                          "tma=1,dcol=1,grouped=1"};
-  for (size_t i = 0; i < sizeof dcol_bad / sizeof dcol_bad[0]; i++) {
-    char spec[128];
-    snprintf(spec, sizeof spec, "gemm_wgmma:dtype=f32,out=f32,a=col,b=col,%s", dcol_bad[i]);
-    assert_int_equal(ckjit_spec_has_kernel(spec, "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
-    assert_non_null(strstr(ckjit_last_error(), "dcol=1"));
-  }
+  refused_on_sm90("gemm_wgmma:dtype=f32,out=f32,a=col,b=col,", dcol_bad, sizeof dcol_bad / sizeof dcol_bad[0],
+                  "dcol=1");
   /* Clusters of two (multicast): through TMA, one problem, whole tiles. */
   assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,tma=1,bm=64,bn=64,cluster_m=2", "sm_90"), OK);
   assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,tma=2,cluster_n=2", "sm_90"), OK);
   static const char *const cluster_bad[] = {"tma=0,cluster_m=2", "tma=1,grouped=1,cluster_n=2",
                                             "tma=1,streamk=1,cluster_m=2", "tma=1,cluster_m=2,cluster_n=2"};
-  for (size_t i = 0; i < sizeof cluster_bad / sizeof cluster_bad[0]; i++) {
-    char spec[128];
-    snprintf(spec, sizeof spec, "gemm_wgmma:dtype=bf16,%s", cluster_bad[i]);
-    assert_int_equal(ckjit_spec_has_kernel(spec, "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
-    assert_non_null(strstr(ckjit_last_error(), "clusters"));
-  }
+  refused_on_sm90("gemm_wgmma:dtype=bf16,", cluster_bad, sizeof cluster_bad / sizeof cluster_bad[0], "clusters");
   assert_int_equal(ckjit_spec_has_kernel("gemm_wgmma:dtype=bf16,cluster_m=3", "sm_90"), CKJIT_ERROR_INVALID_ARGUMENT);
   /* moe_permute: shared 0 .. 2 (none, plain, gated), combine only. */
   assert_int_equal(ckjit_spec_has_kernel("moe_permute:dir=combine,shared=2", "sm_90"), OK);

@@ -283,6 +283,28 @@ static void test_grouped_invalid(void **state) {
           for (int i = 0; i < 3; i++) c.d[i].ab_dtype = CKJIT_I8);
 }
 
+/* ---- the test knob ---------------------------------------------------------------------- */
+
+/* CKJIT_GEMM_CLUSTER: a malformed value fails the call before any device
+ * work (an empty one too); the three shapes leave a valid call valid. */
+static void test_cluster_knob(void **state) {
+  (void)state;
+  static const char *const bad[] = {"2", "2x2", "4x1", "x", "1x1 "};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("CKJIT_GEMM_CLUSTER", bad[i], 1);
+    invalid(gemm_call("CKJIT_GEMM_CLUSTER=%s", bad[i]));
+    call c = gemm_call("CKJIT_GEMM_CLUSTER=%s, m = 0", bad[i]);
+    c.d[0].m = 0;
+    invalid(c);
+  }
+  static const char *const good[] = {"1x1", "2x1", "1x2", ""};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    setenv("CKJIT_GEMM_CLUSTER", good[i], 1);
+    valid(gemm_call("CKJIT_GEMM_CLUSTER=%s", good[i]));
+  }
+  unsetenv("CKJIT_GEMM_CLUSTER");
+}
+
 /* ---- valid arguments without a GPU ---------------------------------------------------- */
 
 static void test_valid_no_device(void **state) {
@@ -392,6 +414,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_dtypes_and_enums),
       cmocka_unit_test(test_gemm_leading_dimensions),
       cmocka_unit_test(test_grouped_invalid),
+      cmocka_unit_test(test_cluster_knob),
       cmocka_unit_test(test_valid_no_device),
       cmocka_unit_test(test_empty_not_invalid),
   };

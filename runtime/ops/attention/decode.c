@@ -1,6 +1,5 @@
 /* attention_decode's launch (split-KV) and attention_combine, the family
  * that sums the splits (kernel_src/attention/decode_combine.cu). */
-#include <stdlib.h>
 #include <string.h>
 
 #include "attention.h"
@@ -114,15 +113,9 @@ ckjit_status ckjit__attention_run_decode(ckjit_gpu *gpu, const attention_call *c
   p->shared_bytes = ckjit__attention_smem(&p->spec);
   /* CKJIT_ATTENTION_DECODE_SPLITS: the count for measurements (paged, at
    * least what the staged page ids need). */
-  int64_t forced = 0;
-  const char *env = getenv("CKJIT_ATTENTION_DECODE_SPLITS");
-  if (env && *env) {
-    char *end;
-    forced = strtol(env, &end, 10);
-    if (*end || forced < 1 || forced > 64)
-      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
-                         "ckjit_attention: CKJIT_ATTENTION_DECODE_SPLITS=%s: a count of 1 to 64", env);
-  }
+  int forced = 0;
+  ckjit_status st = ckjit__knob_int("ckjit_attention", "CKJIT_ATTENTION_DECODE_SPLITS", 1, 64, &forced);
+  if (st) return st;
   const int64_t splits = split_count(gpu, p, blocks, keys, kv ? kv->page_size : 0, forced);
   p->grid[0] = (unsigned)blocks;
   p->grid[1] = (unsigned)splits;
@@ -136,7 +129,7 @@ ckjit_status ckjit__attention_run_decode(ckjit_gpu *gpu, const attention_call *c
 
   const size_t bytes = (size_t)splits * (size_t)x.rows * (size_t)(d->head_dim_v + 1) * sizeof(float);
   void *scratch;
-  ckjit_status st = ckjit__scratch_alloc(gpu, bytes, stream, &scratch);
+  st = ckjit__scratch_alloc(gpu, bytes, stream, &scratch);
   if (st) return st;
   x.part_o = scratch;
   x.part_lse = x.part_o + (size_t)splits * (size_t)x.rows * (size_t)d->head_dim_v;

@@ -86,8 +86,7 @@ static void wgmma_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int32_t *v
   v[GW_A] = a_order(g), v[GW_B] = b_order(g);
   v[GW_BM] = pl->tile.bm, v[GW_BN] = pl->tile.bn, v[GW_STAGES] = pl->tile.stages;
   v[GW_DCOL] = pl->d_col;
-  v[GW_CLUSTER_M] = pl->cluster_m > 1 ? pl->cluster_m : 1;
-  v[GW_CLUSTER_N] = pl->cluster_n > 1 ? pl->cluster_n : 1;
+  v[GW_CLUSTER_M] = pl->cluster_m, v[GW_CLUSTER_N] = pl->cluster_n;
 }
 
 static void tf32_spec(const gemm_plan *pl, const ckjit_gemm_desc *g, int32_t *v) {
@@ -165,6 +164,7 @@ static int takes(const gemm_pipeline *row, const gemm_shape *q) {
 
 void ckjit__gemm_plan(const gemm_shape *q, unsigned skip, gemm_plan *pl, int *auto_splits) {
   memset(pl, 0, sizeof *pl);
+  pl->cluster_m = pl->cluster_n = 1;
   for (int i = 0; i < PIPELINE_COUNT; i++) {
     const gemm_pipeline *row = &pipelines[i];
     if (!(skip & 1u << i) && takes(row, q) && row->plan(q, pl, auto_splits)) {

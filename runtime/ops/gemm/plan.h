@@ -20,7 +20,7 @@ typedef struct gemm_plan {
   gemm_block_tile tile; /* block tile (bm, bn, bk) of every pipeline; warps and stages: mma, tf32, wgmma */
   int vec_a, vec_b;     /* copy widths (elements) of A and B: mma, tf32, simt */
   int d_col;            /* wgmma: C, D, D0 and D1 column-major (tf32's swapped problem, run.c) */
-  int cluster_m, cluster_n; /* wgmma: blocks of a cluster along M and N, multicasting (0 or 1: none) */
+  int cluster_m, cluster_n; /* wgmma through TMA: blocks of a cluster along M and N (1 x 1: none) */
 } gemm_plan;
 
 /* What the pipeline table decides from: the call and its shape. */
@@ -76,11 +76,11 @@ int ckjit__gemm_plan_tf32(const gemm_shape *q, gemm_plan *pl, int *auto_splits);
 int ckjit__gemm_plan_mma(const gemm_shape *q, gemm_plan *pl, int *auto_splits);
 int ckjit__gemm_plan_simt(const gemm_shape *q, gemm_plan *pl, int *auto_splits);
 
-/* The wgmma plan's clusters (pl->cluster_m, cluster_n) for `g` run with
- * `want` splits through TMA (CKJIT_GEMM_STREAM_K: none); fails only on a
- * bad CKJIT_GEMM_CLUSTER. */
-ckjit_status ckjit__gemm_plan_cluster(const ckjit_gpu *gpu, const ckjit_gemm_desc *g, int want,
-                                      gemm_plan *pl);
+/* CKJIT_GEMM_CLUSTER, read on every ckjit_gemm call before any device
+ * work: the clusters asked for (1 x 1 when unset), or
+ * CKJIT_ERROR_INVALID_ARGUMENT.  The policy itself picks none (bench/NOTES.md
+ * #192); the run keeps them only where they can run (run.c). */
+ckjit_status ckjit__gemm_cluster_knob(int *cluster_m, int *cluster_n);
 
 /* The wgmma plan back to 128-row tiles (the 64-row ones read only
  * through TMA and have no Stream-K slots). */

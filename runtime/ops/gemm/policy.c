@@ -90,23 +90,16 @@ int ckjit__gemm_plan_wgmma(const gemm_shape *q, int stream_k, gemm_plan *pl, int
   return 1;
 }
 
-/* Clusters of two for the wgmma pipeline through TMA: none unless
- * CKJIT_GEMM_CLUSTER asks ("2x1": the two tiles of a tile column share
- * B's tile; "1x2": those of a tile row share A's; "1x1": none). */
-ckjit_status ckjit__gemm_plan_cluster(const ckjit_gpu *gpu, const ckjit_gemm_desc *g, int want,
-                                      gemm_plan *pl) {
-  (void)g;
-  pl->cluster_m = pl->cluster_n = 0;
-  const char *forced = getenv("CKJIT_GEMM_CLUSTER");
-  if (!forced || !*forced) return CKJIT_SUCCESS;
-  if (strcmp(forced, "1x1") && strcmp(forced, "2x1") && strcmp(forced, "1x2"))
+ckjit_status ckjit__gemm_cluster_knob(int *cluster_m, int *cluster_n) {
+  *cluster_m = *cluster_n = 1;
+  const char *v = getenv("CKJIT_GEMM_CLUSTER");
+  if (!v || !*v) return CKJIT_SUCCESS;
+  if (strcmp(v, "1x1") && strcmp(v, "2x1") && strcmp(v, "1x2"))
     return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT,
                        "ckjit_gemm: CKJIT_GEMM_CLUSTER=%s: 1x1 (no clusters), 2x1 (two tiles along M "
                        "share B's tile) or 1x2 (two along N share A's)",
-                       forced);
-  /* Stream-K's units are not whole tiles: no clusters there. */
-  if (!gpu->device.clusters || want == CKJIT_GEMM_STREAM_K) return CKJIT_SUCCESS;
-  pl->cluster_m = forced[0] - '0', pl->cluster_n = forced[2] - '0';
+                       v);
+  *cluster_m = v[0] - '0', *cluster_n = v[2] - '0';
   return CKJIT_SUCCESS;
 }
 

@@ -93,7 +93,9 @@ ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, cons
   memset(&x.sk, 0, sizeof x.sk);
   if (pl.pipe == PIPE_WGMMA && pl.tile.bm == 64 && want == CKJIT_GEMM_STREAM_K) ckjit__gemm_use_128_rows(&pl);
   const int tma_ok = pl.pipe == PIPE_WGMMA && ckjit__gemm_tma_ok(gpu, g);
-  if (tma_ok && (st = ckjit__gemm_plan_cluster(gpu, g, want, &pl))) return st;
+  /* Clusters run through TMA on whole tiles (not Stream-K's runs), where the
+   * GPU launches clusters. */
+  if (!tma_ok || !gpu->device.clusters || want == CKJIT_GEMM_STREAM_K) pl.cluster_m = pl.cluster_n = 1;
   /* A refusal is not the call's error (the cp.async pipeline serves it):
    * logged at debug level, not left in ckjit_last_error(). */
   const int quiet = ckjit__error_quiet(1);
@@ -101,7 +103,7 @@ ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, cons
                                                    want <= 1 && pl.tile.bm == 128 && !pl.d_col ? &x.d : NULL)
                          : 0;
   ckjit__error_quiet(quiet);
-  if (!tma) pl.cluster_m = pl.cluster_n = 0; /* the cp.async pipeline runs no clusters */
+  if (!tma) pl.cluster_m = pl.cluster_n = 1; /* the cp.async pipeline runs no clusters */
   /* tf32 wgmma reads only through TMA; a swapped problem (d_col) goes back
    * to run_wgmma_tf32, which transposes instead. */
   if (pl.pipe == PIPE_WGMMA && !tma && g->ab_dtype == CKJIT_F32)
@@ -122,10 +124,10 @@ ckjit_status ckjit__gemm_run_plan(ckjit_gpu *gpu, const ckjit_gemm_desc *g, cons
   int64_t grid = ckjit__gemm_split_grid(g, &pl, tiles, splits, want, sms, &x.sk, &bytes);
   /* The TMA pipeline is persistent: one block per multiprocessor at most;
    * in clusters, one cluster per unit of a cluster's tiles at most. */
-  const int64_t cluster = (pl.cluster_m > 1 ? pl.cluster_m : 1) * (pl.cluster_n > 1 ? pl.cluster_n : 1);
+  const int64_t cluster = pl.cluster_m * pl.cluster_n;
   if (cluster > 1) {
-    const int64_t units = ckjit__ceil_div(p.tiles_m, pl.cluster_m > 1 ? pl.cluster_m : 1) *
-                          ckjit__ceil_div(p.tiles_n, pl.cluster_n > 1 ? pl.cluster_n : 1) * splits * g->batch;
+    const int64_t units = ckjit__ceil_div(p.tiles_m, pl.cluster_m) * ckjit__ceil_div(p.tiles_n, pl.cluster_n) *
+                          splits * g->batch;
     grid = (units < sms / cluster ? units : sms / cluster) * cluster;
   }
   if (tma && grid > sms) grid = sms;
@@ -179,6 +181,7 @@ static ckjit_status run_wgmma_tf32(ckjit_gpu *gpu, const ckjit_gemm_desc *g, con
     plan_one(gpu, &t, 0, &pt, &auto_t);
     if (pt.pipe == PIPE_WGMMA && splits_wanted(g, auto_t) == 1) {
       pt.d_col = 1;
+      pt.cluster_m = pl->cluster_m, pt.cluster_n = pl->cluster_n;
       /* Quiet: a refused tensor map (UNSUPPORTED) only sends the call to the
        * transposing path, and must not show in ckjit_last_error() when that
        * succeeds; any other failure is recorded again. */
@@ -218,6 +221,8 @@ static ckjit_status run_wgmma_tf32(ckjit_gpu *gpu, const ckjit_gemm_desc *g, con
 ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
   ckjit_status st = ckjit__gemm_check_desc("ckjit_gemm", desc, stream);
   if (st) return st;
+  int cluster_m, cluster_n;
+  if ((st = ckjit__gemm_cluster_knob(&cluster_m, &cluster_n))) return st;
   if (desc->m == 0 || desc->n == 0) return CKJIT_SUCCESS;
   ckjit_gpu *gpu;
   if ((st = ckjit__stream_gpu(stream, &gpu))) return st;
@@ -225,6 +230,7 @@ ckjit_status ckjit_gemm(const ckjit_gemm_desc *desc, void *stream) {
   int auto_splits = 1;
   plan_one(gpu, desc, 0, &pl, &auto_splits);
   ckjit__gemm_tune(gpu, desc, &pl, &auto_splits, stream);
+  pl.cluster_m = cluster_m, pl.cluster_n = cluster_n; /* kept only where they can run (run_plan) */
   const int want = splits_wanted(desc, auto_splits);
   if (pl.pipe == PIPE_WGMMA && desc->ab_dtype == CKJIT_F32) /* the wgmma-tf32 row's plan */
     return run_wgmma_tf32(gpu, desc, &pl, want, stream);

@@ -31,10 +31,8 @@ int ckjit__gemm_encode_maps(ckjit_gpu *gpu, const ckjit_gemm_desc *g, const gemm
    * cluster each block loads its share of the rows of a tile it shares
    * (A along N, B along M: gemm/tma_pipeline.h). */
   const unsigned bk = (unsigned)(128 / es);
-  const unsigned share_a = pl->cluster_n > 1 ? (unsigned)pl->cluster_n : 1;
-  const unsigned share_b = pl->cluster_m > 1 ? (unsigned)pl->cluster_m : 1;
-  const unsigned box_a[3] = {bk, (a_k ? (unsigned)pl->tile.bm : bk) / share_a, 1};
-  const unsigned box_b[3] = {bk, (b_k ? (unsigned)pl->tile.bn : bk) / share_b, 1};
+  const unsigned box_a[3] = {bk, (a_k ? (unsigned)pl->tile.bm : bk) / (unsigned)pl->cluster_n, 1};
+  const unsigned box_b[3] = {bk, (b_k ? (unsigned)pl->tile.bn : bk) / (unsigned)pl->cluster_m, 1};
   if (gpu->device.tensor_map_encode(&gpu->device, map_a, g->ab_dtype, 3, g->a, dims_a, str_a, box_a) ||
       gpu->device.tensor_map_encode(&gpu->device, map_b, g->ab_dtype, 3, g->b, dims_b, str_b, box_b))
     return 0;

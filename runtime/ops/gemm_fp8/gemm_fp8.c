@@ -3,7 +3,6 @@
  * ckjit_gemm_fp8_moe (gemm_fp8_moe.c), whose experts are a third dimension
  * of the maps and a few strides. */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "abi/gemm_args.h"
@@ -161,22 +160,8 @@ typedef struct fp8_knobs {
 
 static ckjit_status read_knobs(const char *api, fp8_knobs *k) {
   k->cluster = k->promote = 1;
-  const char *cluster = getenv("CKJIT_GEMM_FP8_CLUSTER"), *promote = getenv("CKJIT_GEMM_FP8_PROMOTE");
-  if (cluster && *cluster) {
-    if (strcmp(cluster, "1") && strcmp(cluster, "2"))
-      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: CKJIT_GEMM_FP8_CLUSTER=%s: 1 or 2", api,
-                         cluster);
-    k->cluster = cluster[0] - '0';
-  }
-  if (promote && *promote) {
-    char *end;
-    const long v = strtol(promote, &end, 10);
-    if (*end || v < 0 || v > 64)
-      return ckjit__fail(CKJIT_ERROR_INVALID_ARGUMENT, "%s: CKJIT_GEMM_FP8_PROMOTE=%s: 0 .. 64", api,
-                         promote);
-    k->promote = (int)v;
-  }
-  return CKJIT_SUCCESS;
+  ckjit_status st = ckjit__knob_int(api, "CKJIT_GEMM_FP8_CLUSTER", 1, 2, &k->cluster);
+  return st ? st : ckjit__knob_int(api, "CKJIT_GEMM_FP8_PROMOTE", 0, 64, &k->promote);
 }
 
 /* 128 x 128 tiles, unless they leave most multiprocessors idle: then

@@ -458,16 +458,22 @@ static gt_result run(gt_ctx *ctx) {
 
   gt_check *ck = ctx->ck;
   /* The kernels the cases build, to show the cluster cases ran clusters. */
-  char record[64];
-  snprintf(record, sizeof record, "/tmp/ckjit-gemm-gpu-record-%d.txt", (int)getpid());
-  unlink(record);
-  setenv("CKJIT_RECORD", record, 1);
+  char *dir = tu_mkdtemp("gemm-gpu-record"), record[512];
+  snprintf(record, sizeof record, "%s/record.txt", dir ? dir : ".");
+  if (dir) setenv("CKJIT_RECORD", record, 1);
   int failed_cases = 0;
   for (size_t i = 0; i < g_ncases; i++)
     failed_cases += run_case(ck, i, &g_cases[i], seed ^ (0x9E3779B97F4A7C15ull * (i + 1))) != 0;
   unsetenv("CKJIT_RECORD");
-  check_clusters_ran(ck, &ctx->info, record);
-  unlink(record);
+  if (dir) {
+    check_clusters_ran(ck, &ctx->info, record);
+    tu_rm_rf(dir);
+    free(dir);
+  } else {
+    gt_check_begin(ck, "cluster kernels");
+    gt_fail(ck, "no temporary directory for CKJIT_RECORD");
+    gt_check_end(ck);
+  }
   printf("gemm: %zu cases (%d failed), %ld checks, %ld failures\n", g_ncases, failed_cases, ck->checks, ck->failures);
   free(g_cases);
   return (gt_result){(long)g_ncases, failed_cases};
