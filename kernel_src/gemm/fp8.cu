@@ -338,11 +338,15 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     float raw[2][4] = {{1.0f, 1.0f, 1.0f, 1.0f}, {1.0f, 1.0f, 1.0f, 1.0f}};
     auto load_scales = [&](int kb) {
 #if SCALING == SCALE_BLOCK
+      // B's block of columns: a cluster's tile past N (odd tiles_n; its
+      // results are not stored) reads the last real tile's, not past the
+      // scale array's end.
+      const long long b_col = ut.tn < x.tiles_n ? n0 : (x.tiles_n - 1) * OUT_COLS;
 #pragma unroll
       for (int i = 0; i < 2; i++) {
         if (kb + i >= steps) break;
-        raw[i][0] = scale_b[(n0 / 128) * x.ld_scale_b + kb + i];
-        if (GATED) raw[i][3] = scale_b[((x.n + n0) / 128) * x.ld_scale_b + kb + i];
+        raw[i][0] = scale_b[(b_col / 128) * x.ld_scale_b + kb + i];
+        if (GATED) raw[i][3] = scale_b[((x.n + b_col) / 128) * x.ld_scale_b + kb + i];
         raw[i][1] = r0 < out.rows ? scale_a[r0 * x.ld_scale_a + kb + i] : 0.0f;
         raw[i][2] = r0 + 8 < out.rows ? scale_a[(r0 + 8) * x.ld_scale_a + kb + i] : 0.0f;
       }
