@@ -127,7 +127,7 @@ def build_rows(ck, peers, card):
         if cv is not None and tv is not None and not same_bytes(c.get('bytes'), t.get('bytes')):
             ratio_ok = False
             notes.append(f"bytes differ (ckjit {c.get('bytes')}, torch {t.get('bytes')}): "
-                         'fix rows_bytes() in bench/peers.py')
+                         'fix rows_bytes() in bench/peers_rows.py')
             log(f'rows {op} {shape}: {notes[-1]}')
         if op == 'topk_softmax':
             metric = f'{op} {dtype} {shape} k{kk} vs torch'
@@ -214,7 +214,7 @@ def build_gemm(ck, peers, card):
                 if not same_bytes(c.get('flops'), p.get('flops')):
                     ratio_ok = False
                     pnotes.append(f"flops differ (ckjit {c.get('flops')}, {impl} "
-                                  f"{p.get('flops')}): fix the cases in bench/peers.py")
+                                  f"{p.get('flops')}): fix the cases in bench/peers_gemm.py")
                 if bool(c.get('l2_flush', True)) != bool(p.get('l2_flush', True)):
                     ratio_ok = False
                     pnotes.append(f"L2 flush differs (ckjit {c.get('l2_flush')}, {impl} "

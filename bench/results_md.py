@@ -103,7 +103,7 @@ def rows_md(rows):
             lines.append('| ' + ' | '.join(md_cell(c) for c in cells) + ' |')
     if formulas:
         lines += ['', 'Bytes read + written (R rows, C cols, e = 2 bytes; T tokens, E experts; '
-                  'from rows_bytes() in bench/bench_rows.c):', '']
+                  'from rows_bytes() in bench/bench_rows_cases.c):', '']
         for op in ROW_OPS + ('topk_softmax',):
             if op in formulas:
                 lines.append(f'- {op}: {md_cell(formulas[op])}')
