@@ -11,12 +11,11 @@ prints one line per shape: {side: TFLOP/s}
 import math
 import sys
 
-lib = sys.argv[1] if len(sys.argv) == 2 else sys.exit(__doc__)
-sys.argv = [sys.argv[0], '--lib', lib]
-import fp8_torch as F8  # noqa: E402  (parses the command line set above)
+import fp8_torch as F8
 
-a = F8.parse_args()
-ctx = F8.Ctx(a)
+if len(sys.argv) != 2:
+    sys.exit(__doc__)
+ctx = F8.Ctx(F8.parse_library_args(F8.__doc__, '', 'gemm_fp8.h', ['--lib', sys.argv[1]]))
 torch = F8.torch
 for (m, n, k) in [(4096, 4096, 4096), (4096, 7168, 16384)]:
     case, tcase = F8.Case(m, n, k, 'block'), F8.Case(m, n, k, 'tensor')

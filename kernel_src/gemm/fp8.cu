@@ -131,6 +131,8 @@ CKJIT_INLINE void step(float (&acc)[ACC], ckjit_u64 da, ckjit_u64 db, bool first
 // for it, and whether it runs at all (a MoE tile no expert owns does not).
 struct unit_tile {
   long long tm, tn, rows;
+  long long b_col; // B's first row read (D's column): a cluster's tile past N (odd tiles_n) reads
+                   // the last real tile's, loads and block scales alike, and stores nothing
   int e;
   bool on;
 };
@@ -153,6 +155,7 @@ CKJIT_INLINE unit_tile tile_of(const ckjit_gemm_fp8_args &x, long long u) {
   const long long rows = x.tiles_m - first < 8 ? x.tiles_m - first : 8;
   r.tm = first + u % group % rows;
   r.tn = u % group / rows * CLUSTER + (CLUSTER > 1 ? cluster_rank() : 0);
+  r.b_col = (r.tn < x.tiles_n ? r.tn : x.tiles_n - 1) * OUT_COLS;
 #if MOE == MOE_CONTIGUOUS
   r.e = x.tile_experts[r.tm];
   r.on = r.e >= 0 && r.e < x.experts;
@@ -211,12 +214,10 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
       for (long long u = first_unit; u < units; u += unit_stride) {
         const unit_tile ut = tile_of(x, u);
         if (!ut.on) continue;
-        const long long tm = ut.tm, tn = ut.tn;
+        const long long tm = ut.tm;
         const int e_a = MOE == MOE_MASKED ? ut.e : 0;
-        // A pair's second tile past N (odd tiles_n) reads the last real
-        // tile's B: its loads must still come (they complete A's
-        // transaction count) and its results are not stored.
-        const int b_row = (int)((tn < x.tiles_n ? tn : x.tiles_n - 1) * OUT_COLS);
+        // A pair's second tile past N still loads (its loads complete A's
+        // transaction count): the last real tile's B (ut.b_col).
         for (int kb = 0; kb < steps; kb++) {
           const unsigned s = fill;
           if (!first_round) mbar_wait(smem_addr(&empty[s]), phase);
@@ -229,9 +230,9 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
 #else
           tma_load(sa, &x.map_a, kb * K_ELEMS, (int)(tm * BM), e_a, bar);
 #endif
-          tma_load(sa + A_BYTES, &x.map_b, kb * K_ELEMS, b_row, ut.e, bar);
+          tma_load(sa + A_BYTES, &x.map_b, kb * K_ELEMS, (int)ut.b_col, ut.e, bar);
 #if GATED // the up rows, n further down B, under the gate rows (boxes of BN / 2 rows)
-          tma_load(sa + A_BYTES + (BN / 2) * BK, &x.map_b, kb * K_ELEMS, (int)(b_row + x.n), ut.e, bar);
+          tma_load(sa + A_BYTES + (BN / 2) * BK, &x.map_b, kb * K_ELEMS, (int)(ut.b_col + x.n), ut.e, bar);
 #endif
         }
       }
@@ -338,15 +339,11 @@ ckjit_gemm_fp8(const __grid_constant__ ckjit_gemm_fp8_args x) {
     float raw[2][4] = {{1.0f, 1.0f, 1.0f, 1.0f}, {1.0f, 1.0f, 1.0f, 1.0f}};
     auto load_scales = [&](int kb) {
 #if SCALING == SCALE_BLOCK
-      // B's block of columns: a cluster's tile past N (odd tiles_n; its
-      // results are not stored) reads the last real tile's, not past the
-      // scale array's end.
-      const long long b_col = ut.tn < x.tiles_n ? n0 : (x.tiles_n - 1) * OUT_COLS;
 #pragma unroll
       for (int i = 0; i < 2; i++) {
         if (kb + i >= steps) break;
-        raw[i][0] = scale_b[(b_col / 128) * x.ld_scale_b + kb + i];
-        if (GATED) raw[i][3] = scale_b[((x.n + b_col) / 128) * x.ld_scale_b + kb + i];
+        raw[i][0] = scale_b[(ut.b_col / 128) * x.ld_scale_b + kb + i];
+        if (GATED) raw[i][3] = scale_b[((x.n + ut.b_col) / 128) * x.ld_scale_b + kb + i];
         raw[i][1] = r0 < out.rows ? scale_a[r0 * x.ld_scale_a + kb + i] : 0.0f;
         raw[i][2] = r0 + 8 < out.rows ? scale_a[(r0 + 8) * x.ld_scale_a + kb + i] : 0.0f;
       }

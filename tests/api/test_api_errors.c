@@ -356,9 +356,6 @@ static void test_other_invalid_arguments(void **state) {
   assert_int_equal(ckjit_init(&o), I);
 }
 
-/* Which archs each family has a kernel for; the others are refused with
- * the archs it runs on, by ckjit_compile_spec too, before any compiler is
- * loaded (so also where neither compiler is installed). */
 /* Each spec `prefix` + bad[i] is refused for sm_90 with a message naming `needle`. */
 static void refused_on_sm90(const char *prefix, const char *const *bad, size_t n, const char *needle) {
   for (size_t i = 0; i < n; i++) {
@@ -369,6 +366,9 @@ static void refused_on_sm90(const char *prefix, const char *const *bad, size_t n
   }
 }
 
+/* Which archs each family has a kernel for; the others are refused with
+ * the archs it runs on, by ckjit_compile_spec too, before any compiler is
+ * loaded (so also where neither compiler is installed). */
 static void test_spec_has_kernel(void **state) {
   (void)state;
   const ckjit_status OK = CKJIT_SUCCESS, NO = CKJIT_ERROR_UNSUPPORTED;
